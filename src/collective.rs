@@ -1,0 +1,371 @@
+//! Analytic time of a collective on a multi-dimensional fabric, written as
+//! per-dimension coefficients: `t_d(B_d) = alpha_d + bytes_d / B_d`.
+//!
+//! This is the contract the optimizer consumes (DESIGN.md): whatever produced
+//! the coefficients, a collective's time is `max_d t_d` when the dimensions
+//! are pipelined (LIBRA, Themis) or `sum_d t_d` when they run one after
+//! another. Both are convex in B.
+//!
+//! Bytes per NPU per dimension are LIBRA's hierarchical model
+//! (astra-sim/libra, `src/model/model.py`), with S the phase's size and p the
+//! group size on the dimension:
+//! - all-reduce: dimensions in order, `2 S (p-1)/p`, then `S /= p`
+//!   (reduce-scatter down, all-gather back up; Rashidi et al., Themis);
+//! - reduce-scatter: in order, `S (p-1)/p`, then `S /= p`;
+//! - all-gather: from the last dimension down, `S (p-1)`, then `S *= p`;
+//! - all-to-all: `S (p-1)/p` on every involved dimension, no resizing.
+//!
+//! Latency: `alpha_d = steps * hops * latency_d`, with steps from the
+//! dimension's algorithm (Thakur, Rabenseifner and Gropp, "Optimization of
+//! collective communication operations in MPICH", IJHPCA 2005):
+//! ring `2(p-1)` for all-reduce and `p-1` otherwise; direct (fully-connected
+//! or switch) 2 and 1; halving-doubling `2 ceil(log2 p)` and `ceil(log2 p)`.
+//! A step through a switch is two link hops (up and down).
+//!
+//! Lower bound: an NPU of a group of P must move at least `2 S (P-1)/P` bytes
+//! for an all-reduce (Patarasuk and Yuan, JPDC 2009), `S (P-1)/P` for a
+//! reduce-scatter or all-to-all, and `S (P-1)` for an all-gather, through at
+//! most `sum_d B_d` over the involved dimensions (traffic stays inside the
+//! communicator, as in every hierarchical algorithm), so no algorithm beats
+//! `min_bytes / sum_d B_d`.
+
+use crate::fabric::{Block, Fabric};
+use crate::units;
+use crate::workload::{CollectiveKind, Comm, Group};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The algorithm a dimension runs its share of a collective with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Algorithm {
+    /// Ring: p-1 neighbour steps per half.
+    Ring,
+    /// Direct: every NPU sends to every other at once (fully-connected, switch).
+    Direct,
+    /// Recursive halving then doubling (fully-connected, switch).
+    HalvingDoubling,
+}
+
+impl Algorithm {
+    /// Names accepted in study files.
+    pub const NAMES: [&'static str; 3] = ["ring", "direct", "halving-doubling"];
+
+    /// The study-file name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Ring => "ring",
+            Algorithm::Direct => "direct",
+            Algorithm::HalvingDoubling => "halving-doubling",
+        }
+    }
+
+    /// What a dimension runs unless the study says otherwise: ring on rings,
+    /// direct on fully-connected groups and switches.
+    pub fn default_for(block: Block) -> Algorithm {
+        match block {
+            Block::Ring => Algorithm::Ring,
+            Block::FullyConnected | Block::Switch => Algorithm::Direct,
+        }
+    }
+
+    /// Whether the algorithm's peers are one step apart on this block. Direct
+    /// and halving-doubling talk to non-neighbours, which a ring cannot do
+    /// in one hop, so only `ring` is allowed on a ring dimension.
+    pub fn fits(self, block: Block) -> bool {
+        !(block == Block::Ring && self != Algorithm::Ring)
+    }
+
+    /// Communication steps for `kind` in a group of `p` on one dimension.
+    pub fn steps(self, kind: CollectiveKind, p: u32) -> f64 {
+        if p <= 1 {
+            return 0.0;
+        }
+        let p = f64::from(p);
+        let log = p.log2().ceil();
+        match (self, kind) {
+            (Algorithm::Ring, CollectiveKind::AllReduce) => 2.0 * (p - 1.0),
+            (Algorithm::Ring, _) => p - 1.0,
+            (Algorithm::Direct, CollectiveKind::AllReduce) => 2.0,
+            (Algorithm::Direct, _) => 1.0,
+            (Algorithm::HalvingDoubling, CollectiveKind::AllReduce) => 2.0 * log,
+            (Algorithm::HalvingDoubling, _) => log,
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How per-dimension times combine into a collective's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimeModel {
+    /// LIBRA's model: `max_d bytes_d / B_d`, no latency.
+    Libra,
+    /// Dimensions pipelined: `max_d (alpha_d + bytes_d / B_d)`.
+    Pipelined,
+    /// Dimensions one after another: `sum_d (alpha_d + bytes_d / B_d)`.
+    Sequential,
+}
+
+impl TimeModel {
+    /// Names accepted in study files.
+    pub const NAMES: [&'static str; 3] = ["libra", "pipelined", "sequential"];
+
+    /// The study-file name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeModel::Libra => "libra",
+            TimeModel::Pipelined => "pipelined",
+            TimeModel::Sequential => "sequential",
+        }
+    }
+}
+
+/// How a study turns collectives into coefficients.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectiveModel {
+    /// How dimensions combine.
+    pub time_model: TimeModel,
+    /// The algorithm of each dimension.
+    pub algorithms: Vec<Algorithm>,
+}
+
+impl CollectiveModel {
+    /// Default algorithms for `fabric` under `time_model`.
+    pub fn defaults(fabric: &Fabric, time_model: TimeModel) -> Self {
+        CollectiveModel {
+            time_model,
+            algorithms: fabric.dims.iter().map(|d| Algorithm::default_for(d.block)).collect(),
+        }
+    }
+}
+
+/// One dimension's share of a collective: `t_d(B) = alpha_ns + bytes / B`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct DimCoeff {
+    /// Latency part, ns.
+    pub alpha_ns: f64,
+    /// Bytes one NPU moves over the dimension.
+    pub bytes: f64,
+}
+
+impl DimCoeff {
+    /// `alpha + bytes / B` in ns; zero if the dimension is not used.
+    pub fn time_ns(&self, gbps: f64) -> f64 {
+        if self.bytes <= 0.0 && self.alpha_ns <= 0.0 {
+            0.0
+        } else {
+            self.alpha_ns + units::transfer_ns(self.bytes, gbps)
+        }
+    }
+}
+
+/// A collective's time coefficients on every dimension.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Coefficients {
+    /// One per fabric dimension.
+    pub dims: Vec<DimCoeff>,
+    /// `true`: the time is the sum over dimensions; `false`: the max.
+    pub sequential: bool,
+    /// The bandwidth lower bound's bytes: no algorithm moves fewer per NPU.
+    pub min_bytes: f64,
+}
+
+impl Coefficients {
+    /// The collective's time at allocation `bw`, ns.
+    pub fn time_ns(&self, bw: &[f64]) -> f64 {
+        let per_dim = self.dims.iter().zip(bw).map(|(c, b)| c.time_ns(*b));
+        if self.sequential {
+            per_dim.sum()
+        } else {
+            per_dim.fold(0.0, f64::max)
+        }
+    }
+
+    /// A time no algorithm can beat at allocation `bw`: `min_bytes` through
+    /// the summed bandwidth of the involved dimensions, ns.
+    pub fn lower_bound_ns(&self, bw: &[f64]) -> f64 {
+        let injection: f64 = self
+            .dims
+            .iter()
+            .zip(bw)
+            .filter(|(c, _)| c.bytes > 0.0)
+            .map(|(_, b)| *b)
+            .sum();
+        units::transfer_ns(self.min_bytes, injection)
+    }
+}
+
+/// Bytes one NPU moves over each dimension for a hierarchical collective of
+/// `size` bytes over `group` (LIBRA's model; see the module doc).
+pub fn bytes_per_dim(kind: CollectiveKind, size: f64, group: &Group) -> Vec<f64> {
+    let mut out = vec![0.0; group.0.len()];
+    let mut s = size;
+    match kind {
+        CollectiveKind::AllReduce | CollectiveKind::ReduceScatter => {
+            let factor = if kind == CollectiveKind::AllReduce { 2.0 } else { 1.0 };
+            for (d, g) in group.0.iter().enumerate() {
+                if let Some(p) = g {
+                    let p = f64::from(*p);
+                    out[d] = factor * s * (p - 1.0) / p;
+                    s /= p;
+                }
+            }
+        }
+        CollectiveKind::AllGather => {
+            for (d, g) in group.0.iter().enumerate().rev() {
+                if let Some(p) = g {
+                    let p = f64::from(*p);
+                    out[d] = s * (p - 1.0);
+                    s *= p;
+                }
+            }
+        }
+        CollectiveKind::AllToAll => {
+            for (d, g) in group.0.iter().enumerate() {
+                if let Some(p) = g {
+                    let p = f64::from(*p);
+                    out[d] = s * (p - 1.0) / p;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Bytes no algorithm can do without, per NPU (see the module doc).
+pub fn min_bytes(kind: CollectiveKind, size: f64, group: &Group) -> f64 {
+    let p = group.size() as f64;
+    if p <= 1.0 {
+        return 0.0;
+    }
+    match kind {
+        CollectiveKind::AllReduce => 2.0 * size * (p - 1.0) / p,
+        CollectiveKind::ReduceScatter | CollectiveKind::AllToAll => size * (p - 1.0) / p,
+        CollectiveKind::AllGather => size * (p - 1.0),
+    }
+}
+
+/// The coefficients of `comm` on `fabric` under `model`. The group must have
+/// been checked against the fabric (`Group::check`).
+pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Coefficients {
+    let bytes = bytes_per_dim(comm.kind, comm.bytes, &comm.group);
+    let dims = fabric
+        .dims
+        .iter()
+        .enumerate()
+        .map(|(d, dim)| {
+            let p = comm.group.0.get(d).copied().flatten().unwrap_or(1);
+            let alpha_ns = match model.time_model {
+                TimeModel::Libra => 0.0,
+                TimeModel::Pipelined | TimeModel::Sequential => {
+                    model.algorithms[d].steps(comm.kind, p) * dim.block.hops_per_step() * dim.latency_ns
+                }
+            };
+            DimCoeff {
+                alpha_ns,
+                bytes: bytes.get(d).copied().unwrap_or(0.0),
+            }
+        })
+        .collect();
+    Coefficients {
+        dims,
+        sequential: model.time_model == TimeModel::Sequential,
+        min_bytes: min_bytes(comm.kind, comm.bytes, &comm.group),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::tests::dim;
+    use approx::assert_relative_eq;
+
+    fn ring4_switch8() -> Fabric {
+        Fabric {
+            dims: vec![dim("a", Block::Ring, 4, 100.0), dim("b", Block::Switch, 8, 500.0)],
+        }
+    }
+
+    fn all_reduce(bytes: f64, group: &[i64]) -> Comm {
+        Comm {
+            kind: CollectiveKind::AllReduce,
+            bytes,
+            group: Group::from_libra(group).unwrap(),
+        }
+    }
+
+    /// One 64 MB all-reduce on Ring(4) x Switch(8) at B = (100, 50) GB/s.
+    ///
+    /// Bytes: dim 0: 2 * 64e6 * 3/4 = 96e6; S becomes 16e6;
+    ///        dim 1: 2 * 16e6 * 7/8 = 28e6.
+    /// Transfer: 96e6 / 100 = 960_000 ns; 28e6 / 50 = 560_000 ns.
+    /// Latency (ring on the ring, direct on the switch):
+    ///        dim 0: 2*(4-1) = 6 steps * 1 hop * 100 ns = 600 ns;
+    ///        dim 1: 2 steps * 2 hops * 500 ns = 2000 ns.
+    #[test]
+    fn all_reduce_ring4_switch8_each_time_model() {
+        let f = ring4_switch8();
+        let c = all_reduce(64e6, &[4, 8]);
+        let bw = [100.0, 50.0];
+        let libra = coefficients(&c, &f, &CollectiveModel::defaults(&f, TimeModel::Libra));
+        assert_relative_eq!(libra.dims[0].bytes, 96e6);
+        assert_relative_eq!(libra.dims[1].bytes, 28e6);
+        assert_relative_eq!(libra.time_ns(&bw), 960_000.0);
+        let pipe = coefficients(&c, &f, &CollectiveModel::defaults(&f, TimeModel::Pipelined));
+        assert_relative_eq!(pipe.dims[0].alpha_ns, 600.0);
+        assert_relative_eq!(pipe.dims[1].alpha_ns, 2000.0);
+        // max(600 + 960_000, 2000 + 560_000)
+        assert_relative_eq!(pipe.time_ns(&bw), 960_600.0);
+        let seq = coefficients(&c, &f, &CollectiveModel::defaults(&f, TimeModel::Sequential));
+        // 960_600 + 562_000
+        assert_relative_eq!(seq.time_ns(&bw), 1_522_600.0);
+        // Lower bound: 2 * 64e6 * 31/32 = 124e6 bytes through 150 GB/s.
+        assert_relative_eq!(libra.lower_bound_ns(&bw), 124e6 / 150.0);
+    }
+
+    #[test]
+    fn reduce_scatter_all_gather_all_to_all_bytes() {
+        let g = Group::from_libra(&[4, -1, 8]).unwrap();
+        // RS: 3/4 S, then S/4 * 7/8.
+        let rs = bytes_per_dim(CollectiveKind::ReduceScatter, 32.0, &g);
+        assert_eq!(rs, vec![24.0, 0.0, 7.0]);
+        // AG from the last dimension: S * 7, then 8 S * 3.
+        let ag = bytes_per_dim(CollectiveKind::AllGather, 1.0, &g);
+        assert_eq!(ag, vec![24.0, 0.0, 7.0]);
+        // A2A: S * 3/4 and S * 7/8, no resizing.
+        let a2a = bytes_per_dim(CollectiveKind::AllToAll, 32.0, &g);
+        assert_eq!(a2a, vec![24.0, 0.0, 28.0]);
+        // All-gather moves S (P - 1) = 31 bytes in all, the minimum.
+        assert_relative_eq!(min_bytes(CollectiveKind::AllGather, 1.0, &g), 31.0);
+    }
+
+    #[test]
+    fn steps_per_algorithm() {
+        use CollectiveKind::*;
+        assert_eq!(Algorithm::Ring.steps(AllReduce, 8), 14.0);
+        assert_eq!(Algorithm::Ring.steps(AllGather, 8), 7.0);
+        assert_eq!(Algorithm::Direct.steps(AllReduce, 8), 2.0);
+        assert_eq!(Algorithm::Direct.steps(ReduceScatter, 8), 1.0);
+        assert_eq!(Algorithm::HalvingDoubling.steps(AllReduce, 8), 6.0);
+        assert_eq!(Algorithm::HalvingDoubling.steps(AllGather, 6), 3.0);
+        assert_eq!(Algorithm::Ring.steps(AllReduce, 1), 0.0);
+        assert!(!Algorithm::Direct.fits(Block::Ring));
+        assert!(Algorithm::HalvingDoubling.fits(Block::Switch));
+    }
+
+    #[test]
+    fn uninvolved_dimension_costs_nothing_even_at_zero_bandwidth() {
+        let f = ring4_switch8();
+        let c = all_reduce(1e6, &[4, -1]);
+        let k = coefficients(&c, &f, &CollectiveModel::defaults(&f, TimeModel::Pipelined));
+        assert_eq!(k.dims[1], DimCoeff::default());
+        assert!(k.time_ns(&[10.0, 0.0]).is_finite());
+        assert!(k.time_ns(&[0.0, 10.0]).is_infinite());
+    }
+}

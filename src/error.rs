@@ -1,0 +1,111 @@
+//! Errors about what a user wrote: study files, LIBRA / ASTRA-sim inputs,
+//! command-line values.
+//!
+//! Every such error names the file, the line (when there is one), the field
+//! and what is allowed, in one line, so the binary can print it and exit 2.
+//! Modules that read input build an [`InputError`]; nothing below `cli`
+//! prints or exits.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One bad value in one input, located as precisely as the format allows.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct InputError {
+    /// The file, or `None` for a command-line value.
+    pub file: Option<PathBuf>,
+    /// 1-based line in `file`, when known.
+    pub line: Option<usize>,
+    /// The field, e.g. `fabric.dims[2].npus` or `--bw`.
+    pub field: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl InputError {
+    /// An error in a file at a known line.
+    pub fn at(file: &Path, line: Option<usize>, field: impl Into<String>, message: impl Into<String>) -> Self {
+        InputError {
+            file: Some(file.to_path_buf()),
+            line,
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// An error in a command-line argument.
+    pub fn arg(field: impl Into<String>, message: impl Into<String>) -> Self {
+        InputError {
+            file: None,
+            line: None,
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, "{}:{}: ", file.display(), line)?,
+            (Some(file), None) => write!(f, "{}: ", file.display())?,
+            (None, _) => {}
+        }
+        if self.field.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
+    }
+}
+
+/// 1-based line number of byte offset `offset` in `text`.
+pub fn line_of_offset(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// Lists allowed names as "`a`, `b` or `c`".
+pub fn one_of(names: &[&str]) -> String {
+    match names.len() {
+        0 => String::new(),
+        1 => format!("`{}`", names[0]),
+        n => {
+            let head: Vec<String> = names[..n - 1].iter().map(|s| format!("`{s}`")).collect();
+            format!("{} or `{}`", head.join(", "), names[n - 1])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_has_file_line_field() {
+        let e = InputError::at(
+            Path::new("s.toml"),
+            Some(7),
+            "fabric.dims[0].npus",
+            "must be at least 2",
+        );
+        assert_eq!(e.to_string(), "s.toml:7: fabric.dims[0].npus: must be at least 2");
+        let e = InputError::arg("--bw", "expected 4 values");
+        assert_eq!(e.to_string(), "--bw: expected 4 values");
+    }
+
+    #[test]
+    fn lines_are_one_based() {
+        let t = "a\nb\nc";
+        assert_eq!(line_of_offset(t, 0), 1);
+        assert_eq!(line_of_offset(t, 2), 2);
+        assert_eq!(line_of_offset(t, 4), 3);
+        assert_eq!(line_of_offset(t, 99), 3);
+    }
+
+    #[test]
+    fn allowed_names() {
+        assert_eq!(one_of(&["ring", "switch"]), "`ring` or `switch`");
+        assert_eq!(one_of(&["a", "b", "c"]), "`a`, `b` or `c`");
+    }
+}

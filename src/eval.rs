@@ -1,0 +1,113 @@
+//! The figures of one allocation: iteration time (with its lower bound),
+//! network cost and power, and where the time and money go per dimension.
+//!
+//! This only composes `training` (time), `cost` (dollars, watts) and the
+//! coefficients `collective` produced; it holds no formula of its own.
+
+use crate::cost::Linear;
+use crate::fabric::{Block, Fabric};
+use crate::training::IterationModel;
+use crate::units::ns_to_ms;
+use serde::Serialize;
+
+/// One dimension's share of an evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DimFigures {
+    /// Dimension name.
+    pub name: String,
+    /// Building block.
+    pub block: Block,
+    /// NPUs along the dimension.
+    pub npus: u32,
+    /// Allocated bandwidth, GB/s per NPU.
+    pub bw_gbps: f64,
+    /// Bytes one NPU moves over the dimension per iteration.
+    pub bytes_per_npu: f64,
+    /// Sum over collectives of this dimension's time, ms.
+    pub busy_ms: f64,
+    /// Collectives whose time this dimension sets (the slowest dimension).
+    pub bottleneck_of: usize,
+    /// Network cost of the dimension, dollars.
+    pub cost_usd: f64,
+    /// Network power of the dimension, watts.
+    pub power_w: f64,
+    /// Whether `bw_gbps` is within the dimension's bounds.
+    pub within_bounds: bool,
+}
+
+/// Everything `dimsum eval` reports about one allocation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evaluation {
+    /// The allocation, GB/s per NPU per dimension.
+    pub bw_gbps: Vec<f64>,
+    /// Iteration time, ms.
+    pub iteration_time_ms: f64,
+    /// A time no collective algorithm can beat on this allocation, ms.
+    pub iteration_lower_bound_ms: f64,
+    /// Compute in the iteration, ms.
+    pub compute_time_ms: f64,
+    /// Communication not hidden under compute: iteration minus compute, ms.
+    pub comm_time_ms: f64,
+    /// All collective time, hidden or not, ms.
+    pub total_collective_time_ms: f64,
+    /// Collectives in the iteration.
+    pub collectives: usize,
+    /// Network cost, dollars.
+    pub network_cost_usd: f64,
+    /// Network power, watts.
+    pub network_power_w: f64,
+    /// Total NPUs.
+    pub npus: u64,
+    /// Per-dimension breakdown.
+    pub dims: Vec<DimFigures>,
+}
+
+/// Evaluates `bw` (one value per dimension, checked by the caller).
+pub fn evaluate(fabric: &Fabric, iteration: &IterationModel, cost: &Linear, bw: &[f64]) -> Evaluation {
+    let times = iteration.collective_times(bw);
+    let iteration_ns = iteration.iteration_ns_from(&times);
+    let mut dims: Vec<DimFigures> = fabric
+        .dims
+        .iter()
+        .enumerate()
+        .map(|(d, dim)| DimFigures {
+            name: dim.name.clone(),
+            block: dim.block,
+            npus: dim.npus,
+            bw_gbps: bw[d],
+            bytes_per_npu: 0.0,
+            busy_ms: 0.0,
+            bottleneck_of: 0,
+            cost_usd: cost.dim_cost(d, bw[d]),
+            power_w: cost.dim_power(d, bw[d]),
+            within_bounds: dim.min_gbps.is_none_or(|m| bw[d] >= m) && dim.max_gbps.is_none_or(|m| bw[d] <= m),
+        })
+        .collect();
+    for c in &iteration.collectives {
+        let mut slowest: Option<(usize, f64)> = None;
+        for (d, k) in c.coeffs.dims.iter().enumerate() {
+            let t = k.time_ns(bw[d]);
+            dims[d].bytes_per_npu += k.bytes;
+            dims[d].busy_ms += ns_to_ms(t);
+            if t > 0.0 && slowest.is_none_or(|(_, s)| t > s) {
+                slowest = Some((d, t));
+            }
+        }
+        if let Some((d, _)) = slowest {
+            dims[d].bottleneck_of += 1;
+        }
+    }
+    Evaluation {
+        bw_gbps: bw.to_vec(),
+        iteration_time_ms: ns_to_ms(iteration_ns),
+        iteration_lower_bound_ms: ns_to_ms(iteration.lower_bound_ns(bw)),
+        compute_time_ms: ns_to_ms(iteration.compute_ns),
+        comm_time_ms: ns_to_ms(iteration_ns - iteration.compute_ns),
+        total_collective_time_ms: ns_to_ms(times.iter().sum()),
+        collectives: iteration.collectives.len(),
+        network_cost_usd: cost.cost(bw),
+        network_power_w: cost.power(bw),
+        npus: fabric.npus(),
+        dims,
+    }
+}

@@ -1,0 +1,211 @@
+//! The fabric: N dimensions, each a building block (ring, fully-connected
+//! group or switch) of `npus` NPUs, with a link latency, optional bandwidth
+//! bounds and a cost tier.
+//!
+//! This is the shape LIBRA (Won et al., ISPASS'24) and ASTRA-sim's analytical
+//! network optimize over: a multi-dimensional network where every NPU has one
+//! bandwidth `B_d` (GB/s per NPU) on each dimension d. Ranks map to coordinates
+//! with dimension 0 varying fastest, as ASTRA-sim numbers NPUs: rank =
+//! c0 + n0 * (c1 + n1 * (c2 + ...)).
+//!
+//! The fabric knows nothing of files, costs or solvers; `study` builds it from
+//! the study file and validates it there with line numbers.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The building block of one dimension (astra-network-analytical's basic
+/// topologies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Block {
+    /// Bidirectional ring: each NPU has a link to both neighbours.
+    Ring,
+    /// Every pair of NPUs in the group has a direct link.
+    FullyConnected,
+    /// Every NPU has an up and a down link to one switch.
+    Switch,
+}
+
+impl Block {
+    /// Names accepted in study files.
+    pub const NAMES: [&'static str; 3] = ["ring", "fully-connected", "switch"];
+
+    /// The study-file name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Block::Ring => "ring",
+            Block::FullyConnected => "fully-connected",
+            Block::Switch => "switch",
+        }
+    }
+
+    /// Link hops an NPU-to-NPU transfer takes on one step: two through a
+    /// switch (up, down), one on a direct link.
+    pub fn hops_per_step(self) -> f64 {
+        match self {
+            Block::Switch => 2.0,
+            Block::Ring | Block::FullyConnected => 1.0,
+        }
+    }
+}
+
+impl fmt::Display for Block {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One dimension of the fabric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dim {
+    /// A name for reports and constraints, e.g. `package`.
+    pub name: String,
+    /// Building block.
+    pub block: Block,
+    /// NPUs along this dimension (>= 2).
+    pub npus: u32,
+    /// Latency of one link hop in ns.
+    pub latency_ns: f64,
+    /// Smallest allowed bandwidth, GB/s per NPU.
+    pub min_gbps: Option<f64>,
+    /// Largest allowed bandwidth (e.g. a technology cap), GB/s per NPU.
+    pub max_gbps: Option<f64>,
+    /// Cost tier: the key into the cost model.
+    pub tier: String,
+}
+
+/// A multi-dimensional fabric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fabric {
+    /// Dimensions, innermost (fastest varying) first.
+    pub dims: Vec<Dim>,
+}
+
+impl Fabric {
+    /// Number of dimensions.
+    pub fn ndims(&self) -> usize {
+        self.dims.len()
+    }
+
+    /// Total NPUs: the product of every dimension's size.
+    pub fn npus(&self) -> u64 {
+        self.dims.iter().map(|d| u64::from(d.npus)).product()
+    }
+
+    /// Shape, e.g. `Ring(4) x FullyConnected(8) x Ring(4) x Switch(32)`.
+    pub fn shape(&self) -> String {
+        let parts: Vec<String> = self
+            .dims
+            .iter()
+            .map(|d| {
+                let b = match d.block {
+                    Block::Ring => "Ring",
+                    Block::FullyConnected => "FullyConnected",
+                    Block::Switch => "Switch",
+                };
+                format!("{b}({})", d.npus)
+            })
+            .collect();
+        parts.join(" x ")
+    }
+
+    /// Coordinates of `rank`, dimension 0 varying fastest. `None` if the rank
+    /// is outside the fabric.
+    pub fn coords(&self, rank: u64) -> Option<Vec<u32>> {
+        if rank >= self.npus() {
+            return None;
+        }
+        let mut r = rank;
+        let mut out = Vec::with_capacity(self.dims.len());
+        for d in &self.dims {
+            let n = u64::from(d.npus);
+            out.push((r % n) as u32);
+            r /= n;
+        }
+        Some(out)
+    }
+
+    /// Rank of `coords`, dimension 0 varying fastest. `None` if the
+    /// coordinates do not fit the fabric.
+    pub fn rank(&self, coords: &[u32]) -> Option<u64> {
+        if coords.len() != self.dims.len() {
+            return None;
+        }
+        let mut rank = 0u64;
+        let mut stride = 1u64;
+        for (c, d) in coords.iter().zip(&self.dims) {
+            if *c >= d.npus {
+                return None;
+            }
+            rank += u64::from(*c) * stride;
+            stride *= u64::from(d.npus);
+        }
+        Some(rank)
+    }
+
+    /// Index of the dimension called `name`.
+    pub fn dim_index(&self, name: &str) -> Option<usize> {
+        self.dims.iter().position(|d| d.name == name)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn dim(name: &str, block: Block, npus: u32, latency_ns: f64) -> Dim {
+        Dim {
+            name: name.into(),
+            block,
+            npus,
+            latency_ns,
+            min_gbps: None,
+            max_gbps: None,
+            tier: name.into(),
+        }
+    }
+
+    pub(crate) fn libra_4d() -> Fabric {
+        Fabric {
+            dims: vec![
+                dim("chiplet", Block::Ring, 4, 0.0),
+                dim("package", Block::FullyConnected, 8, 0.0),
+                dim("node", Block::Ring, 4, 0.0),
+                dim("pod", Block::Switch, 32, 0.0),
+            ],
+        }
+    }
+
+    #[test]
+    fn npus_and_shape() {
+        let f = libra_4d();
+        assert_eq!(f.npus(), 4 * 8 * 4 * 32);
+        assert_eq!(f.shape(), "Ring(4) x FullyConnected(8) x Ring(4) x Switch(32)");
+        assert_eq!(f.dim_index("node"), Some(2));
+        assert_eq!(f.dim_index("rack"), None);
+    }
+
+    #[test]
+    fn dim0_varies_fastest() {
+        let f = libra_4d();
+        assert_eq!(f.coords(0), Some(vec![0, 0, 0, 0]));
+        assert_eq!(f.coords(1), Some(vec![1, 0, 0, 0]));
+        assert_eq!(f.coords(4), Some(vec![0, 1, 0, 0]));
+        // 4*8 = 32 is the first rank with c2 = 1; 32*4 = 128 the first with c3 = 1.
+        assert_eq!(f.coords(32), Some(vec![0, 0, 1, 0]));
+        assert_eq!(f.coords(128 + 32 + 8 + 3), Some(vec![3, 2, 1, 1]));
+        assert_eq!(f.coords(4096), None);
+        assert_eq!(f.rank(&[3, 2, 1, 1]), Some(171));
+        assert_eq!(f.rank(&[4, 0, 0, 0]), None);
+        assert_eq!(f.rank(&[0, 0, 0]), None);
+    }
+
+    #[test]
+    fn rank_coords_roundtrip() {
+        let f = libra_4d();
+        for r in 0..f.npus() {
+            assert_eq!(f.rank(&f.coords(r).unwrap()), Some(r));
+        }
+    }
+}

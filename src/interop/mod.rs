@@ -1,0 +1,7 @@
+//! Readers and writers of other tools' formats. Each submodule translates
+//! between a format and dimsum's types and holds no model logic.
+//!
+//! - [`libra`]: LIBRA's inputs (astra-sim/libra, ISPASS'24): the ASTRA-sim 1.0
+//!   workload text, and the network, communicator and cost-model YAML.
+
+pub mod libra;

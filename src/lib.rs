@@ -1,0 +1,16 @@
+//! dimsum designs the network fabrics of ML training clusters: given a
+//! multi-dimensional fabric, a training workload and a cost and power model,
+//! it evaluates (and, in later modules, optimizes) how much bandwidth each
+//! dimension gets. docs/ARCHITECTURE.md is the map of these modules.
+
+pub mod cli;
+pub mod collective;
+pub mod cost;
+pub mod error;
+pub mod eval;
+pub mod fabric;
+pub mod interop;
+pub mod study;
+pub mod training;
+pub mod units;
+pub mod workload;

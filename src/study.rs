@@ -1,0 +1,620 @@
+//! The study file (TOML): a fabric, its cost tiers, a workload, the time model
+//! and the training loop, read and validated with line-numbered errors.
+//!
+//! Validation that serde can do (unknown names, wrong types, unknown keys)
+//! comes back from the TOML parser with its span; the checks serde cannot do
+//! (an NPU count below 2, a communicator that does not fit the fabric, a
+//! negative size, a missing cost tier) keep the span of the value they check
+//! (`toml::Spanned`) so every error names its line. LIBRA's input files can be
+//! named instead of an inline workload (`libra_workload`,
+//! `libra_communicator`), by paths relative to the study file.
+//!
+//! The format is documented in README.md; `to_toml` writes it back, which is
+//! how `dimsum import libra` produces a study.
+
+use crate::collective::{Algorithm, CollectiveModel, TimeModel};
+use crate::cost::{CostModel, Linear, Tier};
+use crate::error::{InputError, line_of_offset, one_of};
+use crate::eval::{Evaluation, evaluate};
+use crate::fabric::{Block, Dim, Fabric};
+use crate::interop::libra;
+use crate::training::{IterationModel, Loop};
+use crate::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// A validated study.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Study {
+    /// Name (defaults to the file stem).
+    pub name: String,
+    /// What the study asks, in a sentence or two.
+    pub description: String,
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// The fabric.
+    pub fabric: Fabric,
+    /// Cost tiers.
+    pub cost: CostModel,
+    /// The workload.
+    pub workload: Workload,
+    /// Time model and per-dimension algorithms.
+    pub collective: CollectiveModel,
+    /// Training loop.
+    pub training_loop: Loop,
+    /// The allocation `eval` uses without `--bw`, GB/s per NPU.
+    pub bw: Option<Vec<f64>>,
+}
+
+impl Study {
+    /// Reads and validates a study file.
+    pub fn load(path: &Path) -> Result<Study, InputError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::at(path, None, "", format!("cannot read the study file: {e}")))?;
+        Study::parse(&text, path)
+    }
+
+    /// Validates study text; `path` names it in errors and anchors the LIBRA
+    /// file paths it names.
+    pub fn parse(text: &str, path: &Path) -> Result<Study, InputError> {
+        let raw: RawStudy = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_of_offset(text, s.start));
+            InputError::at(path, line, "", e.message().replace('\n', " "))
+        })?;
+        let at = |span: std::ops::Range<usize>, field: String, msg: String| {
+            InputError::at(path, Some(line_of_offset(text, span.start)), field, msg)
+        };
+
+        // Fabric.
+        let raw_dims = raw.fabric.dims;
+        if raw_dims.get_ref().is_empty() {
+            return Err(at(
+                raw_dims.span(),
+                "fabric.dims".into(),
+                "the fabric needs at least one dimension".into(),
+            ));
+        }
+        let mut dims = Vec::new();
+        let mut algorithms = Vec::new();
+        for (i, sd) in raw_dims.get_ref().iter().enumerate() {
+            let d = sd.get_ref();
+            let field = |f: &str| format!("fabric.dims[{i}].{f}");
+            let npus = *d.npus.get_ref();
+            if npus < 2 || npus > i64::from(u32::MAX) {
+                return Err(at(
+                    d.npus.span(),
+                    field("npus"),
+                    format!("{npus} NPUs is not allowed: a dimension has at least 2 NPUs"),
+                ));
+            }
+            if dims.iter().any(|x: &Dim| x.name == d.name) {
+                return Err(at(
+                    sd.span(),
+                    field("name"),
+                    format!("`{}` names two dimensions: names must be unique", d.name),
+                ));
+            }
+            if d.name.parse::<f64>().is_ok() || d.name.is_empty() || d.name.contains(char::is_whitespace) {
+                return Err(at(
+                    sd.span(),
+                    field("name"),
+                    format!("`{}` is not a usable name: use letters, digits, - or _", d.name),
+                ));
+            }
+            let latency = *d.latency_ns.get_ref();
+            if !(latency.is_finite() && latency >= 0.0) {
+                return Err(at(
+                    d.latency_ns.span(),
+                    field("latency_ns"),
+                    format!("{latency} is not allowed: use a latency >= 0"),
+                ));
+            }
+            for (name, b) in [("min_gbps", &d.min_gbps), ("max_gbps", &d.max_gbps)] {
+                if let Some(b) = b {
+                    let v = *b.get_ref();
+                    if !(v.is_finite() && v >= 0.0) {
+                        return Err(at(
+                            b.span(),
+                            field(name),
+                            format!("{v} is not allowed: use a bandwidth >= 0 GB/s"),
+                        ));
+                    }
+                }
+            }
+            if let (Some(lo), Some(hi)) = (&d.min_gbps, &d.max_gbps)
+                && lo.get_ref() > hi.get_ref()
+            {
+                return Err(at(
+                    hi.span(),
+                    field("max_gbps"),
+                    format!("{} is below min_gbps {}", hi.get_ref(), lo.get_ref()),
+                ));
+            }
+            let tier = d.tier.as_ref().map_or(d.name.clone(), |t| t.get_ref().clone());
+            if !raw.cost.tiers.contains_key(&tier) {
+                let span = d.tier.as_ref().map_or(sd.span(), |t| t.span());
+                let known: Vec<&str> = raw.cost.tiers.keys().map(String::as_str).collect();
+                return Err(at(
+                    span,
+                    field("tier"),
+                    format!(
+                        "cost tier `{tier}` is not defined in [cost.tiers]; defined: {}",
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            one_of(&known)
+                        }
+                    ),
+                ));
+            }
+            let algorithm = match &d.algorithm {
+                Some(a) => {
+                    if !a.get_ref().fits(d.block) {
+                        return Err(at(
+                            a.span(),
+                            field("algorithm"),
+                            format!("`{}` does not run on a {} dimension: use `ring`", a.get_ref(), d.block),
+                        ));
+                    }
+                    *a.get_ref()
+                }
+                None => Algorithm::default_for(d.block),
+            };
+            algorithms.push(algorithm);
+            dims.push(Dim {
+                name: d.name.clone(),
+                block: d.block,
+                npus: npus as u32,
+                latency_ns: latency,
+                min_gbps: d.min_gbps.as_ref().map(|b| *b.get_ref()),
+                max_gbps: d.max_gbps.as_ref().map(|b| *b.get_ref()),
+                tier,
+            });
+        }
+        let fabric = Fabric { dims };
+        fabric_npus_fit(&fabric).map_err(|m| at(raw_dims.span(), "fabric.dims".into(), m))?;
+
+        for (name, tier) in &raw.cost.tiers {
+            for (f, v) in [
+                ("link_usd_per_gbps", tier.link_usd_per_gbps),
+                ("switch_usd_per_gbps", tier.switch_usd_per_gbps),
+                ("nic_usd_per_gbps", tier.nic_usd_per_gbps),
+                ("link_pj_per_bit", tier.link_pj_per_bit),
+                ("switch_pj_per_bit", tier.switch_pj_per_bit),
+                ("nic_pj_per_bit", tier.nic_pj_per_bit),
+            ] {
+                if !(v.is_finite() && v >= 0.0) {
+                    let line = find_line(text, &format!("[cost.tiers.{name}]")).or_else(|| find_line(text, "[cost"));
+                    return Err(InputError::at(
+                        path,
+                        line,
+                        format!("cost.tiers.{name}.{f}"),
+                        format!("{v} is not allowed: use a value >= 0"),
+                    ));
+                }
+            }
+        }
+
+        // Workload.
+        let workload = read_workload(&raw.workload, &fabric, text, path)?;
+
+        // Default allocation.
+        let bw = match &raw.bw {
+            Some(b) => Some(check_bw(b.get_ref(), &fabric).map_err(|m| at(b.span(), "bw".into(), m))?),
+            None => None,
+        };
+
+        let name = raw.name.unwrap_or_else(|| {
+            path.file_stem()
+                .map_or_else(|| "study".to_string(), |s| s.to_string_lossy().into_owned())
+        });
+        Ok(Study {
+            name,
+            description: raw.description.unwrap_or_default(),
+            path: path.to_path_buf(),
+            fabric,
+            cost: CostModel { tiers: raw.cost.tiers },
+            workload,
+            collective: CollectiveModel {
+                time_model: raw.time_model.unwrap_or(TimeModel::Libra),
+                algorithms,
+            },
+            training_loop: raw.training_loop.unwrap_or(Loop::NoOverlap),
+            bw,
+        })
+    }
+
+    /// The iteration-time model of this study.
+    pub fn iteration_model(&self) -> IterationModel {
+        IterationModel::new(&self.workload, &self.fabric, &self.collective, self.training_loop)
+    }
+
+    /// Linear cost and power coefficients.
+    pub fn linear_cost(&self) -> Linear {
+        Linear::new(&self.fabric, &self.cost)
+    }
+
+    /// Evaluates one allocation.
+    pub fn evaluate(&self, bw: &[f64]) -> Evaluation {
+        evaluate(&self.fabric, &self.iteration_model(), &self.linear_cost(), bw)
+    }
+
+    /// Parses `--bw 250,250,250,250` for this study's fabric.
+    pub fn parse_bw(&self, s: &str) -> Result<Vec<f64>, InputError> {
+        let values = s
+            .split(',')
+            .map(|v| {
+                v.trim().parse::<f64>().map_err(|_| {
+                    InputError::arg(
+                        "--bw",
+                        format!(
+                            "`{}` is not a number: give GB/s per NPU per dimension, e.g. 250,250",
+                            v.trim()
+                        ),
+                    )
+                })
+            })
+            .collect::<Result<Vec<f64>, _>>()?;
+        check_bw(&values, &self.fabric).map_err(|m| InputError::arg("--bw", m))
+    }
+
+    /// The study as TOML, in the format `parse` reads, with every layer
+    /// inline. `header` lines are written first as comments.
+    pub fn to_toml(&self, header: &[String]) -> String {
+        let mut s = String::new();
+        for h in header {
+            let _ = writeln!(s, "# {h}");
+        }
+        let _ = writeln!(s, "name = {}", quote(&self.name));
+        if !self.description.is_empty() {
+            let _ = writeln!(s, "description = {}", quote(&self.description));
+        }
+        let _ = writeln!(s, "time_model = {}", quote(self.collective.time_model.name()));
+        let _ = writeln!(s, "training_loop = {}", quote(self.training_loop.name()));
+        if let Some(bw) = &self.bw {
+            let _ = writeln!(s, "bw = [{}]", join(bw.iter().map(|b| fmt_f64(*b))));
+        }
+        for (d, alg) in self.fabric.dims.iter().zip(&self.collective.algorithms) {
+            let _ = writeln!(s, "\n[[fabric.dims]]");
+            let _ = writeln!(s, "name = {}", quote(&d.name));
+            let _ = writeln!(s, "block = {}", quote(d.block.name()));
+            let _ = writeln!(s, "npus = {}", d.npus);
+            let _ = writeln!(s, "latency_ns = {}", fmt_f64(d.latency_ns));
+            let _ = writeln!(s, "tier = {}", quote(&d.tier));
+            let _ = writeln!(s, "algorithm = {}", quote(alg.name()));
+            if let Some(m) = d.min_gbps {
+                let _ = writeln!(s, "min_gbps = {}", fmt_f64(m));
+            }
+            if let Some(m) = d.max_gbps {
+                let _ = writeln!(s, "max_gbps = {}", fmt_f64(m));
+            }
+        }
+        for (name, t) in &self.cost.tiers {
+            let _ = writeln!(s, "\n[cost.tiers.{}]", quote(name));
+            let _ = writeln!(s, "link_usd_per_gbps = {}", fmt_f64(t.link_usd_per_gbps));
+            let _ = writeln!(s, "switch_usd_per_gbps = {}", fmt_f64(t.switch_usd_per_gbps));
+            let _ = writeln!(s, "nic_usd_per_gbps = {}", fmt_f64(t.nic_usd_per_gbps));
+            let _ = writeln!(s, "link_pj_per_bit = {}", fmt_f64(t.link_pj_per_bit));
+            let _ = writeln!(s, "switch_pj_per_bit = {}", fmt_f64(t.switch_pj_per_bit));
+            let _ = writeln!(s, "nic_pj_per_bit = {}", fmt_f64(t.nic_pj_per_bit));
+        }
+        let _ = writeln!(s, "\n[workload]");
+        for l in &self.workload.layers {
+            let _ = writeln!(s, "\n[[workload.layers]]");
+            let _ = writeln!(s, "name = {}", quote(&l.name));
+            for kind in PhaseKind::ALL {
+                let p = l.phase(kind);
+                let mut fields = vec![format!("compute_ns = {}", fmt_f64(p.compute_ns))];
+                if let Some(c) = &p.comm {
+                    fields.push(format!("collective = {}", quote(c.kind.name())));
+                    fields.push(format!("bytes = {}", fmt_f64(c.bytes)));
+                    fields.push(format!(
+                        "group = [{}]",
+                        join(c.group.to_libra().iter().map(|g| g.to_string()))
+                    ));
+                }
+                let _ = writeln!(s, "{} = {{ {} }}", kind.name(), fields.join(", "));
+            }
+        }
+        s
+    }
+}
+
+/// Checks an allocation against a fabric: one finite value >= 0 per dimension.
+fn check_bw(values: &[f64], fabric: &Fabric) -> Result<Vec<f64>, String> {
+    if values.len() != fabric.ndims() {
+        return Err(format!(
+            "{} values given but the fabric has {} dimensions ({}): give one GB/s per NPU value per dimension",
+            values.len(),
+            fabric.ndims(),
+            fabric
+                .dims
+                .iter()
+                .map(|d| d.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some((d, v)) = values.iter().enumerate().find(|(_, v)| !(v.is_finite() && **v >= 0.0)) {
+        return Err(format!(
+            "{v} GB/s on dimension `{}` is not allowed: use a bandwidth >= 0",
+            fabric.dims[d].name
+        ));
+    }
+    Ok(values.to_vec())
+}
+
+/// Rejects fabrics whose NPU count overflows.
+fn fabric_npus_fit(fabric: &Fabric) -> Result<u64, String> {
+    fabric
+        .dims
+        .iter()
+        .try_fold(1u64, |acc, d| acc.checked_mul(u64::from(d.npus)))
+        .filter(|n| *n <= 1 << 40)
+        .ok_or_else(|| "the fabric has more than 2^40 NPUs".to_string())
+}
+
+fn read_workload(raw: &RawWorkload, fabric: &Fabric, text: &str, path: &Path) -> Result<Workload, InputError> {
+    let at = |span: std::ops::Range<usize>, field: String, msg: String| {
+        InputError::at(path, Some(line_of_offset(text, span.start)), field, msg)
+    };
+    let base = path.parent().unwrap_or(Path::new("."));
+    // Default communicators per phase: inline or from a LIBRA file.
+    let mut defaults: [Option<Group>; 3] = [None, None, None];
+    match (&raw.communicator, &raw.libra_communicator) {
+        (Some(_), Some(f)) => {
+            return Err(at(
+                f.span(),
+                "workload.libra_communicator".into(),
+                "give either [workload.communicator] or libra_communicator, not both".into(),
+            ));
+        }
+        (Some(c), None) => {
+            for (i, (name, g)) in [
+                ("forward", &c.forward),
+                ("input_grad", &c.input_grad),
+                ("weight_grad", &c.weight_grad),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if let Some(g) = g {
+                    let group = Group::from_libra(g.get_ref())
+                        .and_then(|grp| grp.check(fabric).map(|_| grp))
+                        .map_err(|m| at(g.span(), format!("workload.communicator.{name}"), m))?;
+                    defaults[i] = Some(group);
+                }
+            }
+        }
+        (None, Some(f)) => {
+            let file = base.join(f.get_ref());
+            let comm = libra::read_communicator(&file)?;
+            comm.check(fabric, &file)?;
+            defaults = comm.groups.map(Some);
+        }
+        (None, None) => {}
+    }
+
+    let layers = match (&raw.layers, &raw.libra_workload) {
+        (Some(_), Some(f)) => {
+            return Err(at(
+                f.span(),
+                "workload.libra_workload".into(),
+                "give either [[workload.layers]] or libra_workload, not both".into(),
+            ));
+        }
+        (None, None) => {
+            let line = find_line(text, "[workload]");
+            return Err(InputError::at(
+                path,
+                line,
+                "workload",
+                "no layers: add [[workload.layers]] or name a LIBRA workload with libra_workload",
+            ));
+        }
+        (None, Some(f)) => {
+            let file = base.join(f.get_ref());
+            let layers = libra::read_workload(&file)?;
+            libra::attach_communicators(&layers, &defaults, &file)?
+        }
+        (Some(raw_layers), None) => {
+            let mut layers = Vec::new();
+            for (i, l) in raw_layers.iter().enumerate() {
+                let phase = |kind: PhaseKind, p: &Option<RawPhase>| -> Result<Phase, InputError> {
+                    let field = |f: &str| format!("workload.layers[{i}].{}.{f}", kind.name());
+                    let Some(p) = p else {
+                        return Ok(Phase::default());
+                    };
+                    let compute = *p.compute_ns.get_ref();
+                    if !(compute.is_finite() && compute >= 0.0) {
+                        return Err(at(
+                            p.compute_ns.span(),
+                            field("compute_ns"),
+                            format!("{compute} is not allowed: use a compute time >= 0 ns"),
+                        ));
+                    }
+                    let bytes = *p.bytes.get_ref();
+                    if !(bytes.is_finite() && bytes >= 0.0) {
+                        return Err(at(
+                            p.bytes.span(),
+                            field("bytes"),
+                            format!("{bytes} is not allowed: a size is >= 0 bytes"),
+                        ));
+                    }
+                    let kind_c = p.collective.as_ref().and_then(|c| c.get_ref().kind());
+                    let comm = match kind_c {
+                        None => {
+                            if bytes > 0.0 {
+                                return Err(at(
+                                    p.bytes.span(),
+                                    field("bytes"),
+                                    format!(
+                                        "{bytes} bytes given but no collective: set collective = {}",
+                                        one_of(&CollectiveKind::NAMES)
+                                    ),
+                                ));
+                            }
+                            None
+                        }
+                        Some(_) if bytes == 0.0 => None,
+                        Some(k) => {
+                            let group = match &p.group {
+                                Some(g) => Group::from_libra(g.get_ref())
+                                    .and_then(|grp| grp.check(fabric).map(|_| grp))
+                                    .map_err(|m| at(g.span(), field("group"), m))?,
+                                None => defaults[kind as usize].clone().ok_or_else(|| {
+                                    let span = p.collective.as_ref().map_or(p.bytes.span(), |c| c.span());
+                                    at(span, field("group"), format!("no communicator for this {k}: set group = [...] here or {} in [workload.communicator]", kind.name()))
+                                })?,
+                            };
+                            Some(Comm { kind: k, bytes, group })
+                        }
+                    };
+                    Ok(Phase {
+                        compute_ns: compute,
+                        comm,
+                    })
+                };
+                layers.push(Layer {
+                    name: l.name.clone().unwrap_or_else(|| format!("layer{i}")),
+                    forward: phase(PhaseKind::Forward, &l.forward)?,
+                    input_grad: phase(PhaseKind::InputGrad, &l.input_grad)?,
+                    weight_grad: phase(PhaseKind::WeightGrad, &l.weight_grad)?,
+                });
+            }
+            layers
+        }
+    };
+    Ok(Workload { layers })
+}
+
+/// 1-based line of the first line that starts with `needle` (after spaces).
+pub(crate) fn find_line(text: &str, needle: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| l.trim_start().starts_with(needle))
+        .map(|i| i + 1)
+}
+
+fn quote(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn join(it: impl Iterator<Item = String>) -> String {
+    it.collect::<Vec<_>>().join(", ")
+}
+
+/// Shortest text that reads back as the same f64 (Rust's `{}` does this).
+fn fmt_f64(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStudy {
+    name: Option<String>,
+    description: Option<String>,
+    time_model: Option<TimeModel>,
+    training_loop: Option<Loop>,
+    bw: Option<Spanned<Vec<f64>>>,
+    fabric: RawFabric,
+    #[serde(default)]
+    cost: RawCost,
+    workload: RawWorkload,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFabric {
+    dims: Spanned<Vec<Spanned<RawDim>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDim {
+    name: String,
+    block: Block,
+    npus: Spanned<i64>,
+    #[serde(default = "zero")]
+    latency_ns: Spanned<f64>,
+    min_gbps: Option<Spanned<f64>>,
+    max_gbps: Option<Spanned<f64>>,
+    tier: Option<Spanned<String>>,
+    algorithm: Option<Spanned<Algorithm>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCost {
+    #[serde(default)]
+    tiers: BTreeMap<String, Tier>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    communicator: Option<RawCommunicator>,
+    libra_workload: Option<Spanned<String>>,
+    libra_communicator: Option<Spanned<String>>,
+    layers: Option<Vec<RawLayer>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCommunicator {
+    forward: Option<Spanned<Vec<i64>>>,
+    input_grad: Option<Spanned<Vec<i64>>>,
+    weight_grad: Option<Spanned<Vec<i64>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLayer {
+    name: Option<String>,
+    forward: Option<RawPhase>,
+    input_grad: Option<RawPhase>,
+    weight_grad: Option<RawPhase>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPhase {
+    #[serde(default = "zero")]
+    compute_ns: Spanned<f64>,
+    collective: Option<Spanned<RawCollective>>,
+    #[serde(default = "zero")]
+    bytes: Spanned<f64>,
+    group: Option<Spanned<Vec<i64>>>,
+}
+
+fn zero() -> Spanned<f64> {
+    Spanned::new(0..0, 0.0)
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "kebab-case")]
+enum RawCollective {
+    None,
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+    AllToAll,
+}
+
+impl RawCollective {
+    fn kind(self) -> Option<CollectiveKind> {
+        match self {
+            RawCollective::None => None,
+            RawCollective::AllReduce => Some(CollectiveKind::AllReduce),
+            RawCollective::ReduceScatter => Some(CollectiveKind::ReduceScatter),
+            RawCollective::AllGather => Some(CollectiveKind::AllGather),
+            RawCollective::AllToAll => Some(CollectiveKind::AllToAll),
+        }
+    }
+}

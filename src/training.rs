@@ -1,0 +1,259 @@
+//! The training loop: how a workload's compute and collectives compose into
+//! the time of one iteration.
+//!
+//! Every loop is written as an [`IterationModel`]: a set of collectives, each
+//! with its time coefficients, and a set of paths; the iteration time is
+//! `max over paths of (constant + sum of the path's collective times)`. That
+//! form is convex in the bandwidths (a max of sums of convex functions) and is
+//! what the optimizer linearizes; evaluating it is a loop over the paths.
+//!
+//! - `no-overlap` (LIBRA's `inputs/training_loop/no_overlap.py`): forward
+//!   compute and collective of every layer in order, then for every layer in
+//!   reverse the input-grad compute and collective and the weight-grad compute
+//!   and collective, nothing overlapped. One path: all compute, all collectives.
+//! - `overlap`: forward and input-grad collectives block the compute stream
+//!   (the next step needs their result), but each weight-grad collective is
+//!   handed to a second, FIFO communication stream when its compute ends and
+//!   runs under the rest of the backward pass. The iteration ends when both
+//!   streams are done. With s_k the time the k-th backward layer's weight-grad
+//!   collective is issued, the FIFO stream ends at `max_k (s_k + sum of the
+//!   weight-grad collectives issued at or after k)`, so the paths are: the
+//!   compute stream (all compute, forward and input-grad collectives), and one
+//!   per weight-grad collective k. The two streams are assumed not to slow each
+//!   other down (as ASTRA-sim's analytical backend, which models no
+//!   congestion): this is optimistic when they share a dimension.
+
+use crate::collective::{self, Coefficients, CollectiveModel};
+use crate::fabric::Fabric;
+use crate::workload::{PhaseKind, Workload};
+use serde::{Deserialize, Serialize};
+
+/// How phases overlap within an iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Loop {
+    /// LIBRA's loop: nothing overlaps.
+    NoOverlap,
+    /// Weight-grad collectives run under the remaining backward compute.
+    Overlap,
+}
+
+impl Loop {
+    /// Names accepted in study files.
+    pub const NAMES: [&'static str; 2] = ["no-overlap", "overlap"];
+
+    /// The study-file name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Loop::NoOverlap => "no-overlap",
+            Loop::Overlap => "overlap",
+        }
+    }
+}
+
+/// One collective of the iteration with its coefficients.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CollectiveTerm {
+    /// Index of the layer that issues it.
+    pub layer: usize,
+    /// The phase that issues it.
+    pub phase: PhaseKind,
+    /// Per-dimension coefficients.
+    pub coeffs: Coefficients,
+}
+
+/// One path through the iteration: a constant plus a sum of collective times.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Path {
+    /// Compute on the path, ns.
+    pub constant_ns: f64,
+    /// Indices into [`IterationModel::collectives`].
+    pub collectives: Vec<usize>,
+}
+
+/// Iteration time as `max_p (constant_p + sum_{c in p} t_c(B))`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IterationModel {
+    /// Every collective of the iteration.
+    pub collectives: Vec<CollectiveTerm>,
+    /// The paths whose maximum is the iteration time.
+    pub paths: Vec<Path>,
+    /// All compute of the iteration, ns.
+    pub compute_ns: f64,
+}
+
+impl IterationModel {
+    /// Builds the model of `workload` on `fabric`. Every communicator must
+    /// have been checked against the fabric.
+    pub fn new(workload: &Workload, fabric: &Fabric, model: &CollectiveModel, lp: Loop) -> Self {
+        let collectives: Vec<CollectiveTerm> = workload
+            .comms()
+            .map(|(layer, phase, comm)| CollectiveTerm {
+                layer,
+                phase,
+                coeffs: collective::coefficients(comm, fabric, model),
+            })
+            .collect();
+        let compute_ns = workload.compute_ns();
+        let paths = match lp {
+            Loop::NoOverlap => vec![Path {
+                constant_ns: compute_ns,
+                collectives: (0..collectives.len()).collect(),
+            }],
+            Loop::Overlap => overlap_paths(workload, &collectives),
+        };
+        IterationModel {
+            collectives,
+            paths,
+            compute_ns,
+        }
+    }
+
+    /// Every collective's time at `bw`, ns.
+    pub fn collective_times(&self, bw: &[f64]) -> Vec<f64> {
+        self.collectives.iter().map(|c| c.coeffs.time_ns(bw)).collect()
+    }
+
+    /// Iteration time given each collective's time, ns.
+    pub fn iteration_ns_from(&self, times: &[f64]) -> f64 {
+        self.paths
+            .iter()
+            .map(|p| p.constant_ns + p.collectives.iter().map(|&c| times[c]).sum::<f64>())
+            .fold(self.compute_ns, f64::max)
+    }
+
+    /// Iteration time at `bw`, ns.
+    pub fn iteration_ns(&self, bw: &[f64]) -> f64 {
+        self.iteration_ns_from(&self.collective_times(bw))
+    }
+
+    /// A time no schedule can beat at `bw`: the same loop with every
+    /// collective at its bandwidth lower bound (the loop is monotone in each
+    /// collective's time), ns.
+    pub fn lower_bound_ns(&self, bw: &[f64]) -> f64 {
+        let lb: Vec<f64> = self.collectives.iter().map(|c| c.coeffs.lower_bound_ns(bw)).collect();
+        self.iteration_ns_from(&lb)
+    }
+}
+
+/// The overlap loop's paths (see the module doc).
+fn overlap_paths(workload: &Workload, collectives: &[CollectiveTerm]) -> Vec<Path> {
+    let of = |layer: usize, phase: PhaseKind| collectives.iter().position(|c| c.layer == layer && c.phase == phase);
+    let forward_ns: f64 = workload.layers.iter().map(|l| l.forward.compute_ns).sum();
+    let forward_colls: Vec<usize> = (0..workload.layers.len())
+        .filter_map(|l| of(l, PhaseKind::Forward))
+        .collect();
+    // Backward order: last layer first.
+    let backward: Vec<usize> = (0..workload.layers.len()).rev().collect();
+    let mut paths = Vec::new();
+    // Compute stream: everything but the weight-grad collectives.
+    let mut blocking = forward_colls.clone();
+    blocking.extend(backward.iter().filter_map(|&l| of(l, PhaseKind::InputGrad)));
+    paths.push(Path {
+        constant_ns: workload.compute_ns(),
+        collectives: blocking,
+    });
+    // One path per weight-grad collective: the compute stream up to its issue,
+    // then the FIFO stream from it to the end.
+    let mut issued_ns = forward_ns;
+    let mut issued_colls = forward_colls;
+    for (k, &l) in backward.iter().enumerate() {
+        let layer = &workload.layers[l];
+        issued_ns += layer.input_grad.compute_ns + layer.weight_grad.compute_ns;
+        issued_colls.extend(of(l, PhaseKind::InputGrad));
+        if let Some(wg) = of(l, PhaseKind::WeightGrad) {
+            let mut colls = issued_colls.clone();
+            colls.push(wg);
+            colls.extend(backward[k + 1..].iter().filter_map(|&j| of(j, PhaseKind::WeightGrad)));
+            paths.push(Path {
+                constant_ns: issued_ns,
+                collectives: colls,
+            });
+        }
+    }
+    paths
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::TimeModel;
+    use crate::fabric::{Block, tests::dim};
+    use crate::workload::{CollectiveKind, Comm, Group, Layer, Phase};
+    use approx::assert_relative_eq;
+
+    fn phase(compute_ns: f64, bytes: f64) -> Phase {
+        Phase {
+            compute_ns,
+            comm: (bytes > 0.0).then(|| Comm {
+                kind: CollectiveKind::AllReduce,
+                bytes,
+                group: Group(vec![Some(2)]),
+            }),
+        }
+    }
+
+    /// One switch dimension of 2 NPUs at 1 GB/s: an all-reduce of S bytes
+    /// moves 2 S (1/2) = S bytes, so it takes S ns.
+    fn two_layers() -> (Workload, Fabric, CollectiveModel) {
+        let f = Fabric {
+            dims: vec![dim("x", Block::Switch, 2, 0.0)],
+        };
+        let m = CollectiveModel::defaults(&f, TimeModel::Libra);
+        let w = Workload {
+            layers: vec![
+                Layer {
+                    name: "a".into(),
+                    forward: phase(10.0, 0.0),
+                    input_grad: phase(20.0, 0.0),
+                    weight_grad: phase(30.0, 100.0),
+                },
+                Layer {
+                    name: "b".into(),
+                    forward: phase(1.0, 5.0),
+                    input_grad: phase(2.0, 7.0),
+                    weight_grad: phase(3.0, 40.0),
+                },
+            ],
+        };
+        (w, f, m)
+    }
+
+    #[test]
+    fn no_overlap_adds_everything() {
+        let (w, f, m) = two_layers();
+        let it = IterationModel::new(&w, &f, &m, Loop::NoOverlap);
+        // compute 10+20+30+1+2+3 = 66; comms 100+5+7+40 = 152.
+        assert_relative_eq!(it.iteration_ns(&[1.0]), 218.0);
+        // Doubling the bandwidth halves the comms: 66 + 76.
+        assert_relative_eq!(it.iteration_ns(&[2.0]), 142.0);
+    }
+
+    #[test]
+    fn overlap_by_hand() {
+        let (w, f, m) = two_layers();
+        let it = IterationModel::new(&w, &f, &m, Loop::Overlap);
+        // Compute stream: fwd a 10, fwd b 1, comm 5 (t=16); backward b:
+        // ig 2, comm 7 (t=25), wg 3 (t=28) -> issue wg_b (40 ns) at 28, done
+        // at 68; backward a: ig 20 (t=48), wg 30 (t=78) -> issue wg_a (100)
+        // at 78; the FIFO stream is free at 68, so wg_a ends at 178.
+        // Compute stream ends at 78. Iteration = max(78, 178) = 178.
+        assert_relative_eq!(it.iteration_ns(&[1.0]), 178.0);
+        // At 10 GB/s the comms are wg_a 10, fwd_b 0.5, ig_b 0.7, wg_b 4:
+        // wg_b is issued at 11 + 0.5 + 2 + 0.7 + 3 = 17.2 and ends at 21.2;
+        // wg_a is issued at 17.2 + 20 + 30 = 67.2 and ends at 77.2, after the
+        // compute stream (66 + 0.5 + 0.7 = 67.2).
+        assert_relative_eq!(it.iteration_ns(&[10.0]), 77.2, max_relative = 1e-12);
+        // Never slower than no overlap.
+        let no = IterationModel::new(&w, &f, &m, Loop::NoOverlap);
+        assert!(it.iteration_ns(&[1.0]) <= no.iteration_ns(&[1.0]));
+    }
+
+    #[test]
+    fn lower_bound_below_time() {
+        let (w, f, m) = two_layers();
+        let it = IterationModel::new(&w, &f, &m, Loop::NoOverlap);
+        // On one dimension the hierarchical model meets the bound exactly.
+        assert_relative_eq!(it.lower_bound_ns(&[3.0]), it.iteration_ns(&[3.0]));
+    }
+}

@@ -1,0 +1,236 @@
+//! The training workload: layers, each with three phases (forward,
+//! input-grad, weight-grad); each phase has a compute time and at most one
+//! collective, with its type, size and communicator.
+//!
+//! This is the ASTRA-sim 1.0 / LIBRA workload model. A communicator gives the
+//! group size per fabric dimension (LIBRA's `[4, 4, -1, -1]`, -1 = dimension
+//! not involved); the collective runs hierarchically over the involved
+//! dimensions. The workload only describes; `collective` and `training` turn it
+//! into times on a fabric.
+
+use crate::fabric::Fabric;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The collectives a phase can issue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CollectiveKind {
+    /// Every NPU ends with the sum of every NPU's buffer.
+    AllReduce,
+    /// Every NPU ends with its 1/p share of the sum.
+    ReduceScatter,
+    /// Every NPU ends with every NPU's buffer.
+    AllGather,
+    /// Every NPU sends a distinct 1/p slice to every other.
+    AllToAll,
+}
+
+impl CollectiveKind {
+    /// Names accepted in study files (besides `none`).
+    pub const NAMES: [&'static str; 4] = ["all-reduce", "reduce-scatter", "all-gather", "all-to-all"];
+
+    /// The study-file name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CollectiveKind::AllReduce => "all-reduce",
+            CollectiveKind::ReduceScatter => "reduce-scatter",
+            CollectiveKind::AllGather => "all-gather",
+            CollectiveKind::AllToAll => "all-to-all",
+        }
+    }
+}
+
+impl fmt::Display for CollectiveKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A communicator: the group size on each fabric dimension, `None` where the
+/// dimension is not involved.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Group(pub Vec<Option<u32>>);
+
+impl Group {
+    /// From LIBRA's notation: -1 means not involved. Values must be -1 or >= 1.
+    pub fn from_libra(sizes: &[i64]) -> Result<Group, String> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(d, &s)| match s {
+                -1 => Ok(None),
+                s if s >= 1 && s <= i64::from(u32::MAX) => Ok(Some(s as u32)),
+                s => Err(format!(
+                    "group size {s} on dimension {d} is not allowed: use -1 (not involved) or a size >= 1"
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Group)
+    }
+
+    /// LIBRA's notation, -1 for not involved.
+    pub fn to_libra(&self) -> Vec<i64> {
+        self.0.iter().map(|g| g.map_or(-1, i64::from)).collect()
+    }
+
+    /// Total NPUs in the group.
+    pub fn size(&self) -> u64 {
+        self.0.iter().flatten().map(|&g| u64::from(g)).product()
+    }
+
+    /// Checks the group against a fabric: one entry per dimension, each
+    /// involved size dividing that dimension's NPU count (so groups tile it).
+    pub fn check(&self, fabric: &Fabric) -> Result<(), String> {
+        if self.0.len() != fabric.ndims() {
+            return Err(format!(
+                "communicator has {} entries but the fabric has {} dimensions ({})",
+                self.0.len(),
+                fabric.ndims(),
+                fabric.shape()
+            ));
+        }
+        for (g, d) in self.0.iter().zip(&fabric.dims) {
+            if let Some(g) = *g {
+                if g > d.npus {
+                    return Err(format!(
+                        "group size {g} exceeds dimension `{}`, which has {} NPUs",
+                        d.name, d.npus
+                    ));
+                }
+                if d.npus % g != 0 {
+                    return Err(format!(
+                        "group size {g} does not divide dimension `{}` ({} NPUs), so groups cannot tile it",
+                        d.name, d.npus
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One collective issued by a phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comm {
+    /// Type.
+    pub kind: CollectiveKind,
+    /// Size in bytes as LIBRA reads it: the buffer for all-reduce,
+    /// reduce-scatter and all-to-all; each NPU's contribution for all-gather.
+    pub bytes: f64,
+    /// Communicator.
+    pub group: Group,
+}
+
+/// One phase of a layer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Phase {
+    /// Compute time, ns.
+    pub compute_ns: f64,
+    /// The collective issued after the compute, if any.
+    pub comm: Option<Comm>,
+}
+
+/// The three phases, in the order a layer's record lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PhaseKind {
+    /// Forward pass.
+    Forward,
+    /// Gradient with respect to the layer's input (backward, on the critical path).
+    InputGrad,
+    /// Gradient with respect to the layer's weights.
+    WeightGrad,
+}
+
+impl PhaseKind {
+    /// All three, in record order.
+    pub const ALL: [PhaseKind; 3] = [PhaseKind::Forward, PhaseKind::InputGrad, PhaseKind::WeightGrad];
+
+    /// The study-file name.
+    pub fn name(self) -> &'static str {
+        match self {
+            PhaseKind::Forward => "forward",
+            PhaseKind::InputGrad => "input_grad",
+            PhaseKind::WeightGrad => "weight_grad",
+        }
+    }
+}
+
+/// One layer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Layer {
+    /// Name, e.g. `Q1`.
+    pub name: String,
+    /// Forward phase.
+    pub forward: Phase,
+    /// Input-gradient phase.
+    pub input_grad: Phase,
+    /// Weight-gradient phase.
+    pub weight_grad: Phase,
+}
+
+impl Layer {
+    /// The phase of the given kind.
+    pub fn phase(&self, kind: PhaseKind) -> &Phase {
+        match kind {
+            PhaseKind::Forward => &self.forward,
+            PhaseKind::InputGrad => &self.input_grad,
+            PhaseKind::WeightGrad => &self.weight_grad,
+        }
+    }
+}
+
+/// A training iteration's layers, in forward order.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Workload {
+    /// Layers, first to last.
+    pub layers: Vec<Layer>,
+}
+
+impl Workload {
+    /// Total compute time of one iteration, ns.
+    pub fn compute_ns(&self) -> f64 {
+        self.layers
+            .iter()
+            .flat_map(|l| PhaseKind::ALL.map(|k| l.phase(k).compute_ns))
+            .sum()
+    }
+
+    /// Every collective with its layer index and phase.
+    pub fn comms(&self) -> impl Iterator<Item = (usize, PhaseKind, &Comm)> {
+        self.layers.iter().enumerate().flat_map(|(i, l)| {
+            PhaseKind::ALL
+                .into_iter()
+                .filter_map(move |k| l.phase(k).comm.as_ref().map(|c| (i, k, c)))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::tests::libra_4d;
+
+    #[test]
+    fn libra_notation() {
+        let g = Group::from_libra(&[-1, 2, 4, 32]).unwrap();
+        assert_eq!(g.0, vec![None, Some(2), Some(4), Some(32)]);
+        assert_eq!(g.size(), 256);
+        assert_eq!(g.to_libra(), vec![-1, 2, 4, 32]);
+        assert!(Group::from_libra(&[0, 1]).unwrap_err().contains("group size 0"));
+        assert!(Group::from_libra(&[-2]).is_err());
+    }
+
+    #[test]
+    fn group_checks() {
+        let f = libra_4d();
+        assert!(Group::from_libra(&[4, 4, -1, -1]).unwrap().check(&f).is_ok());
+        let e = Group::from_libra(&[4, 4, -1]).unwrap().check(&f).unwrap_err();
+        assert!(e.contains("3 entries") && e.contains("4 dimensions"), "{e}");
+        let e = Group::from_libra(&[8, -1, -1, -1]).unwrap().check(&f).unwrap_err();
+        assert!(e.contains("exceeds dimension `chiplet`"), "{e}");
+        let e = Group::from_libra(&[-1, 3, -1, -1]).unwrap().check(&f).unwrap_err();
+        assert!(e.contains("does not divide"), "{e}");
+    }
+}

@@ -1,0 +1,391 @@
+//! The real binary on real files: output contracts, exit codes and the
+//! one-line errors for bad input.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+fn dimsum() -> Command {
+    Command::cargo_bin("dimsum").unwrap()
+}
+
+fn root(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
+}
+
+/// Ring(4) x Switch(8), one all-reduce of 64 MB per weight-grad.
+const BASE: &str = r#"
+name = "tiny"
+time_model = "pipelined"
+bw = [100, 50]
+
+[[fabric.dims]]
+name = "a"
+block = "ring"
+npus = 4
+latency_ns = 100
+tier = "near"
+
+[[fabric.dims]]
+name = "b"
+block = "switch"
+npus = 8
+latency_ns = 500
+tier = "far"
+
+[cost.tiers.near]
+link_usd_per_gbps = 2.0
+link_pj_per_bit = 1.0
+
+[cost.tiers.far]
+link_usd_per_gbps = 8.0
+switch_usd_per_gbps = 10.0
+nic_usd_per_gbps = 20.0
+link_pj_per_bit = 5.0
+switch_pj_per_bit = 10.0
+nic_pj_per_bit = 15.0
+
+[workload]
+communicator = { weight_grad = [4, 8] }
+
+[[workload.layers]]
+name = "l0"
+forward = { compute_ns = 1000 }
+input_grad = { compute_ns = 2000 }
+weight_grad = { compute_ns = 3000, collective = "all-reduce", bytes = 64e6 }
+"#;
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Runs `eval` on `text` and returns (exit code, stderr).
+fn eval_err(text: &str) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "s.toml", text);
+    let out = dimsum().arg("eval").arg(&p).output().unwrap();
+    (out.status.code().unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+fn assert_one_line(stderr: &str) {
+    assert_eq!(stderr.trim_end().lines().count(), 1, "not one line: {stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("backtrace"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn eval_json_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "s.toml", BASE);
+    let out = dimsum().args(["eval", "--json"]).arg(&p).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // All-reduce of 64e6 B on Ring(4) x Switch(8) at (100, 50) GB/s, pipelined:
+    // max(6 steps * 100 ns + 96e6/100, 2 steps * 2 hops * 500 ns + 28e6/50)
+    // = max(960_600, 562_000) ns; compute 6000 ns; iteration 966_600 ns.
+    let ms = v["iteration_time_ms"].as_f64().unwrap();
+    assert!((ms - 0.9666).abs() < 1e-12, "{ms}");
+    assert!((v["compute_time_ms"].as_f64().unwrap() - 0.006).abs() < 1e-12);
+    assert!((v["comm_time_ms"].as_f64().unwrap() - 0.9606).abs() < 1e-12);
+    // Cost: 32 NPUs * (2 * 100 + (8 + 10 + 20) * 50) = 32 * 2100 = 67_200 $.
+    assert!((v["network_cost_usd"].as_f64().unwrap() - 67_200.0).abs() < 1e-6);
+    // Power: 32 * (100 GB/s * 8e9 * 1 pJ + 50 * 8e9 * 30 pJ) * 1e-12
+    //      = 32 * (0.8 + 12) W = 409.6 W.
+    assert!((v["network_power_w"].as_f64().unwrap() - 409.6).abs() < 1e-9);
+    assert_eq!(v["bw_gbps"], serde_json::json!([100.0, 50.0]));
+    assert_eq!(v["dims"].as_array().unwrap().len(), 2);
+    assert_eq!(v["dims"][0]["bottleneck_of"], 1);
+}
+
+#[test]
+fn eval_table_and_bw_override() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "s.toml", BASE);
+    let out = dimsum().args(["eval", "--bw", "200,50"]).arg(&p).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    // At 200 GB/s the ring dimension takes 600 + 480_000 ns, the switch
+    // 2000 + 560_000 ns: the switch is now the slower one; + 6000 ns compute.
+    assert!(text.contains("0.568 ms"), "{text}");
+    assert!(text.contains("Ring(4) x Switch(8) = 32 NPUs"), "{text}");
+}
+
+#[test]
+fn unknown_block_lists_the_allowed_ones() {
+    let (code, err) = eval_err(&BASE.replace("block = \"switch\"", "block = \"swtich\""));
+    assert_eq!(code, 2);
+    assert_one_line(&err);
+    // The second dimension's block is on line 15 of BASE (line 1 is the empty one after r#").
+    assert!(err.contains("s.toml:15"), "{err}");
+    assert!(
+        err.contains("swtich") && err.contains("ring") && err.contains("fully-connected"),
+        "{err}"
+    );
+}
+
+#[test]
+fn communicator_length_must_match_the_fabric() {
+    let (code, err) = eval_err(&BASE.replace("weight_grad = [4, 8]", "weight_grad = [4, 8, 2]"));
+    assert_eq!(code, 2);
+    assert_one_line(&err);
+    assert!(
+        err.contains(":33:") && err.contains("workload.communicator.weight_grad"),
+        "{err}"
+    );
+    assert!(err.contains("3 entries") && err.contains("2 dimensions"), "{err}");
+}
+
+#[test]
+fn group_cannot_exceed_its_dimension() {
+    let (code, err) = eval_err(&BASE.replace("weight_grad = [4, 8]", "weight_grad = [8, 8]"));
+    assert_eq!(code, 2);
+    assert_one_line(&err);
+    assert!(
+        err.contains("group size 8 exceeds dimension `a`, which has 4 NPUs"),
+        "{err}"
+    );
+}
+
+#[test]
+fn negative_size_is_rejected() {
+    let (code, err) = eval_err(&BASE.replace("bytes = 64e6", "bytes = -64e6"));
+    assert_eq!(code, 2);
+    assert_one_line(&err);
+    assert!(
+        err.contains(":39:") && err.contains("weight_grad.bytes") && err.contains(">= 0 bytes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn zero_npus_is_rejected() {
+    let (code, err) = eval_err(&BASE.replace("npus = 8", "npus = 0"));
+    assert_eq!(code, 2);
+    assert_one_line(&err);
+    assert!(
+        err.contains(":16:") && err.contains("fabric.dims[1].npus") && err.contains("at least 2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn other_bad_inputs_exit_2_with_one_line() {
+    for (from, to, needle) in [
+        ("time_model = \"pipelined\"", "time_model = \"fast\"", "libra"),
+        ("tier = \"far\"", "tier = \"nowhere\"", "cost tier `nowhere`"),
+        (
+            "npus = 4\n",
+            "npus = 4\nalgorithm = \"direct\"\n",
+            "does not run on a ring",
+        ),
+        (
+            "collective = \"all-reduce\"",
+            "collective = \"allreduce\"",
+            "all-reduce",
+        ),
+        ("name = \"l0\"", "name = \"l0\"\ncolour = 3", "unknown field `colour`"),
+        ("bw = [100, 50]", "bw = [100]", "1 values given"),
+        ("latency_ns = 100", "latency_ns = -1", "latency >= 0"),
+    ] {
+        let text = BASE.replacen(from, to, 1);
+        assert_ne!(text, BASE, "{from}");
+        let (code, err) = eval_err(&text);
+        assert_eq!(code, 2, "{from}: {err}");
+        assert_one_line(&err);
+        assert!(err.contains(needle), "{from}: {err}");
+    }
+}
+
+#[test]
+fn bad_bw_argument_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "s.toml", BASE);
+    for (bw, needle) in [
+        ("100", "1 values given"),
+        ("100,x", "`x` is not a number"),
+        ("100,-5", "-5 GB/s"),
+        ("0,50", "0 GB/s"),
+    ] {
+        let out = dimsum().args(["eval", "--bw", bw]).arg(&p).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bw}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_one_line(&err);
+        assert!(err.contains(needle), "{bw}: {err}");
+    }
+}
+
+#[test]
+fn missing_study_file_exits_2() {
+    let out = dimsum().args(["eval", "no/such/study.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("no/such/study.toml"));
+}
+
+fn libra_args(dir: &Path, net: &str, work: &str, comm: &str, cost: &str) -> Vec<String> {
+    let d = |s: &str| dir.join(s).display().to_string();
+    vec![
+        "import".into(),
+        "libra".into(),
+        "--network".into(),
+        d(net),
+        "--workload".into(),
+        d(work),
+        "--communicator".into(),
+        d(comm),
+        "--cost".into(),
+        d(cost),
+    ]
+}
+
+#[test]
+fn import_libra_prints_an_equivalent_study() {
+    let data = root("tests/data/libra");
+    let out = dimsum()
+        .args(libra_args(
+            &data,
+            "network/4d_network.yml",
+            "workload/GPT_3.txt",
+            "communicator/GPT_3_4d.yml",
+            "cost_model/4d_cost_model.yml",
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "gpt3.toml", std::str::from_utf8(&out.stdout).unwrap());
+    let out = dimsum()
+        .args(["eval", "--json", "--bw", "500,300,100,100"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Worked out in tests/libra.rs: 709.588900176 ms.
+    assert!((v["iteration_time_ms"].as_f64().unwrap() - 709.588_900_176).abs() < 1e-6);
+}
+
+#[test]
+fn bad_libra_files_exit_2_naming_file_line_field() {
+    let src = root("tests/data/libra");
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["network", "workload", "communicator", "cost_model"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    let copy = |p: &str, from: &str, to: &str| {
+        let text = std::fs::read_to_string(src.join(p)).unwrap();
+        let edited = text.replacen(from, to, 1);
+        assert!(from.is_empty() || edited != text, "{p}: `{from}` not found");
+        std::fs::write(dir.path().join(p), edited).unwrap();
+    };
+    // (file, text to replace, replacement, expected in the error)
+    let cases = [
+        (
+            "workload/GPT_3.txt",
+            "ALLGATHER",
+            "ALLGATHR",
+            "GPT_3.txt:6: input-grad comm type",
+        ),
+        (
+            "workload/GPT_3.txt",
+            " 10\n",
+            "\n",
+            "GPT_3.txt:1: layer: 11 fields found",
+        ),
+        ("workload/GPT_3.txt", "805306368", "-805306368", "input-grad comm size"),
+        (
+            "network/4d_network.yml",
+            "FullyConnected,",
+            "Mesh,",
+            "4d_network.yml:4: Topology[1]",
+        ),
+        (
+            "network/4d_network.yml",
+            "[ 4, 8, 4, 32 ]",
+            "[ 4, 0, 4, 32 ]",
+            "4d_network.yml:5: NpusCount[1]",
+        ),
+        (
+            "communicator/GPT_3_4d.yml",
+            "[ -1, 2, 4, 32 ]",
+            "[ 2, 4, 32 ]",
+            "GPT_3_4d.yml:8: WeightGrad",
+        ),
+        (
+            "communicator/GPT_3_4d.yml",
+            "[ -1, 2, 4, 32 ]",
+            "[ -1, 16, 4, 32 ]",
+            "exceeds dimension `package`",
+        ),
+        (
+            "cost_model/4d_cost_model.yml",
+            "  Nic: 31.60004\n",
+            "",
+            "needs a Nic price",
+        ),
+        (
+            "cost_model/4d_cost_model.yml",
+            "Nic:",
+            "Nick:",
+            "`Nick` is not a cost element",
+        ),
+    ];
+    for (file, from, to, needle) in cases {
+        // Fresh copies of all four, then break one.
+        for f in [
+            "network/4d_network.yml",
+            "workload/GPT_3.txt",
+            "communicator/GPT_3_4d.yml",
+            "cost_model/4d_cost_model.yml",
+        ] {
+            copy(f, "", "");
+        }
+        copy(file, from, to);
+        let out = dimsum()
+            .args(libra_args(
+                dir.path(),
+                "network/4d_network.yml",
+                "workload/GPT_3.txt",
+                "communicator/GPT_3_4d.yml",
+                "cost_model/4d_cost_model.yml",
+            ))
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        assert_one_line(&err);
+        assert!(err.contains(needle), "{file}: expected `{needle}` in {err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn every_study_evaluates() {
+    let mut n = 0;
+    for entry in std::fs::read_dir(root("studies")).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        n += 1;
+        let out = dimsum().args(["eval", "--json"]).arg(&p).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            p.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let t = v["iteration_time_ms"].as_f64().unwrap();
+        let lb = v["iteration_lower_bound_ms"].as_f64().unwrap();
+        let compute = v["compute_time_ms"].as_f64().unwrap();
+        assert!(
+            compute <= lb && lb <= t && t.is_finite(),
+            "{}: {compute} {lb} {t}",
+            p.display()
+        );
+    }
+    assert!(n >= 9, "expected LIBRA's 8 cases and one of our own, found {n}");
+}

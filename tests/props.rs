@@ -1,0 +1,200 @@
+//! Invariants of the analytic model, checked on random fabrics, workloads and
+//! allocations (proptest).
+
+use dimsum::collective::{Algorithm, CollectiveModel, TimeModel};
+use dimsum::cost::{CostModel, Linear, Tier};
+use dimsum::fabric::{Block, Dim, Fabric};
+use dimsum::training::{IterationModel, Loop};
+use dimsum::workload::{CollectiveKind, Comm, Group, Layer, Phase, Workload};
+use proptest::prelude::*;
+
+fn block() -> impl Strategy<Value = Block> {
+    prop_oneof![Just(Block::Ring), Just(Block::FullyConnected), Just(Block::Switch)]
+}
+
+fn kind() -> impl Strategy<Value = CollectiveKind> {
+    prop_oneof![
+        Just(CollectiveKind::AllReduce),
+        Just(CollectiveKind::ReduceScatter),
+        Just(CollectiveKind::AllGather),
+        Just(CollectiveKind::AllToAll),
+    ]
+}
+
+fn time_model() -> impl Strategy<Value = TimeModel> {
+    prop_oneof![
+        Just(TimeModel::Libra),
+        Just(TimeModel::Pipelined),
+        Just(TimeModel::Sequential)
+    ]
+}
+
+fn lp() -> impl Strategy<Value = Loop> {
+    prop_oneof![Just(Loop::NoOverlap), Just(Loop::Overlap)]
+}
+
+/// A fabric of 1..=4 dimensions with sizes from {2, 4, 8}.
+fn fabric() -> impl Strategy<Value = Fabric> {
+    prop::collection::vec((block(), prop::sample::select(vec![2u32, 4, 8]), 0.0..2000.0f64), 1..=4).prop_map(|ds| {
+        Fabric {
+            dims: ds
+                .into_iter()
+                .enumerate()
+                .map(|(i, (block, npus, latency_ns))| Dim {
+                    name: format!("d{i}"),
+                    block,
+                    npus,
+                    latency_ns,
+                    min_gbps: None,
+                    max_gbps: None,
+                    tier: format!("t{i}"),
+                })
+                .collect(),
+        }
+    })
+}
+
+/// A group on `f`: each dimension not involved, or a divisor of its size.
+fn group(f: &Fabric, choice: &[u8]) -> Group {
+    Group(
+        f.dims
+            .iter()
+            .zip(choice)
+            .map(|(d, c)| match c % 3 {
+                0 => None,
+                1 => Some(d.npus),
+                _ => Some((d.npus / 2).max(1)),
+            })
+            .collect(),
+    )
+}
+
+/// A workload of 1..=6 layers on `f`.
+fn workload(f: Fabric) -> impl Strategy<Value = (Fabric, Workload)> {
+    let n = f.ndims();
+    let phase = || {
+        (
+            0.0..1e6f64,
+            prop::option::of((kind(), 0.0..1e9f64, prop::collection::vec(any::<u8>(), n))),
+        )
+    };
+    let layer = (phase(), phase(), phase());
+    prop::collection::vec(layer, 1..=6).prop_map(move |ls| {
+        let mk = |(compute_ns, c): (f64, Option<(CollectiveKind, f64, Vec<u8>)>)| Phase {
+            compute_ns,
+            comm: c.map(|(kind, bytes, g)| Comm {
+                kind,
+                bytes,
+                group: group(&f, &g),
+            }),
+        };
+        let layers = ls
+            .into_iter()
+            .enumerate()
+            .map(|(i, (a, b, c))| Layer {
+                name: format!("l{i}"),
+                forward: mk(a),
+                input_grad: mk(b),
+                weight_grad: mk(c),
+            })
+            .collect();
+        (f.clone(), Workload { layers })
+    })
+}
+
+fn model(f: &Fabric, tm: TimeModel, hd: bool) -> CollectiveModel {
+    let mut m = CollectiveModel::defaults(f, tm);
+    if hd {
+        for (a, d) in m.algorithms.iter_mut().zip(&f.dims) {
+            if Algorithm::HalvingDoubling.fits(d.block) {
+                *a = Algorithm::HalvingDoubling;
+            }
+        }
+    }
+    m
+}
+
+fn bws(n: usize) -> impl Strategy<Value = Vec<f64>> {
+    prop::collection::vec(1.0..1000.0f64, n)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Raising any one dimension's bandwidth never raises the iteration time.
+    #[test]
+    fn more_bandwidth_is_never_slower(
+        (f, w) in fabric().prop_flat_map(workload),
+        tm in time_model(), l in lp(), hd in any::<bool>(),
+        seed in bws(4), d in 0usize..4, factor in 1.0..10.0f64,
+    ) {
+        let it = IterationModel::new(&w, &f, &model(&f, tm, hd), l);
+        let bw: Vec<f64> = seed[..f.ndims()].to_vec();
+        let d = d % f.ndims();
+        let mut more = bw.clone();
+        more[d] *= factor;
+        let (t0, t1) = (it.iteration_ns(&bw), it.iteration_ns(&more));
+        prop_assert!(t1 <= t0 * (1.0 + 1e-12), "{t1} > {t0}");
+        // And the lower bound stays below the time.
+        prop_assert!(it.lower_bound_ns(&bw) <= t0 * (1.0 + 1e-12));
+    }
+
+    /// Under the libra time model, scaling every collective's size by k
+    /// scales the communication time by k (no latency term).
+    #[test]
+    fn libra_time_is_linear_in_size(
+        (f, w) in fabric().prop_flat_map(workload), seed in bws(4), k in 0.1..10.0f64,
+    ) {
+        let m = model(&f, TimeModel::Libra, false);
+        let bw: Vec<f64> = seed[..f.ndims()].to_vec();
+        let mut scaled = w.clone();
+        for l in &mut scaled.layers {
+            for p in [&mut l.forward, &mut l.input_grad, &mut l.weight_grad] {
+                if let Some(c) = &mut p.comm {
+                    c.bytes *= k;
+                }
+            }
+        }
+        let a = IterationModel::new(&w, &f, &m, Loop::NoOverlap);
+        let b = IterationModel::new(&scaled, &f, &m, Loop::NoOverlap);
+        let comm_a = a.iteration_ns(&bw) - a.compute_ns;
+        let comm_b = b.iteration_ns(&bw) - b.compute_ns;
+        prop_assert!((comm_b - k * comm_a).abs() <= 1e-9 * comm_b.abs().max(1.0), "{comm_b} vs {k} * {comm_a}");
+    }
+
+    /// Cost and power are linear: f(a x + b y) = a f(x) + b f(y).
+    #[test]
+    fn cost_and_power_are_linear(
+        f in fabric(), prices in prop::collection::vec((0.0..100.0f64, 0.0..100.0f64, 0.0..100.0f64, 0.0..50.0f64), 4),
+        x in bws(4), y in bws(4), a in 0.0..5.0f64, b in 0.0..5.0f64,
+    ) {
+        let mut cm = CostModel::default();
+        for (i, (l, s, n, e)) in prices.iter().enumerate() {
+            cm.tiers.insert(format!("t{i}"), Tier {
+                link_usd_per_gbps: *l, switch_usd_per_gbps: *s, nic_usd_per_gbps: *n,
+                link_pj_per_bit: *e, switch_pj_per_bit: e / 2.0, nic_pj_per_bit: e / 3.0,
+            });
+        }
+        let lin = Linear::new(&f, &cm);
+        let n = f.ndims();
+        let z: Vec<f64> = (0..n).map(|i| a * x[i] + b * y[i]).collect();
+        let close = |p: f64, q: f64| (p - q).abs() <= 1e-9 * p.abs().max(q.abs()).max(1.0);
+        prop_assert!(close(lin.cost(&z), a * lin.cost(&x[..n]) + b * lin.cost(&y[..n])));
+        prop_assert!(close(lin.power(&z), a * lin.power(&x[..n]) + b * lin.power(&y[..n])));
+    }
+
+    /// The overlap loop is never slower than the no-overlap loop and never
+    /// faster than its compute.
+    #[test]
+    fn overlap_between_compute_and_no_overlap(
+        (f, w) in fabric().prop_flat_map(workload), tm in time_model(), seed in bws(4),
+    ) {
+        let m = model(&f, tm, false);
+        let bw: Vec<f64> = seed[..f.ndims()].to_vec();
+        let no = IterationModel::new(&w, &f, &m, Loop::NoOverlap).iteration_ns(&bw);
+        let ov = IterationModel::new(&w, &f, &m, Loop::Overlap);
+        let t = ov.iteration_ns(&bw);
+        prop_assert!(t <= no * (1.0 + 1e-12));
+        prop_assert!(t >= ov.compute_ns * (1.0 - 1e-12));
+    }
+}
