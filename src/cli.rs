@@ -7,6 +7,7 @@
 use crate::error::InputError;
 use crate::eval::Evaluation;
 use crate::interop::libra;
+use crate::optimize::{self, Objective, Problem, Solution};
 use crate::study::Study;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -30,6 +31,23 @@ pub enum Command {
         /// GB/s per NPU per dimension, comma-separated (default: the study's `bw`).
         #[arg(long, allow_hyphen_values = true)]
         bw: Option<String>,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The optimal bandwidth per dimension, certified (lower bound and gap).
+    Optimize {
+        /// Study file (TOML).
+        study: PathBuf,
+        /// perf, perf-per-cost, min-cost or min-power (default: the study's, else perf).
+        #[arg(long)]
+        objective: Option<String>,
+        /// A linear constraint, e.g. "B0 + B1 == 1000", "cost <= 2e7"; repeatable.
+        #[arg(long = "constraint", allow_hyphen_values = true)]
+        constraints: Vec<String>,
+        /// Iteration-time target for min-cost and min-power, ms.
+        #[arg(long)]
+        target_ms: Option<f64>,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
@@ -118,6 +136,38 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Optimize {
+            study,
+            objective,
+            constraints,
+            target_ms,
+            json,
+        } => {
+            let study = Study::load(&study)?;
+            let objective = objective_of(&study, objective.as_deref(), target_ms)?;
+            let constraints = study.constraints(&constraints)?;
+            let problem = Problem::new(&study.fabric, study.iteration_model(), study.linear_cost(), constraints);
+            let started = std::time::Instant::now();
+            let sol = optimize::solve(&problem, objective)?;
+            let solve_ms = started.elapsed().as_secs_f64() * 1e3;
+            if json {
+                let mut obj = serde_json::Map::new();
+                obj.insert("study".into(), study.name.clone().into());
+                obj.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
+                obj.insert("fabric".into(), study.fabric.shape().into());
+                obj.insert("solve_ms".into(), solve_ms.into());
+                if let serde_json::Value::Object(m) = serde_json::to_value(&sol)? {
+                    obj.extend(m);
+                }
+                let e = study.evaluate(&sol.bw_gbps);
+                obj.insert("iteration_lower_bound_ms".into(), e.iteration_lower_bound_ms.into());
+                obj.insert("dims".into(), serde_json::to_value(&e.dims)?);
+                println!("{}", serde_json::Value::Object(obj));
+            } else {
+                print!("{}", optimize_table(&study, &sol, solve_ms));
+            }
+            Ok(())
+        }
         Command::Import {
             from:
                 ImportFrom::Libra {
@@ -146,6 +196,101 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The objective from the command line or the study.
+fn objective_of(study: &Study, name: Option<&str>, target_ms: Option<f64>) -> Result<Objective, InputError> {
+    let from_cli = name.is_some();
+    let name = name.or(study.optimize.objective.as_deref()).unwrap_or("perf");
+    let target = target_ms.or(study.optimize.target_ms);
+    if let Some(t) = target_ms
+        && !(t.is_finite() && t > 0.0)
+    {
+        return Err(InputError::arg(
+            "--target-ms",
+            format!("{t} is not allowed: use a time > 0 ms"),
+        ));
+    }
+    let need_target = |name: &str| {
+        target.ok_or_else(|| {
+            InputError::arg(
+                "--target-ms",
+                format!("`{name}` needs an iteration-time target: pass --target-ms or set target_ms in [optimize]"),
+            )
+        })
+    };
+    Ok(match name {
+        "perf" => Objective::Perf,
+        "perf-per-cost" => Objective::PerfPerCost,
+        "min-cost" => Objective::MinCost {
+            target_ms: need_target(name)?,
+        },
+        "min-power" => Objective::MinPower {
+            target_ms: need_target(name)?,
+        },
+        other => {
+            let field = if from_cli { "--objective" } else { "optimize.objective" };
+            return Err(InputError::arg(
+                field,
+                format!(
+                    "`{other}` is not an objective; allowed: {}",
+                    crate::error::one_of(&Objective::NAMES)
+                ),
+            ));
+        }
+    })
+}
+
+/// A readable report of one optimization.
+pub fn optimize_table(study: &Study, sol: &Solution, solve_ms: f64) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(s, "study        {}", study.name);
+    let _ = writeln!(s, "fabric       {}", study.fabric.shape());
+    let _ = writeln!(
+        s,
+        "objective    {} = {:.9} {}   (certified lower bound {:.9}, gap {:.1e}; {} LP solves, {:.1} ms)",
+        sol.objective, sol.objective_value, sol.objective_unit, sol.lower_bound, sol.gap, sol.lp_solves, solve_ms
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(s, "{:<12} {:<16} {:>12}", "dimension", "block", "GB/s");
+    for (d, b) in study.fabric.dims.iter().zip(&sol.bw_gbps) {
+        let _ = writeln!(s, "{:<12} {:<16} {:>12.4}", d.name, d.block.name(), b);
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "iteration    {:>14.6} ms", sol.iteration_time_ms);
+    let _ = writeln!(s, "network cost {:>14.0} $", sol.network_cost_usd);
+    let _ = writeln!(s, "network power{:>14.1} W", sol.network_power_w);
+    if let Some(x) = sol.speedup_vs_equal_split {
+        let _ = writeln!(
+            s,
+            "speedup      {x:>14.4} x over the equal split of the same total bandwidth"
+        );
+    }
+    let _ = writeln!(s);
+    if sol.binding_constraints.is_empty() {
+        let _ = writeln!(s, "no constraint binds");
+    } else {
+        let _ = writeln!(
+            s,
+            "binding constraints (change of the objective per unit the right-hand side rises):"
+        );
+        for b in &sol.binding_constraints {
+            match b.marginal {
+                Some(m) => {
+                    let _ = writeln!(
+                        s,
+                        "  {:<40} {:>+14.6} {} per {}",
+                        b.constraint, m, sol.objective_unit, b.per
+                    );
+                }
+                None => {
+                    let _ = writeln!(s, "  {}", b.constraint);
+                }
+            }
+        }
+    }
+    s
 }
 
 /// A readable report of one evaluation.

@@ -73,6 +73,9 @@ pub struct Dim {
     pub max_gbps: Option<f64>,
     /// Cost tier: the key into the cost model.
     pub tier: String,
+    /// The bandwidths that can actually be bought, GB/s per NPU, if the
+    /// dimension is discrete (the optimizer then picks one of them).
+    pub options_gbps: Option<Vec<f64>>,
 }
 
 /// A multi-dimensional fabric.
@@ -163,6 +166,7 @@ pub(crate) mod tests {
             min_gbps: None,
             max_gbps: None,
             tier: name.into(),
+            options_gbps: None,
         }
     }
 

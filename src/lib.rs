@@ -10,6 +10,7 @@ pub mod error;
 pub mod eval;
 pub mod fabric;
 pub mod interop;
+pub mod optimize;
 pub mod study;
 pub mod training;
 pub mod units;

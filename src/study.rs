@@ -18,6 +18,7 @@ use crate::error::{InputError, line_of_offset, one_of};
 use crate::eval::{Evaluation, evaluate};
 use crate::fabric::{Block, Dim, Fabric};
 use crate::interop::libra;
+use crate::optimize::expr::{self, Constraint};
 use crate::training::{IterationModel, Loop};
 use crate::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
 use serde::Deserialize;
@@ -47,6 +48,19 @@ pub struct Study {
     pub training_loop: Loop,
     /// The allocation `eval` uses without `--bw`, GB/s per NPU.
     pub bw: Option<Vec<f64>>,
+    /// What `optimize` does without command-line options.
+    pub optimize: OptimizeSpec,
+}
+
+/// The study's `[optimize]` section.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OptimizeSpec {
+    /// Objective name (checked when the study is read).
+    pub objective: Option<String>,
+    /// Iteration-time target for min-cost and min-power, ms.
+    pub target_ms: Option<f64>,
+    /// Constraint expressions, parsed against the fabric.
+    pub constraints: Vec<Constraint>,
 }
 
 impl Study {
@@ -150,6 +164,22 @@ impl Study {
                     ),
                 ));
             }
+            let options = match &d.options_gbps {
+                Some(o) => {
+                    let mut v = o.get_ref().clone();
+                    if v.is_empty() || v.iter().any(|x| !(x.is_finite() && *x > 0.0)) {
+                        return Err(at(
+                            o.span(),
+                            field("options_gbps"),
+                            "list at least one bandwidth, each > 0 GB/s".into(),
+                        ));
+                    }
+                    v.sort_by(f64::total_cmp);
+                    v.dedup();
+                    Some(v)
+                }
+                None => None,
+            };
             let algorithm = match &d.algorithm {
                 Some(a) => {
                     if !a.get_ref().fits(d.block) {
@@ -172,6 +202,7 @@ impl Study {
                 min_gbps: d.min_gbps.as_ref().map(|b| *b.get_ref()),
                 max_gbps: d.max_gbps.as_ref().map(|b| *b.get_ref()),
                 tier,
+                options_gbps: options,
             });
         }
         let fabric = Fabric { dims };
@@ -207,6 +238,50 @@ impl Study {
             None => None,
         };
 
+        // Optimization defaults.
+        let cost_lin = Linear::new(
+            &fabric,
+            &CostModel {
+                tiers: raw.cost.tiers.clone(),
+            },
+        );
+        let mut optimize = OptimizeSpec::default();
+        if let Some(o) = &raw.optimize.objective {
+            if !crate::optimize::Objective::NAMES.contains(&o.get_ref().as_str()) {
+                return Err(at(
+                    o.span(),
+                    "optimize.objective".into(),
+                    format!(
+                        "`{}` is not an objective; allowed: {}",
+                        o.get_ref(),
+                        one_of(&crate::optimize::Objective::NAMES)
+                    ),
+                ));
+            }
+            optimize.objective = Some(o.get_ref().clone());
+        }
+        if let Some(t) = &raw.optimize.target_ms {
+            let v = *t.get_ref();
+            if !(v.is_finite() && v > 0.0) {
+                return Err(at(
+                    t.span(),
+                    "optimize.target_ms".into(),
+                    format!("{v} is not allowed: use a time > 0 ms"),
+                ));
+            }
+            optimize.target_ms = Some(v);
+        }
+        for (i, c) in raw.optimize.constraints.iter().enumerate() {
+            let parsed = expr::parse(c.get_ref(), &fabric, &cost_lin).map_err(|e| {
+                at(
+                    c.span(),
+                    format!("optimize.constraints[{i}]"),
+                    format!("`{}` column {}: {}", c.get_ref(), e.column, e.message),
+                )
+            })?;
+            optimize.constraints.push(parsed);
+        }
+
         let name = raw.name.unwrap_or_else(|| {
             path.file_stem()
                 .map_or_else(|| "study".to_string(), |s| s.to_string_lossy().into_owned())
@@ -224,6 +299,7 @@ impl Study {
             },
             training_loop: raw.training_loop.unwrap_or(Loop::NoOverlap),
             bw,
+            optimize,
         })
     }
 
@@ -240,6 +316,20 @@ impl Study {
     /// Evaluates one allocation.
     pub fn evaluate(&self, bw: &[f64]) -> Evaluation {
         evaluate(&self.fabric, &self.iteration_model(), &self.linear_cost(), bw)
+    }
+
+    /// The study's constraints plus command-line ones (`--constraint`).
+    pub fn constraints(&self, cli: &[String]) -> Result<Vec<Constraint>, InputError> {
+        let lin = self.linear_cost();
+        let mut out = self.optimize.constraints.clone();
+        for c in cli {
+            out.push(
+                expr::parse(c, &self.fabric, &lin).map_err(|e| {
+                    InputError::arg("--constraint", format!("`{c}` column {}: {}", e.column, e.message))
+                })?,
+            );
+        }
+        Ok(out)
     }
 
     /// Parses `--bw 250,250,250,250` for this study's fabric.
@@ -291,6 +381,24 @@ impl Study {
             if let Some(m) = d.max_gbps {
                 let _ = writeln!(s, "max_gbps = {}", fmt_f64(m));
             }
+            if let Some(o) = &d.options_gbps {
+                let _ = writeln!(s, "options_gbps = [{}]", join(o.iter().map(|v| fmt_f64(*v))));
+            }
+        }
+        let o = &self.optimize;
+        if o.objective.is_some() || o.target_ms.is_some() || !o.constraints.is_empty() {
+            let _ = writeln!(s, "\n[optimize]");
+            if let Some(obj) = &o.objective {
+                let _ = writeln!(s, "objective = {}", quote(obj));
+            }
+            if let Some(t) = o.target_ms {
+                let _ = writeln!(s, "target_ms = {}", fmt_f64(t));
+            }
+            let _ = writeln!(
+                s,
+                "constraints = [{}]",
+                join(o.constraints.iter().map(|c| quote(&c.text)))
+            );
         }
         for (name, t) in &self.cost.tiers {
             let _ = writeln!(s, "\n[cost.tiers.{}]", quote(name));
@@ -527,6 +635,17 @@ struct RawStudy {
     #[serde(default)]
     cost: RawCost,
     workload: RawWorkload,
+    #[serde(default)]
+    optimize: RawOptimize,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawOptimize {
+    objective: Option<Spanned<String>>,
+    target_ms: Option<Spanned<f64>>,
+    #[serde(default)]
+    constraints: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -547,6 +666,7 @@ struct RawDim {
     max_gbps: Option<Spanned<f64>>,
     tier: Option<Spanned<String>>,
     algorithm: Option<Spanned<Algorithm>>,
+    options_gbps: Option<Spanned<Vec<f64>>>,
 }
 
 #[derive(Deserialize, Default)]

@@ -389,3 +389,115 @@ fn every_study_evaluates() {
     }
     assert!(n >= 9, "expected LIBRA's 8 cases and one of our own, found {n}");
 }
+
+#[test]
+fn optimize_json_on_libra_defaults() {
+    let out = dimsum()
+        .args(["optimize", "--json"])
+        .arg(root("studies/gpt3-4d.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "bw_gbps",
+        "iteration_time_ms",
+        "network_cost_usd",
+        "network_power_w",
+        "gap",
+        "binding_constraints",
+        "speedup_vs_equal_split",
+        "lower_bound",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    // B3 = 200 * 109_707_264 / 449_445_888 (tests/optimize.rs).
+    let b3 = v["bw_gbps"][3].as_f64().unwrap();
+    assert!((b3 - 200.0 * 109_707_264.0 / 449_445_888.0).abs() < 1e-3, "{b3}");
+    assert!(v["gap"].as_f64().unwrap() <= 1e-7);
+    let binding: Vec<&str> = v["binding_constraints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["constraint"].as_str().unwrap())
+        .collect();
+    assert!(
+        binding.contains(&"B0 == 500") && binding.contains(&"B2 + B3 == 200"),
+        "{binding:?}"
+    );
+}
+
+#[test]
+fn optimize_errors() {
+    let study = root("studies/gpt3-4d.toml");
+    // A malformed expression: exit 2, the token and its column.
+    let out = dimsum()
+        .args(["optimize", "--constraint", "B0 + B7 <= 5"])
+        .arg(&study)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_one_line(&err);
+    assert!(
+        err.contains("--constraint") && err.contains("column 6") && err.contains("unknown name `B7`"),
+        "{err}"
+    );
+    // Infeasible: exit 1, naming the conflicting constraints.
+    let out = dimsum()
+        .args(["optimize", "--constraint", "B0 + B1 <= 700"])
+        .arg(&study)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_one_line(&err);
+    // The only irreducible conflict: B0 + B1 = 1000 - (B2 + B3) = 800 > 700.
+    assert!(
+        err.contains("infeasible")
+            && err.contains("`B0 + B1 <= 700`")
+            && err.contains("`B2 + B3 == 200`")
+            && err.contains("`B0 + B1 + B2 + B3 == 1000`")
+            && !err.contains("`B0 == 500`"),
+        "{err}"
+    );
+    // min-cost needs a target; unknown objectives list the allowed ones.
+    let out = dimsum()
+        .args(["optimize", "--objective", "min-cost"])
+        .arg(&study)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("--target-ms"));
+    let out = dimsum()
+        .args(["optimize", "--objective", "fastest"])
+        .arg(&study)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("perf-per-cost"));
+    // A target below the fastest design: exit 1.
+    let out = dimsum()
+        .args(["optimize", "--objective", "min-cost", "--target-ms", "1"])
+        .arg(&study)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("fastest design"));
+}
+
+#[test]
+fn bad_optimize_section_in_study() {
+    let (code, err) = eval_err(&format!(
+        "{BASE}\n[optimize]\nconstraints = [\"a + b <= 100\", \"a + * b <= 3\"]\n"
+    ));
+    assert_eq!(code, 2);
+    assert_one_line(&err);
+    assert!(
+        err.contains("optimize.constraints[1]") && err.contains("column 5"),
+        "{err}"
+    );
+    let (code, err) = eval_err(&format!("{BASE}\n[optimize]\nobjective = \"cheap\"\n"));
+    assert_eq!(code, 2);
+    assert!(err.contains("min-cost"), "{err}");
+}

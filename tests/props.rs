@@ -48,6 +48,7 @@ fn fabric() -> impl Strategy<Value = Fabric> {
                     min_gbps: None,
                     max_gbps: None,
                     tier: format!("t{i}"),
+                    options_gbps: None,
                 })
                 .collect(),
         }

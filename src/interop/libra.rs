@@ -402,6 +402,7 @@ pub fn read_network(path: &Path) -> Result<Fabric, InputError> {
             min_gbps: None,
             max_gbps: None,
             tier,
+            options_gbps: None,
         });
     }
     Ok(Fabric { dims })
@@ -537,5 +538,6 @@ pub fn study_from_files(
         collective,
         training_loop: Loop::NoOverlap,
         bw: None,
+        optimize: Default::default(),
     })
 }

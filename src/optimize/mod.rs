@@ -1,0 +1,1068 @@
+//! The per-dimension bandwidth optimizer: exact, certified, with open solvers.
+//!
+//! Variables are `B_d >= 0` (GB/s per NPU). Every collective's time is
+//! `max_d` (or `sum_d`) of `alpha_d + bytes_d / B_d` and the iteration time is
+//! `max over paths of (constant + sum of collective times)` (see `training`),
+//! so the time is convex in B and LIBRA's non-convex bilinear model
+//! (`B * B_inv == 1` in Gurobi) is not needed. We write `z_d >= 1 / B_d`; then
+//! every time term is *linear* in z, and the only non-linear constraints are
+//! the N one-dimensional convex curves `z_d >= 1 / B_d`.
+//!
+//! **Outer approximation** (Kelley's cutting planes). Each curve is replaced
+//! by tangents `z_d >= 2 / b - B_d / b^2` at points b; the tangents lie under
+//! the convex curve, so the LP (HiGHS via good_lp) is a relaxation and its
+//! optimum is a certified **lower bound**. Its B is feasible for every linear
+//! constraint, so the true time at that B is a certified **upper bound**. A
+//! tangent is added at each B where the LP under-estimated 1/B, and the loop
+//! stops when `(upper - lower) / upper <= 1e-7`. That relative gap is what
+//! `gap` reports. Units are MB and ms (t = MB / (GB/s) is ms), cost in $M and
+//! power in kW, so the LP is well scaled.
+//!
+//! Objectives:
+//! - `perf`: minimize the iteration time.
+//! - `min-cost` / `min-power`: minimize the linear cost (power) subject to
+//!   `time <= target`. The LP's optimum is a lower bound; the upper bound is
+//!   the cost of the feasible point nearest the LP's point on the segment to
+//!   the fastest design (the time is convex, so the segment's feasible part is
+//!   an interval, found by bisection).
+//! - `perf-per-cost`: minimize time x cost (LIBRA's PerfPerCostOpt). Not
+//!   convex, so it is solved as a one-dimensional problem over the cost level
+//!   X: with g(X) = min time subject to cost <= X (a convex solve), the
+//!   optimum is `min over X of g(X) * X` (for the minimizer B° with cost X°,
+//!   g(X°) X° <= time(B°) X°; and every g(X) X is at least the time x cost of
+//!   the point attaining g(X)). X ranges from the least cost the constraints
+//!   allow to the cost of the fastest design (beyond it g is constant and the
+//!   product only grows). argmin's Brent method finds a good X fast; then a
+//!   branch and bound over X certifies it globally: on [a, b], g is
+//!   non-increasing, so `g(X) X >= a * g_lower(b)`, and intervals are split
+//!   until no interval's bound is below the incumbent by more than the gap.
+//!
+//! Discrete technology: a dimension with `options_gbps` takes one of them. A
+//! binary per option makes both B_d and 1/B_d linear (`B_d = sum u_o v_o`,
+//! `z_d = sum u_o / v_o`, `sum u_o = 1`), so those dimensions need no cuts and
+//! the LP becomes a MILP that HiGHS solves exactly (relative MIP gap 1e-9).
+//!
+//! Infeasible constraints are reported with an irreducible infeasible subset
+//! (deletion filter: drop each constraint whose removal keeps the rest
+//! infeasible). Only `optimize` uses good_lp and argmin.
+
+pub mod expr;
+
+use crate::cost::Linear;
+use crate::fabric::Fabric;
+use crate::training::IterationModel;
+use expr::{Constraint, Sense, Unit};
+use good_lp::solvers::highs::highs;
+use good_lp::{
+    DualValues as _, Expression, ProblemVariables, ResolutionError, Solution as _, SolutionWithDual as _, SolverModel,
+    Variable, variable,
+};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// Relative optimality gap the convex solves stop at.
+pub const GAP: f64 = 1e-7;
+/// Relative gap the perf-per-cost branch and bound stops at.
+pub const PPC_GAP: f64 = 1e-6;
+/// Smallest bandwidth a dimension that carries traffic may get, GB/s.
+pub const MIN_TRAFFIC_GBPS: f64 = 1e-6;
+/// Cutting-plane rounds per convex solve before it returns with its gap.
+const MAX_ROUNDS: usize = 500;
+/// Branch-and-bound rounds of perf-per-cost before it returns with its gap.
+const PPC_ROUNDS: usize = 200;
+
+/// What to optimize.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Objective {
+    /// Minimize iteration time.
+    Perf,
+    /// Minimize iteration time x network cost.
+    PerfPerCost,
+    /// Minimize network cost subject to iteration time <= target (ms).
+    MinCost {
+        /// Iteration-time target, ms.
+        target_ms: f64,
+    },
+    /// Minimize network power subject to iteration time <= target (ms).
+    MinPower {
+        /// Iteration-time target, ms.
+        target_ms: f64,
+    },
+}
+
+impl Objective {
+    /// Names accepted on the command line and in studies.
+    pub const NAMES: [&'static str; 4] = ["perf", "perf-per-cost", "min-cost", "min-power"];
+
+    /// The name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Objective::Perf => "perf",
+            Objective::PerfPerCost => "perf-per-cost",
+            Objective::MinCost { .. } => "min-cost",
+            Objective::MinPower { .. } => "min-power",
+        }
+    }
+
+    /// The objective's unit, for reports.
+    pub fn unit(&self) -> &'static str {
+        match self {
+            Objective::Perf => "ms",
+            Objective::PerfPerCost => "ms x $M",
+            Objective::MinCost { .. } => "$M",
+            Objective::MinPower { .. } => "kW",
+        }
+    }
+}
+
+/// A bandwidth-allocation problem.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    /// Dimension names, for messages.
+    pub dim_names: Vec<String>,
+    /// The time model.
+    pub iteration: IterationModel,
+    /// Cost and power coefficients.
+    pub cost: Linear,
+    /// Linear constraints over B (the fabric's bounds included).
+    pub constraints: Vec<Constraint>,
+    /// Per dimension: the bandwidths that can be bought, if discrete.
+    pub options: Vec<Option<Vec<f64>>>,
+}
+
+impl Problem {
+    /// A problem on `fabric`: its bounds and options become constraints,
+    /// `extra` are the user's.
+    pub fn new(fabric: &Fabric, iteration: IterationModel, cost: Linear, extra: Vec<Constraint>) -> Self {
+        let n = fabric.ndims();
+        let mut constraints = Vec::new();
+        for (d, dim) in fabric.dims.iter().enumerate() {
+            let unit = |k: f64| {
+                let mut c = vec![0.0; n];
+                c[d] = k;
+                c
+            };
+            if let Some(lo) = dim.min_gbps.filter(|v| *v > 0.0) {
+                constraints.push(Constraint {
+                    text: format!("{} >= {lo} (min_gbps)", dim.name),
+                    coeffs: unit(1.0),
+                    sense: Sense::Ge,
+                    rhs: lo,
+                    unit: Unit::Gbps,
+                });
+            }
+            if let Some(hi) = dim.max_gbps {
+                constraints.push(Constraint {
+                    text: format!("{} <= {hi} (max_gbps)", dim.name),
+                    coeffs: unit(1.0),
+                    sense: Sense::Le,
+                    rhs: hi,
+                    unit: Unit::Gbps,
+                });
+            }
+        }
+        constraints.extend(extra);
+        Problem {
+            dim_names: fabric.dims.iter().map(|d| d.name.clone()).collect(),
+            iteration,
+            cost,
+            constraints,
+            options: fabric.dims.iter().map(|d| d.options_gbps.clone()).collect(),
+        }
+    }
+
+    fn n(&self) -> usize {
+        self.dim_names.len()
+    }
+
+    /// Dimensions some collective moves bytes over.
+    fn traffic(&self) -> Vec<bool> {
+        (0..self.n())
+            .map(|d| self.iteration.collectives.iter().any(|c| c.coeffs.dims[d].bytes > 0.0))
+            .collect()
+    }
+
+    /// Iteration time at `bw`, ms.
+    pub fn time_ms(&self, bw: &[f64]) -> f64 {
+        self.iteration.iteration_ns(bw) / 1e6
+    }
+}
+
+/// A constraint that holds with equality at the optimum.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Binding {
+    /// The constraint as written.
+    pub constraint: String,
+    /// Change of the objective per unit of relaxation of the right-hand
+    /// side: per GB/s, per $1M or per kW (negative: relaxing helps). `None`
+    /// when the problem had integer variables.
+    pub marginal: Option<f64>,
+    /// "GB/s", "$1M" or "kW".
+    pub per: &'static str,
+}
+
+/// A certified optimum.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Solution {
+    /// Objective name.
+    pub objective: &'static str,
+    /// Objective value at `bw` (the upper bound), in `objective_unit`.
+    pub objective_value: f64,
+    /// Unit of the objective.
+    pub objective_unit: &'static str,
+    /// Certified lower bound on the objective.
+    pub lower_bound: f64,
+    /// `(value - lower_bound) / value`.
+    pub gap: f64,
+    /// The allocation, GB/s per NPU per dimension.
+    pub bw_gbps: Vec<f64>,
+    /// Iteration time at `bw`, ms.
+    pub iteration_time_ms: f64,
+    /// Network cost at `bw`, dollars.
+    pub network_cost_usd: f64,
+    /// Network power at `bw`, watts.
+    pub network_power_w: f64,
+    /// Constraints that hold with equality, with their marginal values.
+    pub binding_constraints: Vec<Binding>,
+    /// Time at the equal split of the same total bandwidth over time at `bw`.
+    pub speedup_vs_equal_split: Option<f64>,
+    /// LP / MILP solves used.
+    pub lp_solves: usize,
+}
+
+/// Why there is no optimum.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OptError {
+    /// The linear constraints cannot hold together.
+    #[error("infeasible: these constraints cannot hold together: {}", .0.join("; "))]
+    Infeasible(Vec<String>),
+    /// Nothing bounds a dimension that more bandwidth would help.
+    #[error(
+        "unbounded: nothing limits the bandwidth of dimension `{0}`, so the time keeps falling as it grows; add a total-bandwidth, cost or power constraint"
+    )]
+    Unbounded(String),
+    /// The time target cannot be met.
+    #[error(
+        "infeasible: the fastest design allowed by the constraints takes {best_ms:.6} ms, above the target {target_ms} ms"
+    )]
+    TargetUnreachable {
+        /// Best achievable time, ms.
+        best_ms: f64,
+        /// Target, ms.
+        target_ms: f64,
+    },
+    /// The solver failed.
+    #[error("solver failure: {0}")]
+    Solver(String),
+}
+
+/// What the LP minimizes.
+#[derive(Debug, Clone)]
+enum Goal {
+    /// The time T, ms.
+    Time,
+    /// A linear form over B, scaled.
+    Linear(Vec<f64>),
+    /// Nothing (feasibility).
+    Nothing,
+}
+
+/// What an LP holds besides the linear constraints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// B >= 0 only.
+    Plain,
+    /// Traffic-carrying dimensions get at least `MIN_TRAFFIC_GBPS`.
+    Floored,
+    /// Floored, plus the time model (cuts, collectives, paths).
+    Timed,
+}
+
+/// One LP / MILP and its answer.
+struct LpAnswer {
+    bw: Vec<f64>,
+    z: Vec<f64>,
+    objective: f64,
+    /// d objective / d rhs of each constraint (original units), if continuous.
+    duals: Option<Vec<f64>>,
+}
+
+/// The outer approximation: tangent points per dimension, shared by every
+/// solve of one problem (each tangent is valid whatever the constraints).
+/// Any subset of tangents is still a relaxation, so an LP uses the seed grid
+/// plus the `NEAR` points closest (in log scale) to where the last LP was:
+/// the LP stays small however many solves the pool has served.
+struct Cuts {
+    /// The seed grid, always used.
+    seed: Vec<Vec<f64>>,
+    /// Every refinement point.
+    points: Vec<Vec<f64>>,
+    /// The last LP's bandwidth per dimension.
+    center: Vec<f64>,
+    /// Points this solve refined at: always used until the solve ends.
+    pinned: Vec<Vec<f64>>,
+}
+
+const NEAR: usize = 24;
+
+impl Cuts {
+    fn add(&mut self, d: usize, b: f64) -> bool {
+        if !(b.is_finite() && b > 0.0)
+            || self.points[d]
+                .iter()
+                .chain(&self.seed[d])
+                .any(|p| (p - b).abs() <= 1e-12 * b)
+        {
+            return false;
+        }
+        self.points[d].push(b);
+        true
+    }
+
+    /// The tangent points an LP uses on dimension d.
+    fn active(&self, d: usize) -> Vec<f64> {
+        let mut near = self.points[d].clone();
+        let c = self.center[d];
+        if near.len() > NEAR && c > 0.0 {
+            near.sort_by(|a, b| (a / c).ln().abs().total_cmp(&(b / c).ln().abs()));
+            near.truncate(NEAR);
+        }
+        near.extend(&self.seed[d]);
+        near.extend(&self.pinned[d]);
+        near
+    }
+
+    /// Starts a solve: nothing pinned.
+    fn unpin(&mut self) {
+        self.pinned.iter_mut().for_each(Vec::clear);
+    }
+}
+
+/// Row scale so the largest coefficient is 1 (keeps HiGHS well conditioned).
+fn row_scale(coeffs: &[f64]) -> f64 {
+    let m = coeffs.iter().fold(0.0f64, |a, c| a.max(c.abs()));
+    if m > 0.0 { 1.0 / m } else { 1.0 }
+}
+
+/// Collectives deduplicated: distinct coefficient sets and, per path, how
+/// many times each appears.
+struct Terms {
+    /// (alpha_ms, mb) per dimension, and whether the dims sum.
+    distinct: Vec<(Vec<(f64, f64)>, bool)>,
+    /// Per path: constant ms and (term, count).
+    paths: Vec<(f64, Vec<(usize, f64)>)>,
+}
+
+impl Terms {
+    fn new(it: &IterationModel) -> Self {
+        let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
+        let mut distinct = Vec::new();
+        let mut of_coll = Vec::new();
+        for c in &it.collectives {
+            let dims: Vec<(f64, f64)> = c
+                .coeffs
+                .dims
+                .iter()
+                .map(|k| (k.alpha_ns / 1e6, k.bytes / 1e6))
+                .collect();
+            let mut key: Vec<u64> = dims.iter().flat_map(|(a, b)| [a.to_bits(), b.to_bits()]).collect();
+            key.push(u64::from(c.coeffs.sequential));
+            let next = distinct.len();
+            let i = *index.entry(key).or_insert_with(|| {
+                distinct.push((dims, c.coeffs.sequential));
+                next
+            });
+            of_coll.push(i);
+        }
+        let paths = it
+            .paths
+            .iter()
+            .map(|p| {
+                let mut counts: HashMap<usize, f64> = HashMap::new();
+                for &c in &p.collectives {
+                    *counts.entry(of_coll[c]).or_default() += 1.0;
+                }
+                let mut v: Vec<(usize, f64)> = counts.into_iter().collect();
+                v.sort_by_key(|x| x.0);
+                (p.constant_ns / 1e6, v)
+            })
+            .collect();
+        Terms { distinct, paths }
+    }
+}
+
+/// Solver state for one problem.
+struct Solver<'a> {
+    p: &'a Problem,
+    terms: Terms,
+    traffic: Vec<bool>,
+    cuts: Cuts,
+    solves: usize,
+}
+
+impl<'a> Solver<'a> {
+    fn new(p: &'a Problem) -> Self {
+        let n = p.n();
+        Solver {
+            p,
+            terms: Terms::new(&p.iteration),
+            traffic: p.traffic(),
+            cuts: Cuts {
+                seed: vec![Vec::new(); n],
+                points: vec![Vec::new(); n],
+                center: vec![0.0; n],
+                pinned: vec![Vec::new(); n],
+            },
+            solves: 0,
+        }
+    }
+
+    /// Builds and solves one LP. `rows` are the constraints to use (indices
+    /// into the problem's, plus `extra`); `cap` bounds the time (ms). When
+    /// HiGHS ends in an unexpected state (a numerical failure), the LP is
+    /// solved again with HiGHS's default settings (presolve on).
+    fn lp(
+        &mut self,
+        goal: &Goal,
+        rows: &[usize],
+        extra: &[Constraint],
+        cap: Option<f64>,
+        mode: Mode,
+    ) -> Result<LpAnswer, ResolutionError> {
+        match self.lp_once(goal, rows, extra, cap, mode, false) {
+            Err(ResolutionError::Other(_) | ResolutionError::Str(_)) => {
+                self.lp_once(goal, rows, extra, cap, mode, true)
+            }
+            r => r,
+        }
+    }
+
+    fn lp_once(
+        &mut self,
+        goal: &Goal,
+        rows: &[usize],
+        extra: &[Constraint],
+        cap: Option<f64>,
+        mode: Mode,
+        careful: bool,
+    ) -> Result<LpAnswer, ResolutionError> {
+        self.solves += 1;
+        let n = self.p.n();
+        let with_time = mode == Mode::Timed;
+        let mut vars = ProblemVariables::new();
+        let b: Vec<Variable> = (0..n)
+            .map(|d| {
+                let lo = if self.traffic[d] && mode != Mode::Plain {
+                    MIN_TRAFFIC_GBPS
+                } else {
+                    0.0
+                };
+                vars.add(variable().min(lo))
+            })
+            .collect();
+        let discrete = |d: usize| self.p.options[d].as_ref().filter(|o| !o.is_empty());
+        // Binary choice per option on discrete dimensions.
+        let choice: Vec<Vec<Variable>> = (0..n)
+            .map(|d| match discrete(d) {
+                Some(opts) => opts.iter().map(|_| vars.add(variable().binary())).collect(),
+                None => Vec::new(),
+            })
+            .collect();
+        let z: Vec<Option<Variable>> = (0..n)
+            .map(|d| (with_time && self.traffic[d]).then(|| vars.add(variable().min(0.0))))
+            .collect();
+        let t_vars: Vec<Variable> = if with_time {
+            self.terms
+                .distinct
+                .iter()
+                .map(|_| vars.add(variable().min(0.0)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let big_t = vars.add(variable().min(0.0));
+        let objective: Expression = match goal {
+            Goal::Time => big_t.into(),
+            Goal::Linear(c) => c.iter().zip(&b).map(|(k, v)| *k * *v).sum(),
+            Goal::Nothing => Expression::from(0.0),
+        };
+        let mut model = highs(vars.minimise(objective.clone()));
+        model = model.set_option("output_flag", false);
+        let has_int = (0..n).any(|d| discrete(d).is_some());
+        // Small LPs solve fastest by simplex without presolve; MILPs, and a
+        // retry after a numerical failure, get HiGHS's defaults.
+        if !careful && !has_int {
+            model = model.set_option("presolve", "off").set_option("solver", "simplex");
+        }
+        if has_int {
+            model = model.set_option("mip_rel_gap", 1e-9);
+        }
+        // Discrete dimensions: B and z are linear in the binaries.
+        for d in 0..n {
+            if let Some(opts) = discrete(d) {
+                let u = &choice[d];
+                model.add_constraint(u.iter().copied().sum::<Expression>().eq(1.0));
+                let bsum: Expression = u.iter().zip(opts).map(|(v, o)| *o * *v).sum();
+                model.add_constraint(bsum.eq(b[d]));
+                if let Some(zd) = z[d] {
+                    let zsum: Expression = u.iter().zip(opts).map(|(v, o)| (1.0 / *o) * *v).sum();
+                    model.add_constraint(zsum.eq(zd));
+                }
+            }
+        }
+        // User and bound rows, scaled; remember the scale for the duals.
+        let mut refs = Vec::new();
+        for c in rows.iter().map(|&i| &self.p.constraints[i]).chain(extra) {
+            let s = row_scale(&c.coeffs);
+            let lhs: Expression = c.coeffs.iter().zip(&b).map(|(k, v)| (k * s) * *v).sum();
+            let rhs = c.rhs * s;
+            let r = match c.sense {
+                Sense::Le => model.add_constraint(lhs.leq(rhs)),
+                Sense::Ge => model.add_constraint(lhs.geq(rhs)),
+                Sense::Eq => model.add_constraint(lhs.eq(rhs)),
+            };
+            refs.push((r, s));
+        }
+        if with_time {
+            // Tangent cuts z_d >= 2/p - B_d/p^2, scaled by p: p z_d + B_d / p >= 2.
+            for d in 0..n {
+                if let (Some(zd), None) = (z[d], discrete(d)) {
+                    for pt in self.cuts.active(d) {
+                        model.add_constraint((pt * zd + (1.0 / pt) * b[d]).geq(2.0));
+                    }
+                }
+            }
+            for ((dims, seq), tv) in self.terms.distinct.iter().zip(&t_vars) {
+                if *seq {
+                    let mut e = Expression::from(0.0);
+                    for (d, (a, mb)) in dims.iter().enumerate() {
+                        if *mb > 0.0 || *a > 0.0 {
+                            e += *a;
+                            if let Some(zd) = z[d] {
+                                e += *mb * zd;
+                            }
+                        }
+                    }
+                    model.add_constraint(Expression::from(*tv).geq(e));
+                } else {
+                    for (d, (a, mb)) in dims.iter().enumerate() {
+                        if *mb > 0.0 || *a > 0.0 {
+                            let mut e = Expression::from(*a);
+                            if let Some(zd) = z[d] {
+                                e += *mb * zd;
+                            }
+                            model.add_constraint(Expression::from(*tv).geq(e));
+                        }
+                    }
+                }
+            }
+            for (c, items) in &self.terms.paths {
+                let e: Expression = items.iter().map(|(k, cnt)| *cnt * t_vars[*k]).sum::<Expression>() + *c;
+                model.add_constraint(Expression::from(big_t).geq(e));
+            }
+            if let Some(cap) = cap {
+                model.add_constraint(Expression::from(big_t).leq(cap));
+            }
+        }
+        let mut sol = model.solve()?;
+        let bw: Vec<f64> = b.iter().map(|v| sol.value(*v).max(0.0)).collect();
+        let zv: Vec<f64> = z.iter().map(|v| v.map_or(0.0, |v| sol.value(v))).collect();
+        let obj_value = match goal {
+            Goal::Time => sol.value(big_t),
+            Goal::Linear(c) => c.iter().zip(&bw).map(|(k, v)| k * v).sum(),
+            Goal::Nothing => 0.0,
+        };
+        let duals = if has_int {
+            None
+        } else {
+            let dual = sol.compute_dual();
+            Some(refs.iter().map(|(r, s)| dual.dual(r.clone()) * s).collect())
+        };
+        Ok(LpAnswer {
+            bw,
+            z: zv,
+            objective: obj_value,
+            duals,
+        })
+    }
+
+    fn all_rows(&self) -> Vec<usize> {
+        (0..self.p.constraints.len()).collect()
+    }
+
+    /// Feasibility of the linear constraints alone; on failure, an
+    /// irreducible infeasible subset by the deletion filter.
+    fn check_feasible(&mut self) -> Result<(), OptError> {
+        let rows = self.all_rows();
+        match self.lp(&Goal::Nothing, &rows, &[], None, Mode::Plain) {
+            Ok(_) => Ok(()),
+            Err(ResolutionError::Infeasible) => {
+                let mut keep = rows;
+                let mut i = 0;
+                while i < keep.len() {
+                    let mut without = keep.clone();
+                    without.remove(i);
+                    match self.lp(&Goal::Nothing, &without, &[], None, Mode::Plain) {
+                        Err(ResolutionError::Infeasible) => keep = without,
+                        _ => i += 1,
+                    }
+                }
+                Err(OptError::Infeasible(
+                    keep.iter()
+                        .map(|&r| format!("`{}`", self.p.constraints[r].text))
+                        .collect(),
+                ))
+            }
+            Err(e) => Err(OptError::Solver(e.to_string())),
+        }
+    }
+
+    /// Largest B_d the constraints allow (None = unbounded).
+    fn max_bw(&mut self, d: usize) -> Result<Option<f64>, OptError> {
+        let mut c = vec![0.0; self.p.n()];
+        c[d] = -1.0;
+        let rows = self.all_rows();
+        match self.lp(&Goal::Linear(c), &rows, &[], None, Mode::Plain) {
+            Ok(a) => Ok(Some(a.bw[d])),
+            Err(ResolutionError::Unbounded) => Ok(None),
+            Err(ResolutionError::Infeasible) => Err(OptError::Infeasible(vec!["the linear constraints".into()])),
+            Err(e) => Err(OptError::Solver(e.to_string())),
+        }
+    }
+
+    /// Seeds the tangents: a geometric grid over each dimension's range.
+    fn seed(&mut self, hi: &[Option<f64>]) {
+        for (d, h) in hi.iter().enumerate() {
+            if !self.traffic[d] || self.p.options[d].is_some() {
+                continue;
+            }
+            let top = h.unwrap_or(1e5).max(1e-3);
+            let bottom = top * 1e-4;
+            let k = 12;
+            self.cuts.seed[d] = (0..=k)
+                .map(|i| bottom * (top / bottom).powf(i as f64 / k as f64))
+                .collect();
+            self.cuts.center[d] = top;
+        }
+    }
+
+    /// Adds a tangent wherever the LP under-estimated 1/B. Returns whether
+    /// any was added.
+    fn refine(&mut self, a: &LpAnswer) -> bool {
+        self.cuts.center.clone_from(&a.bw);
+        let mut more = false;
+        for d in 0..self.p.n() {
+            if self.traffic[d] && self.p.options[d].is_none() {
+                let b = a.bw[d];
+                let pinned = self.cuts.pinned[d].iter().any(|p| (p - b).abs() <= 1e-12 * b);
+                if b > 0.0 && a.z[d] < (1.0 / b) * (1.0 - 1e-12) && !pinned {
+                    self.cuts.add(d, b);
+                    self.cuts.pinned[d].push(b);
+                    more = true;
+                }
+            }
+        }
+        more
+    }
+
+    /// Minimizes the time under the constraints (and `extra`). Returns the
+    /// best point, its time (ms), the certified lower bound and the last LP.
+    /// After `MAX_ROUNDS` it returns what it has; the gap says how good.
+    fn min_time(&mut self, extra: &[Constraint]) -> Result<(Vec<f64>, f64, f64, LpAnswer), OptError> {
+        self.cuts.unpin();
+        let rows = self.all_rows();
+        let mut best: Option<(Vec<f64>, f64)> = None;
+        let mut lower = 0.0f64;
+        let mut round = 0;
+        loop {
+            round += 1;
+            let a = self.lp(&Goal::Time, &rows, extra, None, Mode::Timed).map_err(lp_err)?;
+            lower = lower.max(a.objective);
+            let t = self.p.time_ms(&a.bw);
+            if best.as_ref().is_none_or(|(_, bt)| t < *bt) {
+                best = Some((a.bw.clone(), t));
+            }
+            let (bw, ub) = best.clone().unwrap_or((a.bw.clone(), t));
+            if (ub - lower) <= GAP * ub || round >= MAX_ROUNDS || !self.refine(&a) {
+                return Ok((bw, ub, lower.min(ub), a));
+            }
+        }
+    }
+
+    /// Minimizes a linear form (cost or power, scaled) with time <= target.
+    fn min_linear(
+        &mut self,
+        coeffs: &[f64],
+        target_ms: f64,
+        fastest: &[f64],
+    ) -> Result<(Vec<f64>, f64, f64, LpAnswer), OptError> {
+        self.cuts.unpin();
+        let rows = self.all_rows();
+        let value = |bw: &[f64]| coeffs.iter().zip(bw).map(|(k, b)| k * b).sum::<f64>();
+        let mut best = (fastest.to_vec(), value(fastest));
+        let mut lower = 0.0f64;
+        let mut round = 0;
+        loop {
+            round += 1;
+            let a = self
+                .lp(&Goal::Linear(coeffs.to_vec()), &rows, &[], Some(target_ms), Mode::Timed)
+                .map_err(lp_err)?;
+            lower = lower.max(a.objective);
+            // Nearest feasible point on the segment from the LP's point to the
+            // fastest design: smallest lambda with time <= target.
+            let at = |l: f64| -> Vec<f64> { a.bw.iter().zip(fastest).map(|(x, f)| (1.0 - l) * x + l * f).collect() };
+            let feasible_pt = if self.p.time_ms(&a.bw) <= target_ms {
+                a.bw.clone()
+            } else {
+                let (mut lo, mut hi) = (0.0, 1.0);
+                for _ in 0..60 {
+                    let mid = 0.5 * (lo + hi);
+                    if self.p.time_ms(&at(mid)) <= target_ms {
+                        hi = mid;
+                    } else {
+                        lo = mid;
+                    }
+                }
+                at(hi)
+            };
+            let v = value(&feasible_pt);
+            if v < best.1 {
+                best = (feasible_pt, v);
+            }
+            if best.1 - lower <= GAP * best.1.abs().max(1e-12) || round >= MAX_ROUNDS || !self.refine(&a) {
+                return Ok((best.0, best.1, lower.min(best.1), a));
+            }
+        }
+    }
+}
+
+fn lp_err(e: ResolutionError) -> OptError {
+    match e {
+        ResolutionError::Infeasible => OptError::Infeasible(vec!["the constraints with the time model".into()]),
+        other => OptError::Solver(other.to_string()),
+    }
+}
+
+/// Solves `p` for `objective`, to a certified optimum.
+pub fn solve(p: &Problem, objective: Objective) -> Result<Solution, OptError> {
+    let mut s = Solver::new(p);
+    s.check_feasible()?;
+    let n = p.n();
+    // Ranges, and the traffic-carrying dimensions constraints force to zero.
+    let mut hi = Vec::with_capacity(n);
+    for d in 0..n {
+        let m = s.max_bw(d)?;
+        if s.traffic[d] && m.is_some_and(|m| m < MIN_TRAFFIC_GBPS) {
+            return Err(OptError::Infeasible(vec![format!(
+                "dimension `{}` carries traffic but the constraints hold it at 0 GB/s",
+                p.dim_names[d]
+            )]));
+        }
+        hi.push(m);
+    }
+    s.seed(&hi);
+    let cost_m: Vec<f64> = (0..n).map(|d| p.cost.npus * p.cost.usd_per_gbps[d] / 1e6).collect();
+    let power_k: Vec<f64> = (0..n).map(|d| p.cost.npus * p.cost.w_per_gbps[d] / 1e3).collect();
+    let unbounded_dim = || {
+        (0..n)
+            .find(|&d| hi[d].is_none() && s_traffic(p, d))
+            .map(|d| OptError::Unbounded(p.dim_names[d].clone()))
+    };
+    let (bw, value, lower, last) = match objective {
+        Objective::Perf => {
+            if let Some(e) = unbounded_dim() {
+                return Err(e);
+            }
+            s.min_time(&[])?
+        }
+        Objective::MinCost { target_ms } | Objective::MinPower { target_ms } => {
+            let fastest = fastest_for_target(&mut s, &hi, target_ms)?;
+            let coeffs = if matches!(objective, Objective::MinCost { .. }) {
+                &cost_m
+            } else {
+                &power_k
+            };
+            s.min_linear(coeffs, target_ms, &fastest)?
+        }
+        Objective::PerfPerCost => {
+            if let Some(e) = unbounded_dim() {
+                return Err(e);
+            }
+            perf_per_cost(&mut s, &cost_m)?
+        }
+    };
+    let gap = if value.abs() > 0.0 {
+        ((value - lower) / value).max(0.0)
+    } else {
+        0.0
+    };
+    // Binding constraints and their marginal values (from the last LP, whose
+    // relaxation is tight to within the gap).
+    let binding_constraints = p
+        .constraints
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.holds(&bw, 0.0) && is_tight(c, &bw))
+        .map(|(i, c)| {
+            let (per, scale) = match c.unit {
+                Unit::Gbps => ("GB/s", 1.0),
+                Unit::Usd => ("$1M", 1e6),
+                Unit::Watts => ("kW", 1e3),
+            };
+            let marginal = match objective {
+                Objective::PerfPerCost => None,
+                _ => last.duals.as_ref().map(|d| d[i] * scale),
+            };
+            Binding {
+                constraint: c.text.clone(),
+                marginal,
+                per,
+            }
+        })
+        .collect();
+    let total: f64 = bw.iter().sum();
+    let equal = vec![total / n as f64; n];
+    let t = p.time_ms(&bw);
+    let t_eq = p.time_ms(&equal);
+    Ok(Solution {
+        objective: objective.name(),
+        objective_value: value,
+        objective_unit: objective.unit(),
+        lower_bound: lower,
+        gap,
+        iteration_time_ms: t,
+        network_cost_usd: p.cost.cost(&bw),
+        network_power_w: p.cost.power(&bw),
+        binding_constraints,
+        speedup_vs_equal_split: (t_eq.is_finite() && t > 0.0).then(|| t_eq / t),
+        bw_gbps: bw,
+        lp_solves: s.solves,
+    })
+}
+
+fn s_traffic(p: &Problem, d: usize) -> bool {
+    p.iteration.collectives.iter().any(|c| c.coeffs.dims[d].bytes > 0.0)
+}
+
+/// Whether `c` holds with equality at `bw` (relative 1e-6).
+fn is_tight(c: &Constraint, bw: &[f64]) -> bool {
+    let lhs = c.lhs(bw);
+    let scale = c
+        .rhs
+        .abs()
+        .max(c.coeffs.iter().zip(bw).map(|(a, b)| (a * b).abs()).sum::<f64>())
+        .max(1e-9);
+    (lhs - c.rhs).abs() <= 1e-6 * scale
+}
+
+/// The fastest design, checked against a time target.
+fn fastest_for_target(s: &mut Solver, hi: &[Option<f64>], target_ms: f64) -> Result<Vec<f64>, OptError> {
+    if (0..s.p.n()).any(|d| hi[d].is_none() && s.traffic[d]) {
+        // Unbounded bandwidth: some finite point reaches any target above the
+        // compute time; scale a feasible point up until it does.
+        let floor = s.p.iteration.compute_ns / 1e6;
+        if target_ms <= floor {
+            return Err(OptError::TargetUnreachable {
+                best_ms: floor,
+                target_ms,
+            });
+        }
+    }
+    let hi_rows: Vec<Constraint> = (0..s.p.n())
+        .filter(|&d| hi[d].is_none() && s.traffic[d])
+        .map(|d| {
+            let mut c = vec![0.0; s.p.n()];
+            c[d] = 1.0;
+            Constraint {
+                text: String::new(),
+                coeffs: c,
+                sense: Sense::Le,
+                rhs: 1e9,
+                unit: Unit::Gbps,
+            }
+        })
+        .collect();
+    let (bw, t, lower, _) = s.min_time(&hi_rows)?;
+    if lower > target_ms * (1.0 + GAP) {
+        return Err(OptError::TargetUnreachable { best_ms: t, target_ms });
+    }
+    Ok(bw)
+}
+
+/// Global minimization of time x cost over the cost level (module doc).
+fn perf_per_cost(s: &mut Solver, cost_m: &[f64]) -> Result<(Vec<f64>, f64, f64, LpAnswer), OptError> {
+    let rows = s.all_rows();
+    let cost_of = |bw: &[f64]| cost_m.iter().zip(bw).map(|(k, b)| k * b).sum::<f64>();
+    // The cost range: least cost allowed, and the cost of the fastest design.
+    let x_lo = s
+        .lp(&Goal::Linear(cost_m.to_vec()), &rows, &[], None, Mode::Floored)
+        .map_err(lp_err)?
+        .objective
+        .max(0.0);
+    let (fast_bw, fast_t, _, fast_lp) = s.min_time(&[])?;
+    let x_hi = cost_of(&fast_bw);
+    let mut best = (fast_bw.clone(), fast_t * x_hi);
+    if x_hi <= x_lo * (1.0 + 1e-12) || x_hi <= 0.0 {
+        let v = best.1;
+        return Ok((fast_bw, v, v * (1.0 - GAP), fast_lp));
+    }
+    // g(X): min time with cost <= X; returns (point, time, certified lower bound).
+    let budget = |x: f64| Constraint {
+        text: format!("cost <= {x}"),
+        coeffs: cost_m.to_vec(),
+        sense: Sense::Le,
+        rhs: x,
+        unit: Unit::Usd,
+    };
+    // Samples of g: (X, certified lower bound, subgradient of the lower
+    // bound's LP value in X, upper bound).
+    let state = RefCell::new((s, &mut best, Vec::<Sample>::new()));
+    let eval = |x: f64| -> Result<f64, OptError> {
+        let mut st = state.borrow_mut();
+        let (solver, best, samples) = &mut *st;
+        let (bw, t, _, last) = solver.min_time(&[budget(x)])?;
+        let h = t * cost_of(&bw);
+        if h < best.1 {
+            **best = (bw, h);
+        }
+        // The last LP is a relaxation whatever X is; its optimum and the
+        // budget row's dual give a line under g everywhere.
+        let slope = last
+            .duals
+            .as_ref()
+            .and_then(|d| d.last().copied())
+            .filter(|v| v.is_finite());
+        samples.push(Sample {
+            x,
+            lower: last.objective.min(t),
+            slope,
+            upper: t,
+        });
+        Ok(h)
+    };
+    // Start just above the least cost, so the budget row is not degenerate
+    // (HiGHS may fail on it; then a little higher). The sliver [x_lo, x_start]
+    // is bounded below by x_lo * g(x_start).
+    let mut x_start = x_hi * 1e-6;
+    if x_lo > 0.0 {
+        for rel in [1e-8, 1e-6, 1e-4] {
+            x_start = x_lo * (1.0 + rel);
+            if eval(x_start).is_ok() {
+                break;
+            }
+        }
+    }
+    // Incumbent: Brent's method (argmin) on [x_start, x_hi].
+    {
+        use argmin::core::{CostFunction, Error, Executor};
+        struct H<'f>(&'f dyn Fn(f64) -> Result<f64, OptError>);
+        impl CostFunction for H<'_> {
+            type Param = f64;
+            type Output = f64;
+            fn cost(&self, x: &f64) -> Result<f64, Error> {
+                (self.0)(*x).map_err(|e| Error::msg(e.to_string()))
+            }
+        }
+        let solver = argmin::solver::brent::BrentOpt::new(x_start, x_hi).set_tolerance(1e-7, 0.0);
+        // A failed Brent run only costs the incumbent; the search below is exact.
+        let _ = Executor::new(H(&eval), solver).configure(|st| st.max_iters(60)).run();
+    }
+    if state.borrow().2.is_empty() {
+        eval(x_start)?;
+    }
+    eval(x_hi)?;
+    // Branch and bound over X (module doc), with g's convexity for bounds.
+    let mut rounds = 0;
+    loop {
+        let (incumbent, mut pts) = {
+            let st = state.borrow();
+            (st.1.1, st.2.clone())
+        };
+        pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+        pts.dedup_by(|a, b| a.x == b.x);
+        let worst = (0..pts.len().saturating_sub(1))
+            .map(|i| (interval_bound(&pts, i), pts[i].x, pts[i + 1].x))
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        let sliver = pts.first().map_or(f64::INFINITY, |p| x_lo * p.lower);
+        let lb = worst.map_or(incumbent, |w| w.0.min(incumbent)).min(sliver);
+        rounds += 1;
+        // Split at the geometric mean: the optimum may sit at a cost orders
+        // of magnitude below the fastest design's.
+        let split = |a: f64, b: f64| if a > 0.0 { (a * b).sqrt() } else { 0.5 * (a + b) };
+        let done = match worst {
+            None => true,
+            Some((_, a, b)) => {
+                let mid = split(a, b);
+                incumbent - lb <= PPC_GAP * incumbent || rounds > PPC_ROUNDS || mid <= a || mid >= b
+            }
+        };
+        if done {
+            let (solver, best, _) = state.into_inner();
+            let (bw, v) = best.clone();
+            let (_, _, _, last) = solver.min_time(&[budget(cost_of(&bw))])?;
+            return Ok((bw, v, lb, last));
+        }
+        if let Some((_, a, b)) = worst {
+            eval(split(a, b))?;
+        }
+    }
+}
+
+/// One evaluation of g(X) = min time subject to cost <= X.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    x: f64,
+    /// Certified: g(x) >= lower.
+    lower: f64,
+    /// With it, g(X) >= lower + slope (X - x) for every X (LP duality on a
+    /// relaxation whose value is convex in X).
+    slope: Option<f64>,
+    /// g(x) <= upper (the time of a feasible point).
+    upper: f64,
+}
+
+/// Lower bound of `X g(X)` on `[pts[i].x, pts[i+1].x]`, from samples sorted
+/// by X. g is convex and non-increasing, so on the interval g is above: its
+/// lower bound at the right end; the supporting lines (LP duals) at both
+/// ends; the secant through the two samples left of the interval extended
+/// rightwards, and the one through the two samples right of it extended
+/// leftwards (each built from bounds so that it stays below g). The bound is
+/// the minimum of `X * max(lines)`, which lies at an end, at a crossing of two
+/// lines, or at a stationary point of one `X * line`.
+fn interval_bound(pts: &[Sample], i: usize) -> f64 {
+    let (p1, p2) = (pts[i], pts[i + 1]);
+    let (x1, x2) = (p1.x, p2.x);
+    // Lines (c, s): g(X) >= c + s X on the interval.
+    let mut lines = vec![(p2.lower, 0.0)];
+    for p in [p1, p2] {
+        if let Some(s) = p.slope {
+            lines.push((p.lower - s * p.x, s));
+        }
+    }
+    if i >= 1 {
+        let p0 = pts[i - 1];
+        let s = (p1.lower - p0.upper) / (x1 - p0.x);
+        lines.push((p1.lower - s * x1, s));
+    }
+    if i + 2 < pts.len() {
+        let p3 = pts[i + 2];
+        let s = (p3.upper - p2.lower) / (p3.x - x2);
+        lines.push((p2.lower - s * x2, s));
+    }
+    let mut cands = vec![x1, x2];
+    for (j, &(cj, sj)) in lines.iter().enumerate() {
+        if sj > 0.0 {
+            cands.push(-cj / (2.0 * sj));
+        }
+        for &(ck, sk) in &lines[j + 1..] {
+            if sj != sk {
+                cands.push((ck - cj) / (sj - sk));
+            }
+        }
+    }
+    cands
+        .into_iter()
+        .filter(|x| *x >= x1 && *x <= x2)
+        .map(|x| x * lines.iter().map(|(c, s)| c + s * x).fold(f64::NEG_INFINITY, f64::max))
+        .fold(f64::INFINITY, f64::min)
+}
