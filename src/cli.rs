@@ -48,6 +48,9 @@ pub enum Command {
         /// Iteration-time target for min-cost and min-power, ms.
         #[arg(long)]
         target_ms: Option<f64>,
+        /// Ignore the study's `[optimize]` constraints (keep the fabric's bounds).
+        #[arg(long)]
+        no_study_constraints: bool,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
@@ -141,9 +144,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             objective,
             constraints,
             target_ms,
+            no_study_constraints,
             json,
         } => {
-            let study = Study::load(&study)?;
+            let mut study = Study::load(&study)?;
+            if no_study_constraints {
+                study.optimize.constraints.clear();
+            }
             let objective = objective_of(&study, objective.as_deref(), target_ms)?;
             let constraints = study.constraints(&constraints)?;
             let problem = Problem::new(&study.fabric, study.iteration_model(), study.linear_cost(), constraints);

@@ -44,19 +44,28 @@
 //!
 //! Infeasible constraints are reported with an irreducible infeasible subset
 //! (deletion filter: drop each constraint whose removal keeps the rest
-//! infeasible). Only `optimize` uses good_lp and argmin.
+//! infeasible).
+//!
+//! Solvers: the one-shot LPs over B alone (feasibility, the IIS, each
+//! dimension's range, the least cost) are modelled with good_lp on HiGHS;
+//! the master LP of the cutting-plane loop talks to HiGHS through the
+//! `highs` crate (good_lp's backend) because it keeps one HiGHS instance per
+//! convex solve and re-solves it from the previous basis after adding the
+//! new tangents (`master`). Tangents are pooled across the solves of one
+//! problem (perf-per-cost runs many), and each master starts from a seed
+//! grid plus the pooled tangents nearest the last answer. Only `optimize`
+//! uses good_lp, highs and argmin.
 
 pub mod expr;
+mod master;
 
 use crate::cost::Linear;
 use crate::fabric::Fabric;
 use crate::training::IterationModel;
 use expr::{Constraint, Sense, Unit};
 use good_lp::solvers::highs::highs;
-use good_lp::{
-    DualValues as _, Expression, ProblemVariables, ResolutionError, Solution as _, SolutionWithDual as _, SolverModel,
-    Variable, variable,
-};
+use good_lp::{Expression, ProblemVariables, ResolutionError, Solution as _, SolverModel, Variable, variable};
+use master::{Master, MasterError, Spec};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -267,15 +276,13 @@ enum Goal {
     Nothing,
 }
 
-/// What an LP holds besides the linear constraints.
+/// What a one-shot LP (no time model) holds besides the linear constraints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     /// B >= 0 only.
     Plain,
     /// Traffic-carrying dimensions get at least `MIN_TRAFFIC_GBPS`.
     Floored,
-    /// Floored, plus the time model (cuts, collectives, paths).
-    Timed,
 }
 
 /// One LP / MILP and its answer.
@@ -299,8 +306,6 @@ struct Cuts {
     points: Vec<Vec<f64>>,
     /// The last LP's bandwidth per dimension.
     center: Vec<f64>,
-    /// Points this solve refined at: always used until the solve ends.
-    pinned: Vec<Vec<f64>>,
 }
 
 const NEAR: usize = 24;
@@ -328,13 +333,7 @@ impl Cuts {
             near.truncate(NEAR);
         }
         near.extend(&self.seed[d]);
-        near.extend(&self.pinned[d]);
         near
-    }
-
-    /// Starts a solve: nothing pinned.
-    fn unpin(&mut self) {
-        self.pinned.iter_mut().for_each(Vec::clear);
     }
 }
 
@@ -411,48 +410,29 @@ impl<'a> Solver<'a> {
                 seed: vec![Vec::new(); n],
                 points: vec![Vec::new(); n],
                 center: vec![0.0; n],
-                pinned: vec![Vec::new(); n],
             },
             solves: 0,
         }
     }
 
-    /// Builds and solves one LP. `rows` are the constraints to use (indices
-    /// into the problem's, plus `extra`); `cap` bounds the time (ms). When
-    /// HiGHS ends in an unexpected state (a numerical failure), the LP is
-    /// solved again with HiGHS's default settings (presolve on).
-    fn lp(
-        &mut self,
-        goal: &Goal,
-        rows: &[usize],
-        extra: &[Constraint],
-        cap: Option<f64>,
-        mode: Mode,
-    ) -> Result<LpAnswer, ResolutionError> {
-        match self.lp_once(goal, rows, extra, cap, mode, false) {
-            Err(ResolutionError::Other(_) | ResolutionError::Str(_)) => {
-                self.lp_once(goal, rows, extra, cap, mode, true)
-            }
+    /// Builds and solves one LP over B alone (no time model): feasibility,
+    /// ranges, the least cost. `rows` are the constraints to use (indices
+    /// into the problem's). When HiGHS ends in an unexpected state (a
+    /// numerical failure), the LP is solved again with HiGHS's defaults.
+    fn lp(&mut self, goal: &Goal, rows: &[usize], mode: Mode) -> Result<LpAnswer, ResolutionError> {
+        match self.lp_once(goal, rows, mode, false) {
+            Err(ResolutionError::Other(_) | ResolutionError::Str(_)) => self.lp_once(goal, rows, mode, true),
             r => r,
         }
     }
 
-    fn lp_once(
-        &mut self,
-        goal: &Goal,
-        rows: &[usize],
-        extra: &[Constraint],
-        cap: Option<f64>,
-        mode: Mode,
-        careful: bool,
-    ) -> Result<LpAnswer, ResolutionError> {
+    fn lp_once(&mut self, goal: &Goal, rows: &[usize], mode: Mode, careful: bool) -> Result<LpAnswer, ResolutionError> {
         self.solves += 1;
         let n = self.p.n();
-        let with_time = mode == Mode::Timed;
         let mut vars = ProblemVariables::new();
         let b: Vec<Variable> = (0..n)
             .map(|d| {
-                let lo = if self.traffic[d] && mode != Mode::Plain {
+                let lo = if self.traffic[d] && mode == Mode::Floored {
                     MIN_TRAFFIC_GBPS
                 } else {
                     0.0
@@ -468,121 +448,47 @@ impl<'a> Solver<'a> {
                 None => Vec::new(),
             })
             .collect();
-        let z: Vec<Option<Variable>> = (0..n)
-            .map(|d| (with_time && self.traffic[d]).then(|| vars.add(variable().min(0.0))))
-            .collect();
-        let t_vars: Vec<Variable> = if with_time {
-            self.terms
-                .distinct
-                .iter()
-                .map(|_| vars.add(variable().min(0.0)))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let big_t = vars.add(variable().min(0.0));
         let objective: Expression = match goal {
-            Goal::Time => big_t.into(),
             Goal::Linear(c) => c.iter().zip(&b).map(|(k, v)| *k * *v).sum(),
-            Goal::Nothing => Expression::from(0.0),
+            Goal::Time | Goal::Nothing => Expression::from(0.0),
         };
-        let mut model = highs(vars.minimise(objective.clone()));
+        let mut model = highs(vars.minimise(objective));
         model = model.set_option("output_flag", false);
         let has_int = (0..n).any(|d| discrete(d).is_some());
-        // Small LPs solve fastest by simplex without presolve; MILPs, and a
-        // retry after a numerical failure, get HiGHS's defaults.
-        if !careful && !has_int {
-            model = model.set_option("presolve", "off").set_option("solver", "simplex");
-        }
         if has_int {
             model = model.set_option("mip_rel_gap", 1e-9);
+        } else if !careful {
+            model = model.set_option("presolve", "off").set_option("solver", "simplex");
         }
-        // Discrete dimensions: B and z are linear in the binaries.
         for d in 0..n {
             if let Some(opts) = discrete(d) {
                 let u = &choice[d];
                 model.add_constraint(u.iter().copied().sum::<Expression>().eq(1.0));
                 let bsum: Expression = u.iter().zip(opts).map(|(v, o)| *o * *v).sum();
                 model.add_constraint(bsum.eq(b[d]));
-                if let Some(zd) = z[d] {
-                    let zsum: Expression = u.iter().zip(opts).map(|(v, o)| (1.0 / *o) * *v).sum();
-                    model.add_constraint(zsum.eq(zd));
-                }
             }
         }
-        // User and bound rows, scaled; remember the scale for the duals.
-        let mut refs = Vec::new();
-        for c in rows.iter().map(|&i| &self.p.constraints[i]).chain(extra) {
+        for c in rows.iter().map(|&i| &self.p.constraints[i]) {
             let s = row_scale(&c.coeffs);
             let lhs: Expression = c.coeffs.iter().zip(&b).map(|(k, v)| (k * s) * *v).sum();
             let rhs = c.rhs * s;
-            let r = match c.sense {
+            match c.sense {
                 Sense::Le => model.add_constraint(lhs.leq(rhs)),
                 Sense::Ge => model.add_constraint(lhs.geq(rhs)),
                 Sense::Eq => model.add_constraint(lhs.eq(rhs)),
             };
-            refs.push((r, s));
         }
-        if with_time {
-            // Tangent cuts z_d >= 2/p - B_d/p^2, scaled by p: p z_d + B_d / p >= 2.
-            for d in 0..n {
-                if let (Some(zd), None) = (z[d], discrete(d)) {
-                    for pt in self.cuts.active(d) {
-                        model.add_constraint((pt * zd + (1.0 / pt) * b[d]).geq(2.0));
-                    }
-                }
-            }
-            for ((dims, seq), tv) in self.terms.distinct.iter().zip(&t_vars) {
-                if *seq {
-                    let mut e = Expression::from(0.0);
-                    for (d, (a, mb)) in dims.iter().enumerate() {
-                        if *mb > 0.0 || *a > 0.0 {
-                            e += *a;
-                            if let Some(zd) = z[d] {
-                                e += *mb * zd;
-                            }
-                        }
-                    }
-                    model.add_constraint(Expression::from(*tv).geq(e));
-                } else {
-                    for (d, (a, mb)) in dims.iter().enumerate() {
-                        if *mb > 0.0 || *a > 0.0 {
-                            let mut e = Expression::from(*a);
-                            if let Some(zd) = z[d] {
-                                e += *mb * zd;
-                            }
-                            model.add_constraint(Expression::from(*tv).geq(e));
-                        }
-                    }
-                }
-            }
-            for (c, items) in &self.terms.paths {
-                let e: Expression = items.iter().map(|(k, cnt)| *cnt * t_vars[*k]).sum::<Expression>() + *c;
-                model.add_constraint(Expression::from(big_t).geq(e));
-            }
-            if let Some(cap) = cap {
-                model.add_constraint(Expression::from(big_t).leq(cap));
-            }
-        }
-        let mut sol = model.solve()?;
+        let sol = model.solve()?;
         let bw: Vec<f64> = b.iter().map(|v| sol.value(*v).max(0.0)).collect();
-        let zv: Vec<f64> = z.iter().map(|v| v.map_or(0.0, |v| sol.value(v))).collect();
-        let obj_value = match goal {
-            Goal::Time => sol.value(big_t),
+        let objective = match goal {
             Goal::Linear(c) => c.iter().zip(&bw).map(|(k, v)| k * v).sum(),
-            Goal::Nothing => 0.0,
-        };
-        let duals = if has_int {
-            None
-        } else {
-            let dual = sol.compute_dual();
-            Some(refs.iter().map(|(r, s)| dual.dual(r.clone()) * s).collect())
+            Goal::Time | Goal::Nothing => 0.0,
         };
         Ok(LpAnswer {
             bw,
-            z: zv,
-            objective: obj_value,
-            duals,
+            z: vec![0.0; n],
+            objective,
+            duals: None,
         })
     }
 
@@ -594,7 +500,7 @@ impl<'a> Solver<'a> {
     /// irreducible infeasible subset by the deletion filter.
     fn check_feasible(&mut self) -> Result<(), OptError> {
         let rows = self.all_rows();
-        match self.lp(&Goal::Nothing, &rows, &[], None, Mode::Plain) {
+        match self.lp(&Goal::Nothing, &rows, Mode::Plain) {
             Ok(_) => Ok(()),
             Err(ResolutionError::Infeasible) => {
                 let mut keep = rows;
@@ -602,7 +508,7 @@ impl<'a> Solver<'a> {
                 while i < keep.len() {
                     let mut without = keep.clone();
                     without.remove(i);
-                    match self.lp(&Goal::Nothing, &without, &[], None, Mode::Plain) {
+                    match self.lp(&Goal::Nothing, &without, Mode::Plain) {
                         Err(ResolutionError::Infeasible) => keep = without,
                         _ => i += 1,
                     }
@@ -622,7 +528,7 @@ impl<'a> Solver<'a> {
         let mut c = vec![0.0; self.p.n()];
         c[d] = -1.0;
         let rows = self.all_rows();
-        match self.lp(&Goal::Linear(c), &rows, &[], None, Mode::Plain) {
+        match self.lp(&Goal::Linear(c), &rows, Mode::Plain) {
             Ok(a) => Ok(Some(a.bw[d])),
             Err(ResolutionError::Unbounded) => Ok(None),
             Err(ResolutionError::Infeasible) => Err(OptError::Infeasible(vec!["the linear constraints".into()])),
@@ -646,93 +552,114 @@ impl<'a> Solver<'a> {
         }
     }
 
-    /// Adds a tangent wherever the LP under-estimated 1/B. Returns whether
-    /// any was added.
-    fn refine(&mut self, a: &LpAnswer) -> bool {
-        self.cuts.center.clone_from(&a.bw);
-        let mut more = false;
-        for d in 0..self.p.n() {
-            if self.traffic[d] && self.p.options[d].is_none() {
-                let b = a.bw[d];
-                let pinned = self.cuts.pinned[d].iter().any(|p| (p - b).abs() <= 1e-12 * b);
-                if b > 0.0 && a.z[d] < (1.0 / b) * (1.0 - 1e-12) && !pinned {
-                    self.cuts.add(d, b);
-                    self.cuts.pinned[d].push(b);
-                    more = true;
-                }
-            }
-        }
-        more
-    }
-
-    /// Minimizes the time under the constraints (and `extra`). Returns the
-    /// best point, its time (ms), the certified lower bound and the last LP.
-    /// After `MAX_ROUNDS` it returns what it has; the gap says how good.
-    fn min_time(&mut self, extra: &[Constraint]) -> Result<(Vec<f64>, f64, f64, LpAnswer), OptError> {
-        self.cuts.unpin();
-        let rows = self.all_rows();
-        let mut best: Option<(Vec<f64>, f64)> = None;
-        let mut lower = 0.0f64;
-        let mut round = 0;
-        loop {
-            round += 1;
-            let a = self.lp(&Goal::Time, &rows, extra, None, Mode::Timed).map_err(lp_err)?;
-            lower = lower.max(a.objective);
-            let t = self.p.time_ms(&a.bw);
-            if best.as_ref().is_none_or(|(_, bt)| t < *bt) {
-                best = Some((a.bw.clone(), t));
-            }
-            let (bw, ub) = best.clone().unwrap_or((a.bw.clone(), t));
-            if (ub - lower) <= GAP * ub || round >= MAX_ROUNDS || !self.refine(&a) {
-                return Ok((bw, ub, lower.min(ub), a));
-            }
-        }
-    }
-
-    /// Minimizes a linear form (cost or power, scaled) with time <= target.
-    fn min_linear(
+    /// The outer-approximation loop (module doc) for the time (`cap` None,
+    /// `fastest` None) or for a linear form with `time <= cap`, whose upper
+    /// bounds come from the segment towards the `fastest` design. Returns the
+    /// best point, its objective value, the certified lower bound and the last
+    /// LP. After `MAX_ROUNDS` it returns what it has; the gap says how good.
+    fn converge(
         &mut self,
-        coeffs: &[f64],
-        target_ms: f64,
-        fastest: &[f64],
+        goal: &Goal,
+        extra: &[Constraint],
+        cap: Option<f64>,
+        fastest: Option<&[f64]>,
     ) -> Result<(Vec<f64>, f64, f64, LpAnswer), OptError> {
-        self.cuts.unpin();
-        let rows = self.all_rows();
-        let value = |bw: &[f64]| coeffs.iter().zip(bw).map(|(k, b)| k * b).sum::<f64>();
-        let mut best = (fastest.to_vec(), value(fastest));
+        let n = self.p.n();
+        let constraints: Vec<&Constraint> = self.p.constraints.iter().chain(extra).collect();
+        let spec = Spec {
+            goal,
+            constraints,
+            cap,
+            traffic: &self.traffic,
+            options: &self.p.options,
+            terms: &self.terms,
+            floor: MIN_TRAFFIC_GBPS,
+        };
+        let mut used: Vec<Vec<f64>> = (0..n).map(|d| self.cuts.active(d)).collect();
+        let mut master = Master::new(&spec, &used, false);
+        let mut careful = false;
+        let value = |bw: &[f64]| match goal {
+            Goal::Linear(c) => c.iter().zip(bw).map(|(k, b)| k * b).sum::<f64>(),
+            _ => self.p.time_ms(bw),
+        };
+        let mut best: Option<(Vec<f64>, f64)> = fastest.map(|f| (f.to_vec(), value(f)));
         let mut lower = 0.0f64;
         let mut round = 0;
-        loop {
+        let mut new_points = Vec::new();
+        let result = loop {
             round += 1;
-            let a = self
-                .lp(&Goal::Linear(coeffs.to_vec()), &rows, &[], Some(target_ms), Mode::Timed)
-                .map_err(lp_err)?;
+            let a = match master.solve() {
+                Ok(a) => a,
+                Err(MasterError::Failed(_)) if !careful => {
+                    careful = true;
+                    self.solves += master.solves;
+                    master = Master::new(&spec, &used, true);
+                    continue;
+                }
+                Err(MasterError::Infeasible) => {
+                    break Err(OptError::Infeasible(vec!["the constraints with the time model".into()]));
+                }
+                Err(MasterError::Unbounded) => break Err(OptError::Solver("the master LP is unbounded".into())),
+                Err(MasterError::Failed(m)) => break Err(OptError::Solver(m)),
+            };
             lower = lower.max(a.objective);
-            // Nearest feasible point on the segment from the LP's point to the
-            // fastest design: smallest lambda with time <= target.
-            let at = |l: f64| -> Vec<f64> { a.bw.iter().zip(fastest).map(|(x, f)| (1.0 - l) * x + l * f).collect() };
-            let feasible_pt = if self.p.time_ms(&a.bw) <= target_ms {
-                a.bw.clone()
-            } else {
-                let (mut lo, mut hi) = (0.0, 1.0);
-                for _ in 0..60 {
-                    let mid = 0.5 * (lo + hi);
-                    if self.p.time_ms(&at(mid)) <= target_ms {
-                        hi = mid;
-                    } else {
-                        lo = mid;
+            // An upper bound from a feasible point.
+            let point = match (cap, fastest) {
+                (Some(cap), Some(f)) if self.p.time_ms(&a.bw) > cap => {
+                    // Nearest point to the LP's on the segment to the fastest
+                    // design with time <= cap (time is convex along it).
+                    let at = |l: f64| -> Vec<f64> { a.bw.iter().zip(f).map(|(x, y)| (1.0 - l) * x + l * y).collect() };
+                    let (mut lo, mut hi) = (0.0, 1.0);
+                    for _ in 0..60 {
+                        let mid = 0.5 * (lo + hi);
+                        if self.p.time_ms(&at(mid)) <= cap {
+                            hi = mid;
+                        } else {
+                            lo = mid;
+                        }
+                    }
+                    at(hi)
+                }
+                _ => a.bw.clone(),
+            };
+            let v = value(&point);
+            if best.as_ref().is_none_or(|(_, bv)| v < *bv) {
+                best = Some((point, v));
+            }
+            let (bw, ub) = best.clone().unwrap_or((a.bw.clone(), v));
+            // New tangents wherever the LP under-estimated 1/B.
+            let mut added = false;
+            if (ub - lower) > GAP * ub.abs().max(1e-300) && round < MAX_ROUNDS {
+                for (d, pts) in used.iter_mut().enumerate() {
+                    let b = a.bw[d];
+                    if self.traffic[d]
+                        && self.p.options[d].is_none()
+                        && b > 0.0
+                        && a.z[d] < (1.0 / b) * (1.0 - 1e-12)
+                        && !pts.iter().any(|p| (p - b).abs() <= 1e-12 * b)
+                    {
+                        master.add_cut(d, b);
+                        pts.push(b);
+                        new_points.push((d, b));
+                        added = true;
                     }
                 }
-                at(hi)
-            };
-            let v = value(&feasible_pt);
-            if v < best.1 {
-                best = (feasible_pt, v);
             }
-            if best.1 - lower <= GAP * best.1.abs().max(1e-12) || round >= MAX_ROUNDS || !self.refine(&a) {
-                return Ok((best.0, best.1, lower.min(best.1), a));
+            if !added {
+                self.cuts.center.clone_from(&a.bw);
+                break Ok((bw, ub, lower.min(ub), a));
             }
+        };
+        self.solves += master.solves;
+        for (d, b) in new_points {
+            self.cuts.add(d, b);
         }
+        result
+    }
+
+    /// Minimizes the time under the constraints (and `extra`).
+    fn min_time(&mut self, extra: &[Constraint]) -> Result<(Vec<f64>, f64, f64, LpAnswer), OptError> {
+        self.converge(&Goal::Time, extra, None, None)
     }
 }
 
@@ -782,7 +709,7 @@ pub fn solve(p: &Problem, objective: Objective) -> Result<Solution, OptError> {
             } else {
                 &power_k
             };
-            s.min_linear(coeffs, target_ms, &fastest)?
+            s.converge(&Goal::Linear(coeffs.clone()), &[], Some(target_ms), Some(&fastest))?
         }
         Objective::PerfPerCost => {
             if let Some(e) = unbounded_dim() {
@@ -895,7 +822,7 @@ fn perf_per_cost(s: &mut Solver, cost_m: &[f64]) -> Result<(Vec<f64>, f64, f64, 
     let cost_of = |bw: &[f64]| cost_m.iter().zip(bw).map(|(k, b)| k * b).sum::<f64>();
     // The cost range: least cost allowed, and the cost of the fastest design.
     let x_lo = s
-        .lp(&Goal::Linear(cost_m.to_vec()), &rows, &[], None, Mode::Floored)
+        .lp(&Goal::Linear(cost_m.to_vec()), &rows, Mode::Floored)
         .map_err(lp_err)?
         .objective
         .max(0.0);
@@ -973,6 +900,7 @@ fn perf_per_cost(s: &mut Solver, cost_m: &[f64]) -> Result<(Vec<f64>, f64, f64, 
     eval(x_hi)?;
     // Branch and bound over X (module doc), with g's convexity for bounds.
     let mut rounds = 0;
+    let mut stuck = false;
     loop {
         let (incumbent, mut pts) = {
             let st = state.borrow();
@@ -993,17 +921,25 @@ fn perf_per_cost(s: &mut Solver, cost_m: &[f64]) -> Result<(Vec<f64>, f64, f64, 
             None => true,
             Some((_, a, b)) => {
                 let mid = split(a, b);
-                incumbent - lb <= PPC_GAP * incumbent || rounds > PPC_ROUNDS || mid <= a || mid >= b
+                incumbent - lb <= PPC_GAP * incumbent || rounds > PPC_ROUNDS || stuck || mid <= a || mid >= b
             }
         };
         if done {
-            let (solver, best, _) = state.into_inner();
+            let (_, best, _) = state.into_inner();
             let (bw, v) = best.clone();
-            let (_, _, _, last) = solver.min_time(&[budget(cost_of(&bw))])?;
+            // No marginals for perf-per-cost: its value function is not convex.
+            let last = LpAnswer {
+                bw: bw.clone(),
+                z: Vec::new(),
+                objective: lb,
+                duals: None,
+            };
             return Ok((bw, v, lb, last));
         }
         if let Some((_, a, b)) = worst {
-            eval(split(a, b))?;
+            // A numerical failure of HiGHS inside the weakest interval ends
+            // the search; the gap reported says what is still open.
+            stuck = eval(split(a, b)).is_err();
         }
     }
 }
