@@ -22,6 +22,10 @@ pub(super) struct Spec<'a> {
     pub options: &'a [Option<Vec<f64>>],
     pub terms: &'a Terms,
     pub floor: f64,
+    /// Column scale per dimension (GB/s): the LP's columns are B_d / scale_d
+    /// and z_d * scale_d, so tangents at B in [1e-4, 1] x scale keep their
+    /// two coefficients within a few decades of 1.
+    pub scale: &'a [f64],
 }
 
 /// Why a master LP has no optimum.
@@ -34,6 +38,7 @@ pub(super) enum MasterError {
 
 pub(super) struct Master {
     model: Option<Model>,
+    scale: Vec<f64>,
     b: Vec<Col>,
     z: Vec<Option<Col>>,
     big_t: Col,
@@ -51,8 +56,9 @@ impl Master {
     pub fn new(spec: &Spec, cuts: &[Vec<f64>], careful: bool) -> Master {
         let n = spec.traffic.len();
         let discrete = |d: usize| spec.options[d].as_ref().filter(|o| !o.is_empty());
+        let sc = spec.scale;
         let cost_of = |d: usize| match spec.goal {
-            Goal::Linear(c) => c[d],
+            Goal::Linear(c) => c[d] * sc[d],
             _ => 0.0,
         };
         let mut model = Model::new(RowProblem::default());
@@ -70,7 +76,7 @@ impl Master {
         let none: [(highs::Row, f64); 0] = [];
         let b: Vec<Col> = (0..n)
             .map(|d| {
-                let lo = if spec.traffic[d] { spec.floor } else { 0.0 };
+                let lo = if spec.traffic[d] { spec.floor / sc[d] } else { 0.0 };
                 model.add_col(cost_of(d), lo.., none)
             })
             .collect();
@@ -87,6 +93,7 @@ impl Master {
         let big_t = model.add_col(time_cost, 0.0.., none);
         let mut m = Master {
             model: None,
+            scale: sc.to_vec(),
             b,
             z,
             big_t,
@@ -106,27 +113,27 @@ impl Master {
             count - 1
         };
         // Discrete dimensions: B and z linear in a binary per option.
-        for d in 0..n {
+        for (d, &scd) in sc.iter().enumerate() {
             if let Some(opts) = discrete(d) {
                 let u: Vec<Col> = opts
                     .iter()
                     .map(|_| model.add_integer_column(0.0, 0.0..=1.0, none))
                     .collect();
                 row(&mut model, 1.0, 1.0, u.iter().map(|c| (*c, 1.0)).collect());
-                let mut f: Vec<(Col, f64)> = u.iter().zip(opts).map(|(c, o)| (*c, *o)).collect();
+                let mut f: Vec<(Col, f64)> = u.iter().zip(opts).map(|(c, o)| (*c, o / scd)).collect();
                 f.push((m.b[d], -1.0));
                 row(&mut model, 0.0, 0.0, f);
                 if let Some(zd) = m.z[d] {
-                    let mut f: Vec<(Col, f64)> = u.iter().zip(opts).map(|(c, o)| (*c, 1.0 / o)).collect();
+                    let mut f: Vec<(Col, f64)> = u.iter().zip(opts).map(|(c, o)| (*c, scd / o)).collect();
                     f.push((zd, -1.0));
                     row(&mut model, 0.0, 0.0, f);
                 }
             }
         }
         for c in &spec.constraints {
-            let s = row_scale(&c.coeffs);
-            let f: Vec<(Col, f64)> = c
-                .coeffs
+            let k: Vec<f64> = c.coeffs.iter().zip(sc).map(|(k, x)| k * x).collect();
+            let s = row_scale(&k);
+            let f: Vec<(Col, f64)> = k
                 .iter()
                 .enumerate()
                 .filter(|(_, k)| **k != 0.0)
@@ -144,6 +151,7 @@ impl Master {
         for (d, pts) in cuts.iter().enumerate() {
             if let (Some(zd), None) = (m.z[d], discrete(d)) {
                 for &p in pts {
+                    let p = p / sc[d];
                     row(&mut model, 2.0, f64::INFINITY, vec![(zd, p), (m.b[d], 1.0 / p)]);
                 }
             }
@@ -157,7 +165,7 @@ impl Master {
                 for (d, (a, mb)) in used {
                     alpha += a;
                     if let Some(zd) = m.z[d] {
-                        f.push((zd, -mb));
+                        f.push((zd, -mb / sc[d]));
                     }
                 }
                 row(&mut model, alpha, f64::INFINITY, f);
@@ -165,7 +173,7 @@ impl Master {
                 for (d, (a, mb)) in used {
                     let mut f = vec![(*tk, 1.0)];
                     if let Some(zd) = m.z[d] {
-                        f.push((zd, -mb));
+                        f.push((zd, -mb / sc[d]));
                     }
                     row(&mut model, *a, f64::INFINITY, f);
                 }
@@ -187,6 +195,7 @@ impl Master {
     /// Adds the tangent of z_d >= 1/B_d at B_d = p.
     pub fn add_cut(&mut self, d: usize, p: f64) {
         if let (Some(model), Some(zd)) = (self.model.as_mut(), self.z[d]) {
+            let p = p / self.scale[d];
             model.add_row(2.0.., [(zd, p), (self.b[d], 1.0 / p)]);
             self.rows += 1;
         }
@@ -205,8 +214,18 @@ impl Master {
             HighsModelStatus::Optimal => {
                 let sol = solved.get_solution();
                 let cols = sol.columns();
-                let bw: Vec<f64> = self.b.iter().map(|c| cols[c.index()].max(0.0)).collect();
-                let z: Vec<f64> = self.z.iter().map(|c| c.map_or(0.0, |c| cols[c.index()])).collect();
+                let bw: Vec<f64> = self
+                    .b
+                    .iter()
+                    .zip(&self.scale)
+                    .map(|(c, x)| cols[c.index()].max(0.0) * x)
+                    .collect();
+                let z: Vec<f64> = self
+                    .z
+                    .iter()
+                    .zip(&self.scale)
+                    .map(|(c, x)| c.map_or(0.0, |c| cols[c.index()] / x))
+                    .collect();
                 let objective = match &self.linear_goal {
                     Some(k) => k.iter().zip(&bw).map(|(a, b)| a * b).sum(),
                     None => cols[self.big_t.index()],

@@ -306,6 +306,8 @@ struct Cuts {
     points: Vec<Vec<f64>>,
     /// The last LP's bandwidth per dimension.
     center: Vec<f64>,
+    /// The top of each dimension's seed grid: the master's column scale.
+    scale: Vec<f64>,
 }
 
 const NEAR: usize = 24;
@@ -410,6 +412,7 @@ impl<'a> Solver<'a> {
                 seed: vec![Vec::new(); n],
                 points: vec![Vec::new(); n],
                 center: vec![0.0; n],
+                scale: vec![1.0; n],
             },
             solves: 0,
         }
@@ -549,6 +552,7 @@ impl<'a> Solver<'a> {
                 .map(|i| bottom * (top / bottom).powf(i as f64 / k as f64))
                 .collect();
             self.cuts.center[d] = top;
+            self.cuts.scale[d] = top;
         }
     }
 
@@ -574,6 +578,7 @@ impl<'a> Solver<'a> {
             options: &self.p.options,
             terms: &self.terms,
             floor: MIN_TRAFFIC_GBPS,
+            scale: &self.cuts.scale,
         };
         let mut used: Vec<Vec<f64>> = (0..n).map(|d| self.cuts.active(d)).collect();
         let mut master = Master::new(&spec, &used, false);
@@ -591,6 +596,8 @@ impl<'a> Solver<'a> {
             let a = match master.solve() {
                 Ok(a) => a,
                 Err(MasterError::Failed(_)) if !careful => {
+                    // A warm re-solve ended in a numerical failure: from now
+                    // on build each round's LP afresh, with presolve.
                     careful = true;
                     self.solves += master.solves;
                     master = Master::new(&spec, &used, true);
@@ -638,7 +645,9 @@ impl<'a> Solver<'a> {
                         && a.z[d] < (1.0 / b) * (1.0 - 1e-12)
                         && !pts.iter().any(|p| (p - b).abs() <= 1e-12 * b)
                     {
-                        master.add_cut(d, b);
+                        if !careful {
+                            master.add_cut(d, b);
+                        }
                         pts.push(b);
                         new_points.push((d, b));
                         added = true;
@@ -648,6 +657,10 @@ impl<'a> Solver<'a> {
             if !added {
                 self.cuts.center.clone_from(&a.bw);
                 break Ok((bw, ub, lower.min(ub), a));
+            }
+            if careful {
+                self.solves += master.solves;
+                master = Master::new(&spec, &used, true);
             }
         };
         self.solves += master.solves;
