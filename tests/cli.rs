@@ -189,6 +189,12 @@ fn other_bad_inputs_exit_2_with_one_line() {
         ("name = \"l0\"", "name = \"l0\"\ncolour = 3", "unknown field `colour`"),
         ("bw = [100, 50]", "bw = [100]", "1 values given"),
         ("latency_ns = 100", "latency_ns = -1", "latency >= 0"),
+        ("npus = 4\n", "npus = 4\noptions_gbps = [100, 0]\n", "each > 0 GB/s"),
+        (
+            "npus = 4\n",
+            "npus = 4\nmin_gbps = 50\nmax_gbps = 10\n",
+            "below min_gbps",
+        ),
     ] {
         let text = BASE.replacen(from, to, 1);
         assert_ne!(text, BASE, "{from}");

@@ -37,6 +37,11 @@
 //!   non-increasing, so `g(X) X >= a * g_lower(b)`, and intervals are split
 //!   until no interval's bound is below the incumbent by more than the gap.
 //!
+//! A dimension that carries traffic gets at least `MIN_TRAFFIC_GBPS` (1e-6
+//! GB/s): at zero its time is infinite, and the floor keeps the tangents
+//! finite. Constraints that hold such a dimension at zero are reported as
+//! infeasible.
+//!
 //! Discrete technology: a dimension with `options_gbps` takes one of them. A
 //! binary per option makes both B_d and 1/B_d linear (`B_d = sum u_o v_o`,
 //! `z_d = sum u_o / v_o`, `sum u_o = 1`), so those dimensions need no cuts and
