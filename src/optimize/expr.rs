@@ -126,10 +126,14 @@ fn lex(s: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
                 i += 1;
             }
             let text = s[start..i].replace('_', "");
-            let v = text.parse::<f64>().map_err(|_| ParseError {
-                message: format!("`{}` is not a number", &s[start..i]),
-                column: col,
-            })?;
+            let v = text
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| ParseError {
+                    message: format!("`{}` is not a finite number", &s[start..i]),
+                    column: col,
+                })?;
             out.push((Tok::Num(v), col));
         } else if c.is_ascii_alphabetic() || c == '_' {
             let start = i;
@@ -411,5 +415,7 @@ mod tests {
         assert_eq!(e.column, 4);
         let e = p("B0 * B1 <= 3").unwrap_err();
         assert_eq!(e.column, 6);
+        let e = p("1e999*B0 <= 3").unwrap_err();
+        assert!(e.message.contains("finite") && e.column == 1, "{}", e.message);
     }
 }
