@@ -7,10 +7,17 @@
 use crate::error::InputError;
 use crate::eval::Evaluation;
 use crate::interop::libra;
+use crate::optimize::frontier::{self, Axis, Frontier};
 use crate::optimize::{self, Objective, Problem, Solution};
+use crate::report::{self, Marker, Stamp};
 use crate::study::Study;
+use crate::study::SweepSpec;
+use crate::sweep::{self, Shard};
 use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::path::Path;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// dimsum: design the network fabrics of ML training clusters.
 #[derive(Debug, Parser)]
@@ -54,6 +61,52 @@ pub enum Command {
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// The fastest design at each budget, from the cheapest feasible one to
+    /// where more budget stops helping: CSV, SVG and PNG.
+    Frontier {
+        /// Study file (TOML).
+        study: PathBuf,
+        /// Number of budgets (default: the study's first frontier's, else 40).
+        #[arg(long)]
+        points: Option<usize>,
+        /// cost, power or total-bw (default: the study's first frontier's, else cost).
+        #[arg(long)]
+        axis: Option<String>,
+        /// Directory for the files (default: results/<study>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Everything a study declares (cases, objectives, frontiers, sweeps) into results/<study>/.
+    Run {
+        /// Study files (TOML).
+        #[arg(required = true)]
+        studies: Vec<PathBuf>,
+        /// Parent directory of the per-study result directories.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+    },
+    /// One sweep of a study (all of them without --name), optionally one shard of it.
+    Sweep {
+        /// Study file (TOML).
+        study: PathBuf,
+        /// The sweep's name (default: every sweep of the study).
+        #[arg(long)]
+        name: Option<String>,
+        /// Run only items i, i+N, i+2N, ... (for a job array); merge the shards with `dimsum merge`.
+        #[arg(long, default_value = "0/1")]
+        shard: String,
+        /// Directory for the CSV (default: results/<study>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Join sweep shards into one CSV, checking none is missing or duplicated.
+    Merge {
+        /// The merged CSV to write.
+        out: PathBuf,
+        /// The shards' CSVs.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
     },
     /// Convert another tool's inputs into a study file (printed on stdout).
     Import {
@@ -173,6 +226,98 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             } else {
                 print!("{}", optimize_table(&study, &sol, solve_ms));
             }
+            Ok(())
+        }
+        Command::Frontier {
+            study,
+            points,
+            axis,
+            out,
+        } => {
+            let study = Study::load(&study)?;
+            let spec = study.frontiers.first();
+            let axis = match axis.as_deref() {
+                Some(a) => Axis::from_name(a).ok_or_else(|| {
+                    InputError::arg(
+                        "--axis",
+                        format!("`{a}` is not an axis; allowed: {}", crate::error::one_of(&Axis::NAMES)),
+                    )
+                })?,
+                None => spec.map_or(Axis::Cost, |f| f.axis),
+            };
+            let points = points.or_else(|| spec.map(|f| f.points)).unwrap_or(40);
+            if !(2..=100_000).contains(&points) {
+                return Err(InputError::arg("--points", format!("{points} is not allowed: use 2 to 100000")).into());
+            }
+            let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
+            create_dir(&dir)?;
+            let files = run_frontier(&study, axis, points, &dir)?;
+            for f in files {
+                println!("wrote {}", f.display());
+            }
+            Ok(())
+        }
+        Command::Run { studies, out } => {
+            for path in studies {
+                let study = Study::load(&path)?;
+                let dir = out.join(&study.name);
+                create_dir(&dir)?;
+                let summary = run_study(&study, &dir)?;
+                println!(
+                    "{}: results in {}/ (summary: {})",
+                    study.name,
+                    dir.display(),
+                    summary.display()
+                );
+            }
+            Ok(())
+        }
+        Command::Sweep {
+            study,
+            name,
+            shard,
+            out,
+        } => {
+            let study = Study::load(&study)?;
+            let shard = Shard::parse(&shard).map_err(|m| InputError::arg("--shard", m))?;
+            let sweeps: Vec<&SweepSpec> = study
+                .sweeps
+                .iter()
+                .filter(|s| name.as_ref().is_none_or(|n| *n == s.name))
+                .collect();
+            if sweeps.is_empty() {
+                let names: Vec<&str> = study.sweeps.iter().map(|s| s.name.as_str()).collect();
+                return Err(InputError::arg(
+                    "--name",
+                    if names.is_empty() {
+                        format!("study `{}` declares no [[sweep]]", study.name)
+                    } else {
+                        format!(
+                            "no sweep named `{}`; the study has {}",
+                            name.unwrap_or_default(),
+                            crate::error::one_of(&names)
+                        )
+                    },
+                )
+                .into());
+            }
+            let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
+            create_dir(&dir)?;
+            for spec in sweeps {
+                let o = run_sweep(&study, spec, shard, &dir)?;
+                match o.csv {
+                    Some(p) => println!("wrote {} ({} items, {} solved now)", p.display(), o.items, o.solved_now),
+                    None => println!("sweep `{}` shard {}/{} unfinished", spec.name, shard.index, shard.count),
+                }
+            }
+            Ok(())
+        }
+        Command::Merge { out, shards } => {
+            let n = sweep::merge(&shards, &out).map_err(|e| match e {
+                sweep::MergeError::Write(w) => anyhow::Error::from(w),
+                other => InputError::arg("merge", other.to_string()).into(),
+            })?;
+            println!("wrote {} ({n} items from {} shards)", out.display(), shards.len());
             Ok(())
         }
         Command::Import {
@@ -298,6 +443,373 @@ pub fn optimize_table(study: &Study, sol: &Solution, solve_ms: f64) -> String {
         }
     }
     s
+}
+
+fn create_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
+}
+
+/// A progress bar on stderr that appears only once the work has lasted a
+/// second (quick runs print nothing).
+struct Progress {
+    bar: ProgressBar,
+    start: Instant,
+}
+
+impl Progress {
+    fn new(len: usize, what: &str) -> Progress {
+        let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::hidden());
+        if let Ok(style) =
+            ProgressStyle::with_template(&format!("{what} {{bar:40}} {{pos}}/{{len}} [{{elapsed}}, eta {{eta}}]"))
+        {
+            bar.set_style(style);
+        }
+        Progress {
+            bar,
+            start: Instant::now(),
+        }
+    }
+
+    fn set(&self, done: usize) {
+        if self.bar.is_hidden() && self.start.elapsed() > Duration::from_secs(1) {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+        self.bar.set_position(done as u64);
+    }
+
+    fn finish(&self) {
+        if !self.bar.is_hidden() {
+            self.bar.finish_and_clear();
+        }
+    }
+}
+
+/// The study's problem: its constraints and the fabric's bounds.
+fn problem_of(study: &Study) -> Result<Problem, InputError> {
+    Ok(Problem::new(
+        &study.fabric,
+        study.iteration_model(),
+        study.linear_cost(),
+        study.constraints(&[])?,
+    ))
+}
+
+fn stamp_of(study: &Study) -> Stamp {
+    Stamp {
+        dimsum_version: env!("CARGO_PKG_VERSION").into(),
+        study_hash: study.hash.clone(),
+    }
+}
+
+/// The study's fixed designs (its `bw` and its cases) on a frontier's axis.
+fn markers(study: &Study, problem: &Problem, axis: Axis) -> Vec<Marker> {
+    let k = axis.coeffs(problem);
+    let mut out = Vec::new();
+    let mut push = |name: &str, bw: &[f64]| {
+        let t = problem.time_ms(bw);
+        if t.is_finite() {
+            out.push(Marker {
+                name: name.to_string(),
+                budget: k.iter().zip(bw).map(|(a, b)| a * b).sum(),
+                time_ms: t,
+            });
+        }
+    };
+    if let Some(bw) = &study.bw {
+        push("study bw", bw);
+    }
+    for c in &study.cases {
+        push(&c.name, &c.bw);
+    }
+    out
+}
+
+fn compute_frontier(study: &Study, axis: Axis, points: usize) -> anyhow::Result<(Problem, Frontier)> {
+    let problem = problem_of(study)?;
+    let progress = Progress::new(points, &format!("frontier {}", axis.name()));
+    let f = frontier::frontier_with(&problem, axis, points, &mut |i| progress.set(i))?;
+    progress.finish();
+    Ok((problem, f))
+}
+
+/// Frontier CSV and charts into `dir`; returns the files.
+fn run_frontier(study: &Study, axis: Axis, points: usize, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let (problem, f) = compute_frontier(study, axis, points)?;
+    write_frontier(study, &problem, &f, dir)
+}
+
+fn write_frontier(study: &Study, problem: &Problem, f: &Frontier, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let stamp = stamp_of(study);
+    let names: Vec<String> = study.fabric.dims.iter().map(|d| d.name.clone()).collect();
+    let csv_path = dir.join(format!("frontier-{}.csv", f.axis.name()));
+    report::write_atomic(&csv_path, &report::frontier_csv(f, &names, &stamp))?;
+    let mut files = vec![csv_path];
+    files.extend(report::frontier_charts(
+        dir,
+        &study.name,
+        f,
+        &names,
+        &markers(study, problem, f.axis),
+        &stamp,
+    )?);
+    Ok(files)
+}
+
+fn run_sweep(study: &Study, spec: &SweepSpec, shard: Shard, dir: &Path) -> anyhow::Result<sweep::Outcome> {
+    let n = sweep::items(spec, study.fabric.ndims()).len().div_ceil(shard.count);
+    let progress = Progress::new(n, &format!("sweep {}", spec.name));
+    let o = sweep::run(study, spec, shard, dir, None, &|done, _| progress.set(done))?;
+    progress.finish();
+    Ok(o)
+}
+
+/// Runs everything `study` declares into `dir`; returns the summary's path.
+fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
+    use std::fmt::Write as _;
+    let stamp = stamp_of(study);
+    let problem = problem_of(study)?;
+    let names: Vec<String> = study.fabric.dims.iter().map(|d| d.name.clone()).collect();
+    let fmt_bw = |bw: &[f64]| bw.iter().map(|b| report::sig3(*b)).collect::<Vec<_>>().join(", ");
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# {}: network fabric design
+",
+        study.name
+    );
+    let _ = writeln!(
+        md,
+        "_{}; regenerate with `dimsum run {}`._
+",
+        stamp.line(),
+        study.path.display()
+    );
+    let _ = writeln!(
+        md,
+        "## What was asked
+"
+    );
+    if !study.description.is_empty() {
+        let _ = writeln!(
+            md,
+            "{}
+",
+            study.description
+        );
+    }
+    let _ = writeln!(
+        md,
+        "- Fabric: {} = {} NPUs; dimensions {}.",
+        study.fabric.shape(),
+        study.fabric.npus(),
+        names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+    );
+    let _ = writeln!(
+        md,
+        "- Workload: {} layers, {} collectives, {:.3} ms of compute per iteration; time model `{}`, loop `{}`.",
+        study.workload.layers.len(),
+        study.workload.comms().count(),
+        study.workload.compute_ns() / 1e6,
+        study.collective.time_model.name(),
+        study.training_loop.name()
+    );
+    let cons: Vec<String> = problem.constraints.iter().map(|c| format!("`{}`", c.text)).collect();
+    let _ = writeln!(
+        md,
+        "- Constraints: {}.
+",
+        if cons.is_empty() {
+            "none".to_string()
+        } else {
+            cons.join(", ")
+        }
+    );
+
+    // Objectives.
+    let _ = writeln!(
+        md,
+        "## Recommended allocation per objective
+"
+    );
+    let _ = writeln!(
+        md,
+        "| objective | GB/s per NPU ({}) | iteration (ms) | cost ($M) | power (kW) | vs equal split | gap | binding |",
+        names.join(", ")
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    let mut solutions = Vec::new();
+    for name in &study.objectives {
+        let objective = objective_of(study, Some(name), None)?;
+        match optimize::solve(&problem, objective) {
+            Ok(s) => {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {:.4} | {:.3} | {:.2} | {} | {:.0e} | {} |",
+                    name,
+                    fmt_bw(&s.bw_gbps),
+                    s.iteration_time_ms,
+                    s.network_cost_usd / 1e6,
+                    s.network_power_w / 1e3,
+                    s.speedup_vs_equal_split.map_or("-".into(), |x| format!("{x:.3}x")),
+                    s.gap,
+                    s.binding_constraints
+                        .iter()
+                        .map(|b| format!("`{}`", b.constraint))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                solutions.push(serde_json::json!({ "objective": name, "solution": s }));
+            }
+            Err(e) => {
+                let _ = writeln!(md, "| {name} | {e} | | | | | | |");
+                solutions.push(serde_json::json!({ "objective": name, "error": e.to_string() }));
+            }
+        }
+    }
+    let json = serde_json::json!({ "stamp": &stamp, "study": study.name, "fabric": study.fabric.shape(), "optimize": solutions });
+    report::write_atomic(
+        &dir.join("optimize.json"),
+        serde_json::to_string_pretty(&json)?.as_bytes(),
+    )?;
+
+    // Fixed designs.
+    let mut fixed: Vec<(String, Vec<f64>)> = Vec::new();
+    if let Some(bw) = &study.bw {
+        fixed.push(("study bw".into(), bw.clone()));
+    }
+    fixed.extend(study.cases.iter().map(|c| (c.name.clone(), c.bw.clone())));
+    if !fixed.is_empty() {
+        let _ = writeln!(
+            md,
+            "
+## Fixed designs
+"
+        );
+        let _ = writeln!(
+            md,
+            "| design | GB/s per NPU | iteration (ms) | lower bound (ms) | cost ($M) | power (kW) |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|---|");
+        let mut evals = Vec::new();
+        for (name, bw) in &fixed {
+            let e = study.evaluate(bw);
+            let _ = writeln!(
+                md,
+                "| {name} | {} | {:.4} | {:.4} | {:.3} | {:.2} |",
+                fmt_bw(bw),
+                e.iteration_time_ms,
+                e.iteration_lower_bound_ms,
+                e.network_cost_usd / 1e6,
+                e.network_power_w / 1e3
+            );
+            evals.push(serde_json::json!({ "design": name, "evaluation": e }));
+        }
+        let json = serde_json::json!({ "stamp": &stamp, "study": study.name, "designs": evals });
+        report::write_atomic(&dir.join("eval.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
+    }
+
+    // Frontiers.
+    for spec in &study.frontiers {
+        let (p, f) = compute_frontier(study, spec.axis, spec.points)?;
+        write_frontier(study, &p, &f, dir)?;
+        let axis = spec.axis.name();
+        let unit = spec.axis.unit();
+        let _ = writeln!(
+            md,
+            "
+## Frontier: iteration time against {axis}
+"
+        );
+        let _ = writeln!(
+            md,
+            "![frontier](frontier-{axis}.png)
+"
+        );
+        if let (Some(first), Some(k), Some(last)) = (f.points.first(), f.points.get(f.knee), f.points.last()) {
+            let _ = writeln!(
+                md,
+                "From {} {unit} ({} ms) to {} {unit} ({} ms), where more budget stops helping. The knee is at {} {unit}: {} ms with [{}] GB/s; past it, the last {} {unit} buy {:.1}% of the time.
+",
+                report::sig3(first.budget),
+                report::sig3(first.iteration_time_ms),
+                report::sig3(last.budget),
+                report::sig3(last.iteration_time_ms),
+                report::sig3(k.budget),
+                report::sig3(k.iteration_time_ms),
+                fmt_bw(&k.bw_gbps),
+                report::sig3(last.budget - k.budget),
+                100.0 * (k.iteration_time_ms - last.iteration_time_ms) / k.iteration_time_ms.max(1e-300)
+            );
+        }
+        let _ = writeln!(
+            md,
+            "![allocation](allocation-{axis}.png)
+"
+        );
+        let _ = writeln!(
+            md,
+            "Every point: `frontier-{axis}.csv` ({} points, {} LP solves; worst gap {:.0e}).",
+            f.points.len(),
+            f.lp_solves,
+            f.points.iter().map(|p| p.gap).fold(0.0, f64::max)
+        );
+    }
+
+    // Sweeps.
+    for spec in &study.sweeps {
+        let o = run_sweep(study, spec, Shard::ALL, dir)?;
+        let _ = writeln!(
+            md,
+            "
+## Sweep `{}`: {} NPUs split {} ways, blocks {}
+",
+            spec.name,
+            spec.npus,
+            study.fabric.ndims(),
+            spec.blocks.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
+        );
+        if let Some(csv_path) = o.csv {
+            let mut rows: Vec<(f64, String)> = Vec::new();
+            if let Ok(mut rd) = csv::Reader::from_path(&csv_path) {
+                for r in rd.records().flatten() {
+                    if let (Some(t), Some(shape), Some(b)) =
+                        (r.get(9).and_then(|t| t.parse::<f64>().ok()), r.get(4), r.get(7))
+                    {
+                        rows.push((t, format!("| {shape} | {b} | {t:.4} |")));
+                    }
+                }
+            }
+            rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let _ = writeln!(
+                md,
+                "{} designs solved; the ten fastest ({} budget in {}):
+",
+                o.items,
+                spec.axis.name(),
+                spec.axis.unit()
+            );
+            let _ = writeln!(
+                md,
+                "| shape | budget | iteration (ms) |
+|---|---|---|"
+            );
+            for (_, r) in rows.iter().take(10) {
+                let _ = writeln!(md, "{r}");
+            }
+            let _ = writeln!(
+                md,
+                "
+All of them: `{}`.",
+                csv_path
+                    .file_name()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            );
+        }
+    }
+    let summary = dir.join("summary.md");
+    report::write_atomic(&summary, md.as_bytes())?;
+    Ok(summary)
 }
 
 /// A readable report of one evaluation.

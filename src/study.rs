@@ -19,6 +19,7 @@ use crate::eval::{Evaluation, evaluate};
 use crate::fabric::{Block, Dim, Fabric};
 use crate::interop::libra;
 use crate::optimize::expr::{self, Constraint};
+use crate::optimize::frontier::Axis;
 use crate::training::{IterationModel, Loop};
 use crate::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
 use serde::Deserialize;
@@ -50,6 +51,49 @@ pub struct Study {
     pub bw: Option<Vec<f64>>,
     /// What `optimize` does without command-line options.
     pub optimize: OptimizeSpec,
+    /// Frontiers `run` draws.
+    pub frontiers: Vec<FrontierSpec>,
+    /// Fixed allocations `run` evaluates and shows beside the frontier.
+    pub cases: Vec<Case>,
+    /// Objectives `run` solves (default: the `[optimize]` objective, else perf).
+    pub objectives: Vec<String>,
+    /// Sweeps `run` performs.
+    pub sweeps: Vec<SweepSpec>,
+    /// FNV-1a hash of the study file and the files it names.
+    pub hash: String,
+}
+
+/// A `[[frontier]]` to draw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrontierSpec {
+    /// Budget axis.
+    pub axis: Axis,
+    /// Number of points.
+    pub points: usize,
+}
+
+/// A `[[case]]`: a named fixed allocation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// Name.
+    pub name: String,
+    /// GB/s per NPU per dimension.
+    pub bw: Vec<f64>,
+}
+
+/// A `[[sweep]]` over fabric shapes and budgets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepSpec {
+    /// Name (the CSV is `sweep-<name>.csv`).
+    pub name: String,
+    /// Total NPUs to split into the study's number of dimensions.
+    pub npus: u64,
+    /// Building blocks each dimension may take.
+    pub blocks: Vec<Block>,
+    /// Budget axis.
+    pub axis: Axis,
+    /// Budgets on that axis.
+    pub budgets: Vec<f64>,
 }
 
 /// The study's `[optimize]` section.
@@ -231,6 +275,15 @@ impl Study {
 
         // Workload.
         let workload = read_workload(&raw.workload, &fabric, text, path)?;
+        // What the results' hash covers: this file and the files it names.
+        let mut hashed = text.as_bytes().to_vec();
+        for f in [&raw.workload.libra_workload, &raw.workload.libra_communicator]
+            .into_iter()
+            .flatten()
+        {
+            let file = path.parent().unwrap_or(Path::new(".")).join(f.get_ref());
+            hashed.extend(std::fs::read(file).unwrap_or_default());
+        }
 
         // Default allocation.
         let bw = match &raw.bw {
@@ -282,6 +335,108 @@ impl Study {
             optimize.constraints.push(parsed);
         }
 
+        // What `run` does.
+        let axis_of = |a: &Option<Spanned<String>>, field: String| -> Result<Axis, InputError> {
+            match a {
+                None => Ok(Axis::Cost),
+                Some(a) => Axis::from_name(a.get_ref()).ok_or_else(|| {
+                    at(
+                        a.span(),
+                        field,
+                        format!("`{}` is not an axis; allowed: {}", a.get_ref(), one_of(&Axis::NAMES)),
+                    )
+                }),
+            }
+        };
+        let mut frontiers = Vec::new();
+        for (i, f) in raw.frontier.iter().enumerate() {
+            let r = f.get_ref();
+            let points = match &r.points {
+                None => 40,
+                Some(p) if (2..=100_000).contains(p.get_ref()) => *p.get_ref() as usize,
+                Some(p) => {
+                    return Err(at(
+                        p.span(),
+                        format!("frontier[{i}].points"),
+                        format!("{} is not allowed: use 2 to 100000 points", p.get_ref()),
+                    ));
+                }
+            };
+            frontiers.push(FrontierSpec {
+                axis: axis_of(&r.axis, format!("frontier[{i}].axis"))?,
+                points,
+            });
+        }
+        let mut cases = Vec::new();
+        for (i, c) in raw.case.iter().enumerate() {
+            let r = c.get_ref();
+            let bw = check_bw(r.bw.get_ref(), &fabric).map_err(|m| at(r.bw.span(), format!("case[{i}].bw"), m))?;
+            cases.push(Case {
+                name: r.name.clone(),
+                bw,
+            });
+        }
+        let mut sweeps = Vec::new();
+        for (i, sw) in raw.sweep.iter().enumerate() {
+            let r = sw.get_ref();
+            let npus = *r.npus.get_ref();
+            if !(4..=1 << 30).contains(&npus) {
+                return Err(at(
+                    r.npus.span(),
+                    format!("sweep[{i}].npus"),
+                    format!("{npus} is not allowed: use 4 to 2^30 NPUs"),
+                ));
+            }
+            let budgets = r.budgets.get_ref().clone();
+            if budgets.is_empty() || budgets.iter().any(|b| !(b.is_finite() && *b > 0.0)) {
+                return Err(at(
+                    r.budgets.span(),
+                    format!("sweep[{i}].budgets"),
+                    "list at least one budget, each > 0".into(),
+                ));
+            }
+            if r.name.is_empty()
+                || !r
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(at(
+                    sw.span(),
+                    format!("sweep[{i}].name"),
+                    format!("`{}` is not usable in a file name: use letters, digits, - or _", r.name),
+                ));
+            }
+            sweeps.push(SweepSpec {
+                name: r.name.clone(),
+                npus: npus as u64,
+                blocks: r
+                    .blocks
+                    .clone()
+                    .unwrap_or_else(|| vec![Block::Ring, Block::FullyConnected, Block::Switch]),
+                axis: axis_of(&r.axis, format!("sweep[{i}].axis"))?,
+                budgets,
+            });
+        }
+        let mut objectives = Vec::new();
+        for (i, o) in raw.run.objectives.iter().enumerate() {
+            if !crate::optimize::Objective::NAMES.contains(&o.get_ref().as_str()) {
+                return Err(at(
+                    o.span(),
+                    format!("run.objectives[{i}]"),
+                    format!(
+                        "`{}` is not an objective; allowed: {}",
+                        o.get_ref(),
+                        one_of(&crate::optimize::Objective::NAMES)
+                    ),
+                ));
+            }
+            objectives.push(o.get_ref().clone());
+        }
+        if objectives.is_empty() {
+            objectives.push(optimize.objective.clone().unwrap_or_else(|| "perf".into()));
+        }
+
         let name = raw.name.unwrap_or_else(|| {
             path.file_stem()
                 .map_or_else(|| "study".to_string(), |s| s.to_string_lossy().into_owned())
@@ -300,6 +455,11 @@ impl Study {
             training_loop: raw.training_loop.unwrap_or(Loop::NoOverlap),
             bw,
             optimize,
+            frontiers,
+            cases,
+            objectives,
+            sweeps,
+            hash: crate::report::fnv1a64(&hashed),
         })
     }
 
@@ -401,7 +561,12 @@ impl Study {
             );
         }
         for (name, t) in &self.cost.tiers {
-            let _ = writeln!(s, "\n[cost.tiers.{}]", quote(name));
+            let key = if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                name.clone()
+            } else {
+                quote(name)
+            };
+            let _ = writeln!(s, "\n[cost.tiers.{key}]");
             let _ = writeln!(s, "link_usd_per_gbps = {}", fmt_f64(t.link_usd_per_gbps));
             let _ = writeln!(s, "switch_usd_per_gbps = {}", fmt_f64(t.switch_usd_per_gbps));
             let _ = writeln!(s, "nic_usd_per_gbps = {}", fmt_f64(t.nic_usd_per_gbps));
@@ -637,6 +802,45 @@ struct RawStudy {
     workload: RawWorkload,
     #[serde(default)]
     optimize: RawOptimize,
+    #[serde(default)]
+    frontier: Vec<Spanned<RawFrontier>>,
+    #[serde(default)]
+    case: Vec<Spanned<RawCase>>,
+    #[serde(default)]
+    sweep: Vec<Spanned<RawSweep>>,
+    #[serde(default)]
+    run: RawRun,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFrontier {
+    axis: Option<Spanned<String>>,
+    points: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCase {
+    name: String,
+    bw: Spanned<Vec<f64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSweep {
+    name: String,
+    npus: Spanned<i64>,
+    blocks: Option<Vec<Block>>,
+    axis: Option<Spanned<String>>,
+    budgets: Spanned<Vec<f64>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawRun {
+    #[serde(default)]
+    objectives: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]

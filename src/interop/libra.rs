@@ -539,5 +539,10 @@ pub fn study_from_files(
         training_loop: Loop::NoOverlap,
         bw: None,
         optimize: Default::default(),
+        frontiers: Vec::new(),
+        cases: Vec::new(),
+        objectives: vec!["perf".into()],
+        sweeps: Vec::new(),
+        hash: String::new(),
     })
 }

@@ -62,6 +62,7 @@
 //! uses good_lp, highs and argmin.
 
 pub mod expr;
+pub mod frontier;
 mod master;
 
 use crate::cost::Linear;
@@ -688,14 +689,13 @@ fn lp_err(e: ResolutionError) -> OptError {
     }
 }
 
-/// Solves `p` for `objective`, to a certified optimum.
-pub fn solve(p: &Problem, objective: Objective) -> Result<Solution, OptError> {
+/// A solver ready for `p`: the linear constraints checked, each dimension's
+/// range found (None: unbounded) and the tangents seeded over it.
+fn prepare(p: &Problem) -> Result<(Solver<'_>, Vec<Option<f64>>), OptError> {
     let mut s = Solver::new(p);
     s.check_feasible()?;
-    let n = p.n();
-    // Ranges, and the traffic-carrying dimensions constraints force to zero.
-    let mut hi = Vec::with_capacity(n);
-    for d in 0..n {
+    let mut hi = Vec::with_capacity(p.n());
+    for d in 0..p.n() {
         let m = s.max_bw(d)?;
         if s.traffic[d] && m.is_some_and(|m| m < MIN_TRAFFIC_GBPS) {
             return Err(OptError::Infeasible(vec![format!(
@@ -706,6 +706,13 @@ pub fn solve(p: &Problem, objective: Objective) -> Result<Solution, OptError> {
         hi.push(m);
     }
     s.seed(&hi);
+    Ok((s, hi))
+}
+
+/// Solves `p` for `objective`, to a certified optimum.
+pub fn solve(p: &Problem, objective: Objective) -> Result<Solution, OptError> {
+    let (mut s, hi) = prepare(p)?;
+    let n = p.n();
     let cost_m: Vec<f64> = (0..n).map(|d| p.cost.npus * p.cost.usd_per_gbps[d] / 1e6).collect();
     let power_k: Vec<f64> = (0..n).map(|d| p.cost.npus * p.cost.w_per_gbps[d] / 1e3).collect();
     let unbounded_dim = || {

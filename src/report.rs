@@ -1,0 +1,532 @@
+//! Writing results: atomic files (write a temporary file, then rename, so a
+//! failed run never leaves a half-written result), the stamp every file
+//! carries (dimsum version and a hash of the study), CSV tables and the
+//! plotters charts (SVG and PNG) of a frontier.
+//!
+//! Charts draw on linear axes in transformed coordinates (log10 where a range
+//! spans more than a decade) and label ticks with the real values, so one
+//! drawing routine serves every combination of linear and log axes.
+
+use crate::optimize::frontier::Frontier;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Why a result could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A file could not be written.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A chart could not be drawn.
+    #[error("cannot draw {path}: {message}")]
+    Chart {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        message: String,
+    },
+}
+
+/// What every result file records about where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Stamp {
+    /// dimsum's version.
+    pub dimsum_version: String,
+    /// FNV-1a 64-bit hash of the study file (and the LIBRA files it names).
+    pub study_hash: String,
+}
+
+impl Stamp {
+    /// The stamp of a study whose inputs are `bytes`.
+    pub fn of(bytes: &[u8]) -> Stamp {
+        Stamp {
+            dimsum_version: env!("CARGO_PKG_VERSION").to_string(),
+            study_hash: fnv1a64(bytes),
+        }
+    }
+
+    /// One line for charts and markdown.
+    pub fn line(&self) -> String {
+        format!("dimsum {} · study {}", self.dimsum_version, self.study_hash)
+    }
+}
+
+/// FNV-1a 64-bit hash, as 16 hex digits: stable across platforms and versions.
+pub fn fnv1a64(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory
+/// and a rename, so readers never see a partial file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    let io = |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = temp_path(path, "tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(io)?;
+    f.write_all(bytes).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// `dir/.name.tag.ext` beside `path` (the extension kept, for plotters).
+fn temp_path(path: &Path, tag: &str) -> PathBuf {
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = path
+        .extension()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{tag}.{ext}"))
+}
+
+/// The frontier as CSV: one row per point.
+pub fn frontier_csv(f: &Frontier, dim_names: &[String], stamp: &Stamp) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = [
+        "dimsum_version",
+        "study_hash",
+        "axis",
+        "budget",
+        "unit",
+        "spent",
+        "iteration_time_ms",
+        "lower_bound_ms",
+        "gap",
+        "network_cost_usd",
+        "network_power_w",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    header.extend(dim_names.iter().map(|d| format!("bw_{d}_gbps")));
+    header.extend(["equal_split_ms", "knee", "binding"].map(String::from));
+    let _ = w.write_record(&header);
+    for (i, p) in f.points.iter().enumerate() {
+        let mut row = vec![
+            stamp.dimsum_version.clone(),
+            stamp.study_hash.clone(),
+            f.axis.name().to_string(),
+            p.budget.to_string(),
+            f.axis.unit().to_string(),
+            p.spent.to_string(),
+            p.iteration_time_ms.to_string(),
+            p.lower_bound_ms.to_string(),
+            format!("{:.3e}", p.gap),
+            p.network_cost_usd.to_string(),
+            p.network_power_w.to_string(),
+        ];
+        row.extend(p.bw_gbps.iter().map(|b| b.to_string()));
+        row.push(p.equal_split_ms.to_string());
+        row.push((i == f.knee).to_string());
+        row.push(p.binding.join("; "));
+        let _ = w.write_record(&row);
+    }
+    w.into_inner().unwrap_or_default()
+}
+
+/// A fixed design to show beside the frontier.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    /// Label.
+    pub name: String,
+    /// Budget spent, in the axis unit.
+    pub budget: f64,
+    /// Iteration time, ms.
+    pub time_ms: f64,
+}
+
+/// One axis: log10 when the range spans more than a decade.
+#[derive(Debug, Clone, Copy)]
+struct Scale {
+    log: bool,
+    lo: f64,
+    hi: f64,
+}
+
+impl Scale {
+    fn new(values: impl Iterator<Item = f64>, force_log: bool) -> Scale {
+        let (mut lo, mut hi) = values
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+        if !lo.is_finite() {
+            (lo, hi) = (1.0, 2.0);
+        }
+        let log = force_log || hi / lo > 10.0;
+        if log {
+            Scale {
+                log,
+                lo: lo.log10() - 0.03 * (hi / lo).log10().max(0.3),
+                hi: hi.log10() + 0.03 * (hi / lo).log10().max(0.3),
+            }
+        } else {
+            let pad = 0.05 * (hi - lo).max(hi * 0.02);
+            Scale {
+                log,
+                lo: (lo - pad).max(0.0),
+                hi: hi + pad,
+            }
+        }
+    }
+
+    fn to(&self, v: f64) -> f64 {
+        if self.log { v.max(1e-300).log10() } else { v }
+    }
+
+    fn label(&self, t: f64) -> String {
+        let v = if self.log { 10f64.powf(t) } else { t };
+        sig3(v)
+    }
+}
+
+/// A number with three significant digits, without exponent for everyday sizes.
+pub fn sig3(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if !(1e-3..1e6).contains(&a) {
+        format!("{v:.2e}")
+    } else {
+        let digits = (2 - a.log10().floor() as i32).max(0) as usize;
+        format!("{v:.digits$}")
+    }
+}
+
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+fn draw_frontier<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    f: &Frontier,
+    markers: &[Marker],
+    stamp: &Stamp,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    let (body, footer) = root.split_vertically(root.dim_in_pixel().1 - 24);
+    footer.draw(&Text::new(
+        stamp.line(),
+        (10, 4),
+        ("sans-serif", 13).into_font().color(&RGBColor(110, 110, 110)),
+    ))?;
+    let xs = Scale::new(
+        f.points
+            .iter()
+            .map(|p| p.budget)
+            .chain(markers.iter().map(|m| m.budget)),
+        f.log_x,
+    );
+    // The y range follows the frontier and the markers; the equal split,
+    // far slower at small budgets, may leave the chart at the top (clipped)
+    // rather than squash the frontier.
+    let top = f
+        .points
+        .iter()
+        .map(|p| p.iteration_time_ms)
+        .chain(markers.iter().map(|m| m.time_ms))
+        .fold(0.0, f64::max);
+    let ys = Scale::new(
+        f.points
+            .iter()
+            .flat_map(|p| [p.iteration_time_ms, p.equal_split_ms.min(1.5 * top)])
+            .chain(markers.iter().map(|m| m.time_ms)),
+        false,
+    );
+    let mut chart = ChartBuilder::on(&body)
+        .caption(title, ("sans-serif", 24))
+        .margin(16)
+        .x_label_area_size(56)
+        .y_label_area_size(84)
+        .build_cartesian_2d(xs.lo..xs.hi, ys.lo..ys.hi)?;
+    let xlabel = match f.axis.name() {
+        "cost" => "network cost ($M)".to_string(),
+        "power" => "network power (kW)".to_string(),
+        _ => "total bandwidth (GB/s per NPU)".to_string(),
+    };
+    chart
+        .configure_mesh()
+        .x_desc(format!("{xlabel}{}", if xs.log { ", log scale" } else { "" }))
+        .y_desc(format!(
+            "iteration time (ms){}",
+            if ys.log { ", log scale" } else { "" }
+        ))
+        .x_label_formatter(&|t| xs.label(*t))
+        .y_label_formatter(&|t| ys.label(*t))
+        .x_labels(8)
+        .y_labels(8)
+        .axis_desc_style(("sans-serif", 18))
+        .label_style(("sans-serif", 15))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()?;
+    let blue = RGBColor(31, 119, 180);
+    let grey = RGBColor(127, 127, 127);
+    let pts: Vec<(f64, f64)> = f
+        .points
+        .iter()
+        .map(|p| (xs.to(p.budget), ys.to(p.iteration_time_ms)))
+        .collect();
+    let eq: Vec<(f64, f64)> = f
+        .points
+        .iter()
+        .filter(|p| p.equal_split_ms.is_finite() && p.equal_split_ms <= 1.5 * top)
+        .map(|p| (xs.to(p.budget), ys.to(p.equal_split_ms)))
+        .collect();
+    chart
+        .draw_series(DashedLineSeries::new(eq, 8, 5, grey.stroke_width(2)))?
+        .label("equal split, same budget")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey.stroke_width(2)));
+    chart
+        .draw_series(LineSeries::new(pts.clone(), blue.stroke_width(3)))?
+        .label("optimal allocation (dimsum)")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], blue.stroke_width(3)));
+    if pts.len() <= 120 {
+        chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, blue.filled())))?;
+    }
+    let orange = RGBColor(230, 110, 0);
+    let (w, _) = body.dim_in_pixel();
+    for (i, m) in markers.iter().enumerate() {
+        let at = (xs.to(m.budget), ys.to(m.time_ms));
+        chart.draw_series(std::iter::once(TriangleMarker::new(at, 8, orange.filled())))?;
+        // Labels stack upwards from the marker, on its left when it sits in
+        // the right part of the chart, so they neither overlap nor clip.
+        let (px, py) = chart.backend_coord(&at);
+        let text = format!("{} ({} ms)", m.name, sig3(m.time_ms));
+        let style = ("sans-serif", 15).into_font().color(&orange);
+        let width = 8 * text.len() as i32;
+        let x = if px > w as i32 * 6 / 10 {
+            px - width - 12
+        } else {
+            px + 12
+        };
+        let y = py - 24 - 20 * i as i32;
+        body.draw(&PathElement::new(
+            vec![(px, py - 8), (x + width / 2, y + 16)],
+            orange.stroke_width(1),
+        ))?;
+        body.draw(&Text::new(text, (x, y), style))?;
+    }
+    if let Some(k) = f.points.get(f.knee) {
+        let red = RGBColor(214, 39, 40);
+        let at = (xs.to(k.budget), ys.to(k.iteration_time_ms));
+        chart.draw_series(std::iter::once(Circle::new(at, 8, red.stroke_width(3))))?;
+        // The knee's label sits above and to the right of it, off the
+        // falling curve.
+        let (px, py) = chart.backend_coord(&at);
+        body.draw(&Text::new(
+            format!(
+                "knee: {} {}, {} ms",
+                sig3(k.budget),
+                f.axis.unit(),
+                sig3(k.iteration_time_ms)
+            ),
+            (px + 12, py - 34),
+            ("sans-serif", 16).into_font().color(&red),
+        ))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn draw_allocation<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    f: &Frontier,
+    dim_names: &[String],
+    stamp: &Stamp,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    let (body, footer) = root.split_vertically(root.dim_in_pixel().1 - 24);
+    footer.draw(&Text::new(
+        stamp.line(),
+        (10, 4),
+        ("sans-serif", 13).into_font().color(&RGBColor(110, 110, 110)),
+    ))?;
+    let xs = Scale::new(f.points.iter().map(|p| p.budget), f.log_x);
+    let top = f
+        .points
+        .iter()
+        .map(|p| p.bw_gbps.iter().sum::<f64>())
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let mut chart = ChartBuilder::on(&body)
+        .caption(title, ("sans-serif", 24))
+        .margin(16)
+        .x_label_area_size(56)
+        .y_label_area_size(84)
+        .build_cartesian_2d(xs.lo..xs.hi, 0.0..top * 1.08)?;
+    let xlabel = match f.axis.name() {
+        "cost" => "network cost budget ($M)",
+        "power" => "network power budget (kW)",
+        _ => "total bandwidth budget (GB/s per NPU)",
+    };
+    chart
+        .configure_mesh()
+        .x_desc(format!("{xlabel}{}", if xs.log { ", log scale" } else { "" }))
+        .y_desc("bandwidth per NPU (GB/s), stacked by dimension")
+        .x_label_formatter(&|t| xs.label(*t))
+        .y_label_formatter(&|v| sig3(*v))
+        .x_labels(8)
+        .axis_desc_style(("sans-serif", 18))
+        .label_style(("sans-serif", 15))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()?;
+    let palette = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+    ];
+    // Top of the stack first, so each lower band paints over the one above.
+    for d in (0..dim_names.len()).rev() {
+        let color = palette[d % palette.len()];
+        let series: Vec<(f64, f64)> = f
+            .points
+            .iter()
+            .map(|p| (xs.to(p.budget), p.bw_gbps[..=d].iter().sum::<f64>()))
+            .collect();
+        chart
+            .draw_series(AreaSeries::new(series, 0.0, color.mix(0.85)).border_style(color.stroke_width(1)))?
+            .label(format!("{} (dim {d})", dim_names[d]))
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+const SIZE: (u32, u32) = (1100, 680);
+
+/// Renders one chart as SVG and PNG, `dir/stem.svg` and `dir/stem.png`.
+fn render(
+    dir: &Path,
+    stem: &str,
+    draw_svg: &dyn Fn(&DrawingArea<SVGBackend, Shift>) -> DrawResult,
+    draw_png: &dyn Fn(&DrawingArea<BitMapBackend, Shift>) -> DrawResult,
+) -> Result<Vec<PathBuf>, ReportError> {
+    let svg_path = dir.join(format!("{stem}.svg"));
+    let png_path = dir.join(format!("{stem}.png"));
+    let chart_err = |path: &Path, e: Box<dyn std::error::Error>| ReportError::Chart {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        draw_svg(&root).map_err(|e| chart_err(&svg_path, e))?;
+    }
+    write_atomic(&svg_path, svg.as_bytes())?;
+    let tmp = temp_path(&png_path, "tmp");
+    {
+        let root = BitMapBackend::new(&tmp, SIZE).into_drawing_area();
+        draw_png(&root).map_err(|e| chart_err(&png_path, e))?;
+    }
+    std::fs::rename(&tmp, &png_path).map_err(|source| ReportError::Io {
+        path: png_path.clone(),
+        source,
+    })?;
+    Ok(vec![svg_path, png_path])
+}
+
+/// The frontier chart (time against budget, equal split, markers, knee) and
+/// the stacked allocation chart, each as SVG and PNG: `frontier-<axis>.*`
+/// and `allocation-<axis>.*` in `dir`.
+pub fn frontier_charts(
+    dir: &Path,
+    study: &str,
+    f: &Frontier,
+    dim_names: &[String],
+    markers: &[Marker],
+    stamp: &Stamp,
+) -> Result<Vec<PathBuf>, ReportError> {
+    let axis = f.axis.name();
+    let t1 = format!("{study}: fastest design per {} budget", f.axis.name().replace('-', " "));
+    let t2 = format!("{study}: optimal bandwidth per dimension along the frontier");
+    let mut out = render(
+        dir,
+        &format!("frontier-{axis}"),
+        &|a| draw_frontier(a, &t1, f, markers, stamp),
+        &|a| draw_frontier(a, &t1, f, markers, stamp),
+    )?;
+    out.extend(render(
+        dir,
+        &format!("allocation-{axis}"),
+        &|a| draw_allocation(a, &t2, f, dim_names, stamp),
+        &|a| draw_allocation(a, &t2, f, dim_names, stamp),
+    )?);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv_known_values() {
+        // FNV-1a 64 of "" is the offset basis; of "a" it is af63dc4c8601ec8c
+        // (the published test vectors).
+        assert_eq!(fnv1a64(b""), "cbf29ce484222325");
+        assert_eq!(fnv1a64(b"a"), "af63dc4c8601ec8c");
+    }
+
+    #[test]
+    fn three_significant_digits() {
+        assert_eq!(sig3(708.4387), "708");
+        assert_eq!(sig3(48.8189), "48.8");
+        assert_eq!(sig3(1.2993), "1.30");
+        assert_eq!(sig3(0.0123), "0.0123");
+        assert_eq!(sig3(2.5e7), "2.50e7");
+    }
+
+    #[test]
+    fn atomic_write_leaves_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("dimsum-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("x.csv");
+        write_atomic(&p, b"a,b\n").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"a,b\n");
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["x.csv".to_string()]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,590 @@
+//! Sweeps over fabric shapes and budgets: every way to split N NPUs into the
+//! study's number of dimensions (ordered factors >= 2), every building block
+//! per dimension, every budget; for each, the fastest design (a certified
+//! perf solve under that budget).
+//!
+//! A shape keeps the study's dimensions by position (name, tier, latency,
+//! bounds) and takes a new size and block; the algorithm is the block's
+//! default. The workload's communicators are re-placed on the new shape by
+//! their position in rank order (dimension 0 fastest): a group skips the
+//! NPUs inside it (the dimensions before its first one and the inner part of
+//! its first dimension) and spans its size outward. LIBRA's tensor-parallel
+//! `[4, 4, -1, -1]` on 4 x 8 x 4 x 32 (skip 1, size 16) and data-parallel
+//! `[-1, 2, 4, 32]` (skip 16, size 256) become, on 16 x 8 x 32,
+//! `[16, -1, -1]` and `[-1, 8, 32]`: LIBRA's own 3D communicators. A shape
+//! where a group cannot be placed so is recorded as `unplaceable`.
+//!
+//! Items are numbered in a fixed order, so `--shard i/N` (items whose index
+//! is i mod N) spreads one sweep over N jobs and `merge` can check that the
+//! shards cover every item exactly once. Results are appended to a partial
+//! file as they finish (in parallel, with rayon); a run that finds a partial
+//! file skips what it already holds, and the final CSV is written at once
+//! (temporary file, then rename) when every item is done.
+
+use crate::collective::{Algorithm, CollectiveModel};
+use crate::fabric::{Block, Dim, Fabric};
+use crate::optimize::frontier::Axis;
+use crate::optimize::{self, Objective, Problem, expr::Constraint, expr::Sense, expr::Unit};
+use crate::report::{ReportError, Stamp, write_atomic};
+use crate::study::{Study, SweepSpec};
+use crate::training::IterationModel;
+use crate::workload::{Group, Workload};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// One item of a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// Position in the sweep's fixed order.
+    pub index: usize,
+    /// NPUs per dimension.
+    pub npus: Vec<u32>,
+    /// Block per dimension.
+    pub blocks: Vec<Block>,
+    /// Budget on the sweep's axis.
+    pub budget: f64,
+}
+
+/// Every ordered way to write `n` as a product of `k` factors >= 2.
+pub fn factorizations(n: u64, k: usize) -> Vec<Vec<u32>> {
+    fn rec(n: u64, k: usize, divisors: &[u64], prefix: &mut Vec<u32>, out: &mut Vec<Vec<u32>>) {
+        if k == 1 {
+            if n >= 2 && n <= u64::from(u32::MAX) {
+                prefix.push(n as u32);
+                out.push(prefix.clone());
+                prefix.pop();
+            }
+            return;
+        }
+        for &f in divisors
+            .iter()
+            .filter(|&&f| f >= 2 && f <= n / 2 && n.is_multiple_of(f))
+        {
+            prefix.push(f as u32);
+            rec(n / f, k - 1, divisors, prefix, out);
+            prefix.pop();
+        }
+    }
+    // Divisors of n, ascending (every factor of a factorization divides n).
+    let mut divisors = Vec::new();
+    let mut f = 1;
+    while f * f <= n {
+        if n.is_multiple_of(f) {
+            divisors.push(f);
+            if f * f != n {
+                divisors.push(n / f);
+            }
+        }
+        f += 1;
+    }
+    divisors.sort_unstable();
+    let mut out = Vec::new();
+    if k >= 1 {
+        rec(n, k, &divisors, &mut Vec::new(), &mut out);
+    }
+    out
+}
+
+/// The items of `spec` for a `k`-dimension study, in their fixed order.
+pub fn items(spec: &SweepSpec, k: usize) -> Vec<Item> {
+    let shapes = factorizations(spec.npus, k);
+    let nb = spec.blocks.len();
+    let combos = nb.pow(k as u32);
+    let mut out = Vec::with_capacity(shapes.len() * combos * spec.budgets.len());
+    for npus in &shapes {
+        for c in 0..combos {
+            let mut c = c;
+            let blocks: Vec<Block> = (0..k)
+                .map(|_| {
+                    let b = spec.blocks[c % nb];
+                    c /= nb;
+                    b
+                })
+                .collect();
+            for &budget in &spec.budgets {
+                out.push(Item {
+                    index: out.len(),
+                    npus: npus.clone(),
+                    blocks: blocks.clone(),
+                    budget,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Where a group sits in rank order: it skips `skip` NPUs' worth of inner
+/// dimensions and spans `size` NPUs outward.
+fn placement(group: &Group, fabric: &Fabric) -> (u64, u64) {
+    let size = group.size();
+    let first = group.0.iter().position(|g| g.is_some_and(|g| g > 1));
+    let Some(first) = first else { return (1, 1) };
+    let inner: u64 = fabric.dims[..first].iter().map(|d| u64::from(d.npus)).product();
+    let g = u64::from(group.0[first].unwrap_or(1));
+    let outward = group.0[first + 1..].iter().any(|g| g.is_some_and(|g| g > 1));
+    // A group that goes on outward covers the outer part of its first dimension.
+    let partial = if outward {
+        u64::from(fabric.dims[first].npus) / g
+    } else {
+        1
+    };
+    (inner * partial, size)
+}
+
+/// Places a group that skips `skip` and spans `size` on dimensions `npus`.
+fn place(skip: u64, size: u64, npus: &[u32]) -> Option<Group> {
+    let (mut skip, mut take) = (skip, size);
+    let mut out = Vec::with_capacity(npus.len());
+    for &n in npus {
+        let mut cap = u64::from(n);
+        let s = skip.min(cap);
+        if skip % s != 0 || cap % s != 0 {
+            return None;
+        }
+        skip /= s;
+        cap /= s;
+        let t = take.min(cap);
+        if take % t != 0 || cap % t != 0 {
+            return None;
+        }
+        take /= t;
+        out.push((t > 1).then_some(t as u32));
+    }
+    (take == 1 && skip == 1).then_some(Group(out))
+}
+
+/// The study's fabric and workload moved onto `item`'s shape.
+pub fn reshape(study: &Study, item: &Item) -> Option<(Fabric, Workload)> {
+    let fabric = Fabric {
+        dims: study
+            .fabric
+            .dims
+            .iter()
+            .zip(item.npus.iter().zip(&item.blocks))
+            .map(|(d, (n, b))| Dim {
+                npus: *n,
+                block: *b,
+                options_gbps: d.options_gbps.clone(),
+                ..d.clone()
+            })
+            .collect(),
+    };
+    let mut workload = study.workload.clone();
+    for layer in &mut workload.layers {
+        for phase in [&mut layer.forward, &mut layer.input_grad, &mut layer.weight_grad] {
+            if let Some(c) = &mut phase.comm {
+                let (skip, size) = placement(&c.group, &study.fabric);
+                c.group = place(skip, size, &item.npus)?;
+            }
+        }
+    }
+    Some((fabric, workload))
+}
+
+/// The result of one item.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The item.
+    pub item: Item,
+    /// `ok`, `unplaceable`, `infeasible` or `failed`.
+    pub status: String,
+    /// Fastest time at the budget, ms.
+    pub iteration_time_ms: f64,
+    /// Certified gap.
+    pub gap: f64,
+    /// Network cost, dollars.
+    pub network_cost_usd: f64,
+    /// Network power, watts.
+    pub network_power_w: f64,
+    /// Allocation.
+    pub bw_gbps: Vec<f64>,
+}
+
+/// Solves one item.
+pub fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
+    let blank = |status: &str| Row {
+        item: item.clone(),
+        status: status.into(),
+        iteration_time_ms: f64::NAN,
+        gap: f64::NAN,
+        network_cost_usd: f64::NAN,
+        network_power_w: f64::NAN,
+        bw_gbps: vec![f64::NAN; item.npus.len()],
+    };
+    let Some((fabric, workload)) = reshape(study, item) else {
+        return blank("unplaceable");
+    };
+    let model = CollectiveModel {
+        time_model: study.collective.time_model,
+        algorithms: fabric.dims.iter().map(|d| Algorithm::default_for(d.block)).collect(),
+    };
+    let it = IterationModel::new(&workload, &fabric, &model, study.training_loop);
+    let cost = crate::cost::Linear::new(&fabric, &study.cost);
+    let mut p = Problem::new(&fabric, it, cost, Vec::new());
+    let coeffs = match spec.axis {
+        Axis::Cost => p.cost.usd_per_gbps.iter().map(|k| k * p.cost.npus).collect(),
+        Axis::Power => p.cost.w_per_gbps.iter().map(|k| k * p.cost.npus).collect(),
+        Axis::TotalBw => vec![1.0; fabric.ndims()],
+    };
+    let rhs = match spec.axis {
+        Axis::Cost => item.budget * 1e6,
+        Axis::Power => item.budget * 1e3,
+        Axis::TotalBw => item.budget,
+    };
+    p.constraints.push(Constraint {
+        text: format!("{} <= {}", spec.axis.name(), item.budget),
+        coeffs,
+        sense: Sense::Le,
+        rhs,
+        unit: Unit::Gbps,
+    });
+    match optimize::solve(&p, Objective::Perf) {
+        Ok(s) => Row {
+            item: item.clone(),
+            status: "ok".into(),
+            iteration_time_ms: s.iteration_time_ms,
+            gap: s.gap,
+            network_cost_usd: s.network_cost_usd,
+            network_power_w: s.network_power_w,
+            bw_gbps: s.bw_gbps,
+        },
+        Err(optimize::OptError::Infeasible(_)) => blank("infeasible"),
+        Err(_) => blank("failed"),
+    }
+}
+
+/// `i/N`: this job's share of a sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, 0-based.
+    pub index: usize,
+    /// Number of shards.
+    pub count: usize,
+}
+
+impl Shard {
+    /// The whole sweep.
+    pub const ALL: Shard = Shard { index: 0, count: 1 };
+
+    /// Parses `i/N` with 0 <= i < N.
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("`{s}` is not i/N (e.g. 0/8)"))?;
+        let (i, n) = (i.trim().parse::<usize>(), n.trim().parse::<usize>());
+        match (i, n) {
+            (Ok(i), Ok(n)) if n >= 1 && i < n => Ok(Shard { index: i, count: n }),
+            _ => Err(format!("`{s}` is not i/N with 0 <= i < N")),
+        }
+    }
+
+    fn suffix(self) -> String {
+        if self.count == 1 {
+            String::new()
+        } else {
+            format!(".shard-{}-of-{}", self.index, self.count)
+        }
+    }
+}
+
+const HEADER: [&str; 12] = [
+    "dimsum_version",
+    "study_hash",
+    "index",
+    "total",
+    "shape",
+    "npus",
+    "blocks",
+    "budget",
+    "status",
+    "iteration_time_ms",
+    "gap",
+    "network_cost_usd",
+];
+
+fn header(k: usize) -> Vec<String> {
+    let mut h: Vec<String> = HEADER.iter().map(|s| s.to_string()).collect();
+    h.push("network_power_w".into());
+    h.extend((0..k).map(|d| format!("bw_d{d}_gbps")));
+    h
+}
+
+fn record(row: &Row, total: usize, stamp: &Stamp) -> Vec<String> {
+    let f = |v: f64| if v.is_finite() { v.to_string() } else { String::new() };
+    let shape: Vec<String> = row
+        .item
+        .blocks
+        .iter()
+        .zip(&row.item.npus)
+        .map(|(b, n)| format!("{}({n})", b.name()))
+        .collect();
+    let mut r = vec![
+        stamp.dimsum_version.clone(),
+        stamp.study_hash.clone(),
+        row.item.index.to_string(),
+        total.to_string(),
+        shape.join(" x "),
+        row.item
+            .npus
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join("x"),
+        row.item.blocks.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
+        row.item.budget.to_string(),
+        row.status.clone(),
+        f(row.iteration_time_ms),
+        f(row.gap),
+        f(row.network_cost_usd),
+        f(row.network_power_w),
+    ];
+    r.extend(row.bw_gbps.iter().map(|b| f(*b)));
+    r
+}
+
+/// What a sweep run did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The final CSV, if the shard is complete.
+    pub csv: Option<PathBuf>,
+    /// Items of this shard.
+    pub items: usize,
+    /// Items solved by this run (the rest came from the partial file).
+    pub solved_now: usize,
+}
+
+/// Runs (or resumes) `shard` of sweep `spec` into `dir`. `limit` stops after
+/// that many newly solved items (an interruption, for tests); `progress` is
+/// told the number of items done after each batch.
+pub fn run(
+    study: &Study,
+    spec: &SweepSpec,
+    shard: Shard,
+    dir: &Path,
+    limit: Option<usize>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Outcome, ReportError> {
+    let k = study.fabric.ndims();
+    let all = items(spec, k);
+    let total = all.len();
+    let mine: Vec<&Item> = all.iter().filter(|it| it.index % shard.count == shard.index).collect();
+    let stamp = Stamp {
+        dimsum_version: env!("CARGO_PKG_VERSION").into(),
+        study_hash: study.hash.clone(),
+    };
+    let final_path = dir.join(format!("sweep-{}{}.csv", spec.name, shard.suffix()));
+    let partial_path = dir.join(format!(".sweep-{}{}.partial.csv", spec.name, shard.suffix()));
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ReportError::Io { path, source }
+    };
+    // Resume: rows already in the partial file (from this study and version).
+    let mut done: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    if let Ok(text) = std::fs::read_to_string(&partial_path) {
+        let mut rd = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(text.as_bytes());
+        for rec in rd.records().flatten() {
+            let fields: Vec<String> = rec.iter().map(String::from).collect();
+            let ours = fields.len() == header(k).len()
+                && fields[0] == stamp.dimsum_version
+                && fields[1] == stamp.study_hash
+                && fields[3] == total.to_string();
+            if let (true, Ok(i)) = (ours, fields[2].parse::<usize>()) {
+                done.insert(i, fields);
+            }
+        }
+    }
+    let todo: Vec<&Item> = mine
+        .iter()
+        .copied()
+        .filter(|it| !done.contains_key(&it.index))
+        .collect();
+    let todo = &todo[..limit.map_or(todo.len(), |l| l.min(todo.len()))];
+    let mut partial = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&partial_path)
+        .map_err(io(&partial_path))?;
+    let mut solved_now = 0;
+    for batch in todo.chunks(32) {
+        let rows: Vec<Row> = batch.par_iter().map(|it| solve_item(study, spec, it)).collect();
+        let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
+        for r in &rows {
+            let rec = record(r, total, &stamp);
+            let _ = w.write_record(&rec);
+            done.insert(r.item.index, rec);
+        }
+        partial
+            .write_all(&w.into_inner().unwrap_or_default())
+            .map_err(io(&partial_path))?;
+        partial.flush().map_err(io(&partial_path))?;
+        solved_now += rows.len();
+        progress(done.len().min(mine.len()), mine.len());
+    }
+    drop(partial);
+    if mine.iter().all(|it| done.contains_key(&it.index)) {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let _ = w.write_record(header(k));
+        for it in &mine {
+            let _ = w.write_record(&done[&it.index]);
+        }
+        write_atomic(&final_path, &w.into_inner().unwrap_or_default())?;
+        let _ = std::fs::remove_file(&partial_path);
+        Ok(Outcome {
+            csv: Some(final_path),
+            items: mine.len(),
+            solved_now,
+        })
+    } else {
+        Ok(Outcome {
+            csv: None,
+            items: mine.len(),
+            solved_now,
+        })
+    }
+}
+
+/// Why shards do not merge.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// A shard file could not be read.
+    #[error("{0}: {1}")]
+    Read(PathBuf, String),
+    /// Shards disagree or do not cover the sweep.
+    #[error("{0}")]
+    Mismatch(String),
+    /// The merged file could not be written.
+    #[error(transparent)]
+    Write(#[from] ReportError),
+}
+
+/// Joins shard CSVs into `out`, checking that they come from one sweep (same
+/// header, study hash and version, item count) and hold every item once.
+pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, MergeError> {
+    let mut header: Option<Vec<String>> = None;
+    let mut rows: BTreeMap<usize, (Vec<String>, PathBuf)> = BTreeMap::new();
+    let mut total: Option<(String, String, String)> = None;
+    for path in inputs {
+        let mut rd = csv::Reader::from_path(path).map_err(|e| MergeError::Read(path.clone(), e.to_string()))?;
+        let h: Vec<String> = rd
+            .headers()
+            .map_err(|e| MergeError::Read(path.clone(), e.to_string()))?
+            .iter()
+            .map(String::from)
+            .collect();
+        if h.len() < HEADER.len() || h[..HEADER.len()] != HEADER.map(String::from) {
+            return Err(MergeError::Mismatch(format!(
+                "{}: not a dimsum sweep CSV",
+                path.display()
+            )));
+        }
+        match &header {
+            None => header = Some(h),
+            Some(first) if *first != h => {
+                return Err(MergeError::Mismatch(format!(
+                    "{}: its columns differ from the first shard's",
+                    path.display()
+                )));
+            }
+            _ => {}
+        }
+        for (line, rec) in rd.records().enumerate() {
+            let rec = rec.map_err(|e| MergeError::Read(path.clone(), e.to_string()))?;
+            let f: Vec<String> = rec.iter().map(String::from).collect();
+            let key = (f[0].clone(), f[1].clone(), f[3].clone());
+            match &total {
+                None => total = Some(key),
+                Some(k) if *k != key => {
+                    return Err(MergeError::Mismatch(format!(
+                        "{}:{}: from another sweep (version {}, study {}, {} items; the first shard has {}, {}, {})",
+                        path.display(),
+                        line + 2,
+                        key.0,
+                        key.1,
+                        key.2,
+                        k.0,
+                        k.1,
+                        k.2
+                    )));
+                }
+                _ => {}
+            }
+            let i: usize = f[2]
+                .parse()
+                .map_err(|_| MergeError::Read(path.clone(), format!("line {}: bad index `{}`", line + 2, f[2])))?;
+            if let Some((_, other)) = rows.insert(i, (f, path.clone())) {
+                return Err(MergeError::Mismatch(format!(
+                    "item {i} appears twice: in {} and {}",
+                    other.display(),
+                    path.display()
+                )));
+            }
+        }
+    }
+    let (Some(header), Some((_, _, total))) = (header, total) else {
+        return Err(MergeError::Mismatch("no rows to merge".into()));
+    };
+    let total: usize = total.parse().unwrap_or(0);
+    let missing: Vec<usize> = (0..total).filter(|i| !rows.contains_key(i)).collect();
+    if !missing.is_empty() {
+        let show: Vec<String> = missing.iter().take(8).map(|i| i.to_string()).collect();
+        return Err(MergeError::Mismatch(format!(
+            "{} of {total} items missing (e.g. {}): a shard is absent or unfinished",
+            missing.len(),
+            show.join(", ")
+        )));
+    }
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let _ = w.write_record(&header);
+    for (f, _) in rows.values() {
+        let _ = w.write_record(f);
+    }
+    write_atomic(out, &w.into_inner().unwrap_or_default())?;
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::tests::libra_4d;
+
+    #[test]
+    fn factorizations_by_hand() {
+        // 16 into 2 factors >= 2: 2x8, 4x4, 8x2.
+        assert_eq!(factorizations(16, 2), vec![vec![2, 8], vec![4, 4], vec![8, 2]]);
+        // 4096 = 2^12 into 4 factors >= 2: compositions of 12 into 4 positive
+        // parts, C(11, 3) = 165.
+        assert_eq!(factorizations(4096, 4).len(), 165);
+        assert!(factorizations(7, 2).is_empty());
+        assert_eq!(factorizations(12, 3), vec![vec![2, 2, 3], vec![2, 3, 2], vec![3, 2, 2]]);
+    }
+
+    #[test]
+    fn libra_groups_move_to_libra_3d() {
+        let f = libra_4d();
+        let tp = Group::from_libra(&[4, 4, -1, -1]).unwrap();
+        let dp = Group::from_libra(&[-1, 2, 4, 32]).unwrap();
+        assert_eq!(placement(&tp, &f), (1, 16));
+        assert_eq!(placement(&dp, &f), (16, 256));
+        // On LIBRA's 3D shape: its own GPT-3 3D communicators.
+        assert_eq!(place(1, 16, &[16, 8, 32]).unwrap().to_libra(), vec![16, -1, -1]);
+        assert_eq!(place(16, 256, &[16, 8, 32]).unwrap().to_libra(), vec![-1, 8, 32]);
+        // Back on the 4D shape: unchanged.
+        assert_eq!(place(16, 256, &[4, 8, 4, 32]).unwrap(), dp);
+        // 16 cannot be skipped on 3 x ...: unplaceable.
+        assert!(place(16, 2, &[3, 6, 2]).is_none());
+    }
+
+    #[test]
+    fn shard_parsing() {
+        assert_eq!(Shard::parse("2/8"), Ok(Shard { index: 2, count: 8 }));
+        assert!(Shard::parse("8/8").is_err());
+        assert!(Shard::parse("x").is_err());
+        assert!(Shard::parse("1/0").is_err());
+    }
+}
