@@ -571,31 +571,16 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
     let names: Vec<String> = study.fabric.dims.iter().map(|d| d.name.clone()).collect();
     let fmt_bw = |bw: &[f64]| bw.iter().map(|b| report::sig3(*b)).collect::<Vec<_>>().join(", ");
     let mut md = String::new();
+    let _ = writeln!(md, "# {}: network fabric design\n", study.name);
     let _ = writeln!(
         md,
-        "# {}: network fabric design
-",
-        study.name
-    );
-    let _ = writeln!(
-        md,
-        "_{}; regenerate with `dimsum run {}`._
-",
+        "_{}; regenerate with `dimsum run {}`._\n",
         stamp.line(),
         study.path.display()
     );
-    let _ = writeln!(
-        md,
-        "## What was asked
-"
-    );
+    let _ = writeln!(md, "## What was asked\n");
     if !study.description.is_empty() {
-        let _ = writeln!(
-            md,
-            "{}
-",
-            study.description
-        );
+        let _ = writeln!(md, "{}\n", study.description);
     }
     let _ = writeln!(
         md,
@@ -616,8 +601,7 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
     let cons: Vec<String> = problem.constraints.iter().map(|c| format!("`{}`", c.text)).collect();
     let _ = writeln!(
         md,
-        "- Constraints: {}.
-",
+        "- Constraints: {}.\n",
         if cons.is_empty() {
             "none".to_string()
         } else {
@@ -626,11 +610,7 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
     );
 
     // Objectives.
-    let _ = writeln!(
-        md,
-        "## Recommended allocation per objective
-"
-    );
+    let _ = writeln!(md, "## Recommended allocation per objective\n");
     let _ = writeln!(
         md,
         "| objective | GB/s per NPU ({}) | iteration (ms) | cost ($M) | power (kW) | vs equal split | gap | binding |",
@@ -682,8 +662,7 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
         let _ = writeln!(
             md,
             "
-## Fixed designs
-"
+## Fixed designs\n"
         );
         let _ = writeln!(
             md,
@@ -717,19 +696,13 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
         let _ = writeln!(
             md,
             "
-## Frontier: iteration time against {axis}
-"
+## Frontier: iteration time against {axis}\n"
         );
-        let _ = writeln!(
-            md,
-            "![frontier](frontier-{axis}.png)
-"
-        );
+        let _ = writeln!(md, "![frontier](frontier-{axis}.png)\n");
         if let (Some(first), Some(k), Some(last)) = (f.points.first(), f.points.get(f.knee), f.points.last()) {
             let _ = writeln!(
                 md,
-                "From {} {unit} ({} ms) to {} {unit} ({} ms), where more budget stops helping. The knee is at {} {unit}: {} ms with [{}] GB/s; past it, the last {} {unit} buy {:.1}% of the time.
-",
+                "From {} {unit} ({} ms) to {} {unit} ({} ms), where more budget stops helping. The knee is at {} {unit}: {} ms with [{}] GB/s; the remaining {} {unit} of budget cut the time by a further {:.1}%.\n",
                 report::sig3(first.budget),
                 report::sig3(first.iteration_time_ms),
                 report::sig3(last.budget),
@@ -741,11 +714,7 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
                 100.0 * (k.iteration_time_ms - last.iteration_time_ms) / k.iteration_time_ms.max(1e-300)
             );
         }
-        let _ = writeln!(
-            md,
-            "![allocation](allocation-{axis}.png)
-"
-        );
+        let _ = writeln!(md, "![allocation](allocation-{axis}.png)\n");
         let _ = writeln!(
             md,
             "Every point: `frontier-{axis}.csv` ({} points, {} LP solves; worst gap {:.0e}).",
@@ -761,39 +730,33 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
         let _ = writeln!(
             md,
             "
-## Sweep `{}`: {} NPUs split {} ways, blocks {}
-",
+## Sweep `{}`: {} NPUs split {} ways, blocks {}\n",
             spec.name,
             spec.npus,
             study.fabric.ndims(),
             spec.blocks.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
         );
         if let Some(csv_path) = o.csv {
-            let mut rows: Vec<(f64, String)> = Vec::new();
+            // (time, cost, row) of every solved design, fastest (then cheapest) first.
+            let mut rows: Vec<(f64, f64, String)> = Vec::new();
             if let Ok(mut rd) = csv::Reader::from_path(&csv_path) {
                 for r in rd.records().flatten() {
-                    if let (Some(t), Some(shape), Some(b)) =
-                        (r.get(9).and_then(|t| t.parse::<f64>().ok()), r.get(4), r.get(7))
-                    {
-                        rows.push((t, format!("| {shape} | {b} | {t:.4} |")));
+                    let num = |i: usize| r.get(i).and_then(|t| t.parse::<f64>().ok());
+                    if let (Some(t), Some(c), Some(shape), Some(b)) = (num(9), num(11), r.get(4), r.get(7)) {
+                        rows.push((t, c, format!("| {shape} | {b} | {t:.4} | {:.3} |", c / 1e6)));
                     }
                 }
             }
-            rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+            rows.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
             let _ = writeln!(
                 md,
-                "{} designs solved; the ten fastest ({} budget in {}):
-",
+                "{} designs solved; the ten fastest, then cheapest ({} budget in {}):\n",
                 o.items,
                 spec.axis.name(),
                 spec.axis.unit()
             );
-            let _ = writeln!(
-                md,
-                "| shape | budget | iteration (ms) |
-|---|---|---|"
-            );
-            for (_, r) in rows.iter().take(10) {
+            let _ = writeln!(md, "| shape | budget | iteration (ms) | cost ($M) |\n|---|---|---|---|");
+            for (_, _, r) in rows.iter().take(10) {
                 let _ = writeln!(md, "{r}");
             }
             let _ = writeln!(
