@@ -527,7 +527,7 @@ fn markers(study: &Study, problem: &Problem, axis: Axis) -> Vec<Marker> {
 fn compute_frontier(study: &Study, axis: Axis, points: usize) -> anyhow::Result<(Problem, Frontier)> {
     let problem = problem_of(study)?;
     let progress = Progress::new(points, &format!("frontier {}", axis.name()));
-    let f = frontier::frontier_with(&problem, axis, points, &mut |i| progress.set(i))?;
+    let f = frontier::frontier_with(&problem, axis, points, &|i| progress.set(i))?;
     progress.finish();
     Ok((problem, f))
 }

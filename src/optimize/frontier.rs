@@ -23,7 +23,9 @@
 
 use super::expr::{Constraint, Sense, Unit};
 use super::{Goal, Mode, OptError, Problem, is_tight, lp_err, prepare};
+use rayon::prelude::*;
 use serde::Serialize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The frontier starts where the fastest design is this many times slower
 /// than the best one (unless the least feasible budget is already faster).
@@ -135,11 +137,17 @@ pub struct Frontier {
 
 /// The frontier of `p` on `axis` with `n` points (at least 2).
 pub fn frontier(p: &Problem, axis: Axis, n: usize) -> Result<Frontier, OptError> {
-    frontier_with(p, axis, n, &mut |_| {})
+    frontier_with(p, axis, n, &|_| {})
 }
 
-/// As [`frontier`], calling `progress(done)` after each point.
-pub fn frontier_with(p: &Problem, axis: Axis, n: usize, progress: &mut dyn FnMut(usize)) -> Result<Frontier, OptError> {
+/// As [`frontier`], calling `progress(done)` after each point (from any of
+/// the rayon threads the points are spread over).
+pub fn frontier_with(
+    p: &Problem,
+    axis: Axis,
+    n: usize,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<Frontier, OptError> {
     let n = n.max(2);
     let (mut s, hi) = prepare(p)?;
     let k = axis.coeffs(p);
@@ -211,32 +219,51 @@ pub fn frontier_with(p: &Problem, axis: Axis, n: usize, progress: &mut dyn FnMut
         })
         .collect();
     let sum_k: f64 = k.iter().sum();
+    // The points are independent: split them over the rayon threads, each
+    // with its own solver starting from the tangents found so far.
+    let done = AtomicUsize::new(0);
+    let chunk = n.div_ceil(rayon::current_num_threads().max(1));
+    let pool = s.cuts.clone();
+    let solved = AtomicUsize::new(s.solves);
+    let parts: Vec<Result<Vec<Point>, OptError>> = budgets
+        .par_chunks(chunk)
+        .map(|xs| {
+            let (mut s, _) = prepare(p)?;
+            s.cuts = pool.clone();
+            let mut out = Vec::with_capacity(xs.len());
+            for &x in xs {
+                let (bw, t, lower, _) = s.min_time(&[budget(x)])?;
+                let mut binding: Vec<String> = p
+                    .constraints
+                    .iter()
+                    .filter(|c| is_tight(c, &bw))
+                    .map(|c| c.text.clone())
+                    .collect();
+                if is_tight(&budget(x), &bw) {
+                    binding.push("budget".into());
+                }
+                let equal = vec![x / sum_k; p.n()];
+                out.push(Point {
+                    budget: x,
+                    spent: value(&bw),
+                    iteration_time_ms: t,
+                    lower_bound_ms: lower,
+                    gap: if t > 0.0 { ((t - lower) / t).max(0.0) } else { 0.0 },
+                    network_cost_usd: p.cost.cost(&bw),
+                    network_power_w: p.cost.power(&bw),
+                    bw_gbps: bw,
+                    binding,
+                    equal_split_ms: p.time_ms(&equal),
+                });
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+            }
+            solved.fetch_add(s.solves, Ordering::Relaxed);
+            Ok(out)
+        })
+        .collect();
     let mut points = Vec::with_capacity(n);
-    for (i, &x) in budgets.iter().enumerate() {
-        let (bw, t, lower, _) = s.min_time(&[budget(x)])?;
-        let mut binding: Vec<String> = p
-            .constraints
-            .iter()
-            .filter(|c| is_tight(c, &bw))
-            .map(|c| c.text.clone())
-            .collect();
-        if is_tight(&budget(x), &bw) {
-            binding.push("budget".into());
-        }
-        let equal = vec![x / sum_k; p.n()];
-        points.push(Point {
-            budget: x,
-            spent: value(&bw),
-            iteration_time_ms: t,
-            lower_bound_ms: lower,
-            gap: if t > 0.0 { ((t - lower) / t).max(0.0) } else { 0.0 },
-            network_cost_usd: p.cost.cost(&bw),
-            network_power_w: p.cost.power(&bw),
-            bw_gbps: bw,
-            binding,
-            equal_split_ms: p.time_ms(&equal),
-        });
-        progress(i + 1);
+    for part in parts {
+        points.extend(part?);
     }
     let knee = knee(&points, log_x);
     Ok(Frontier {
@@ -244,7 +271,7 @@ pub fn frontier_with(p: &Problem, axis: Axis, n: usize, progress: &mut dyn FnMut
         points,
         knee,
         log_x,
-        lp_solves: s.solves,
+        lp_solves: solved.into_inner(),
     })
 }
 

@@ -305,6 +305,7 @@ struct LpAnswer {
 /// Any subset of tangents is still a relaxation, so an LP uses the seed grid
 /// plus the `NEAR` points closest (in log scale) to where the last LP was:
 /// the LP stays small however many solves the pool has served.
+#[derive(Clone)]
 struct Cuts {
     /// The seed grid, always used.
     seed: Vec<Vec<f64>>,
