@@ -133,7 +133,11 @@ pub fn frontier_csv(f: &Frontier, dim_names: &[String], stamp: &Stamp) -> Vec<u8
             p.network_power_w.to_string(),
         ];
         row.extend(p.bw_gbps.iter().map(|b| b.to_string()));
-        row.push(p.equal_split_ms.to_string());
+        row.push(if p.equal_split_ms.is_finite() {
+            p.equal_split_ms.to_string()
+        } else {
+            String::new()
+        });
         row.push((i == f.knee).to_string());
         row.push(p.binding.join("; "));
         let _ = w.write_record(&row);
@@ -246,7 +250,16 @@ where
     let ys = Scale::new(
         f.points
             .iter()
-            .flat_map(|p| [p.iteration_time_ms, p.equal_split_ms.min(1.5 * top)])
+            .flat_map(|p| {
+                [
+                    p.iteration_time_ms,
+                    if p.equal_split_ms.is_finite() {
+                        p.equal_split_ms.min(1.5 * top)
+                    } else {
+                        f64::NAN
+                    },
+                ]
+            })
             .chain(markers.iter().map(|m| m.time_ms)),
         false,
     );
@@ -289,10 +302,12 @@ where
         .filter(|p| p.equal_split_ms.is_finite() && p.equal_split_ms <= 1.5 * top)
         .map(|p| (xs.to(p.budget), ys.to(p.equal_split_ms)))
         .collect();
-    chart
-        .draw_series(DashedLineSeries::new(eq, 8, 5, grey.stroke_width(2)))?
-        .label("equal split, same budget")
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey.stroke_width(2)));
+    if !eq.is_empty() {
+        chart
+            .draw_series(DashedLineSeries::new(eq, 8, 5, grey.stroke_width(2)))?
+            .label("equal split, same budget")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey.stroke_width(2)));
+    }
     chart
         .draw_series(LineSeries::new(pts.clone(), blue.stroke_width(3)))?
         .label("optimal allocation (dimsum)")

@@ -239,7 +239,11 @@ pub fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
         coeffs,
         sense: Sense::Le,
         rhs,
-        unit: Unit::Gbps,
+        unit: match spec.axis {
+            Axis::Cost => Unit::Usd,
+            Axis::Power => Unit::Watts,
+            Axis::TotalBw => Unit::Gbps,
+        },
     });
     match optimize::solve(&p, Objective::Perf) {
         Ok(s) => Row {

@@ -116,7 +116,8 @@ pub struct Point {
     pub network_power_w: f64,
     /// Constraints that hold with equality (`budget` for the axis).
     pub binding: Vec<String>,
-    /// Time of the equal split spending the same budget, ms.
+    /// Time of the equal split spending the same budget, ms; NaN where the
+    /// study's constraints rule the equal split out.
     pub equal_split_ms: f64,
 }
 
@@ -242,7 +243,9 @@ pub fn frontier_with(
                 if is_tight(&budget(x), &bw) {
                     binding.push("budget".into());
                 }
+                // The equal split of the budget, when the study's constraints allow it.
                 let equal = vec![x / sum_k; p.n()];
+                let equal_ok = p.constraints.iter().all(|c| c.holds(&equal, 1e-9));
                 out.push(Point {
                     budget: x,
                     spent: value(&bw),
@@ -253,7 +256,7 @@ pub fn frontier_with(
                     network_power_w: p.cost.power(&bw),
                     bw_gbps: bw,
                     binding,
-                    equal_split_ms: p.time_ms(&equal),
+                    equal_split_ms: if equal_ok { p.time_ms(&equal) } else { f64::NAN },
                 });
                 progress(done.fetch_add(1, Ordering::Relaxed) + 1);
             }
