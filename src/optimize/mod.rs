@@ -755,7 +755,7 @@ pub fn solve(p: &Problem, objective: Objective) -> Result<Solution, OptError> {
         .constraints
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.holds(&bw, 0.0) && is_tight(c, &bw))
+        .filter(|(_, c)| is_tight(c, &bw))
         .map(|(i, c)| {
             let (per, scale) = match c.unit {
                 Unit::Gbps => ("GB/s", 1.0),
