@@ -4,6 +4,7 @@
 //! else there; logs go to stderr. Exit 0 on success, 1 for a failed run, 2 for
 //! bad input ([`crate::error::InputError`], or a clap usage error).
 
+use crate::coopt;
 use crate::error::InputError;
 use crate::eval::Evaluation;
 use crate::interop::libra;
@@ -107,6 +108,17 @@ pub enum Command {
         /// The shards' CSVs.
         #[arg(required = true)]
         shards: Vec<PathBuf>,
+    },
+    /// Co-optimize the parallelization (TP, PP, DP and their placement) with the bandwidth allocation.
+    Coopt {
+        /// Study file with [model], [npu] and [parallelism].
+        study: PathBuf,
+        /// How many strategies to list.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Convert another tool's inputs into a study file (printed on stdout).
     Import {
@@ -318,6 +330,100 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 other => InputError::arg("merge", other.to_string()).into(),
             })?;
             println!("wrote {} ({n} items from {} shards)", out.display(), shards.len());
+            Ok(())
+        }
+        Command::Coopt { study, top, json } => {
+            let study = Study::load(&study)?;
+            if study.model.is_none() {
+                return Err(
+                    InputError::arg("coopt", format!("study `{}` has no [model] to parallelize", study.name)).into(),
+                );
+            }
+            let started = Instant::now();
+            let progress = Progress::new(1, "strategies");
+            let r = coopt::coopt(&study, &|done, total| {
+                progress.bar.set_length(total as u64);
+                progress.set(done);
+            })
+            .map_err(|m| anyhow::anyhow!(m))?;
+            progress.finish();
+            let secs = started.elapsed().as_secs_f64();
+            let best = r.strategies.first().and_then(|b| b.time_ms());
+            if json {
+                let mut v = serde_json::to_value(&r)?;
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("study".into(), study.name.clone().into());
+                    o.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
+                    o.insert("solve_s".into(), secs.into());
+                    o.insert("best_ms".into(), best.into());
+                }
+                println!("{v}");
+                return Ok(());
+            }
+            println!(
+                "study {}: {} on {}, {} strategies searched in {secs:.2} s: {} solved, {} pruned by the compute bound, {} invalid",
+                study.name,
+                study.model.as_ref().map_or("", |m| m.name.as_str()),
+                study.fabric.shape(),
+                r.searched,
+                r.solved,
+                r.pruned,
+                r.rejected
+            );
+            println!();
+            println!(
+                "{:>4} {:>4} {:>5} {:<9} {:>12} {:>10} {:<34} groups (tp | pp | dp)",
+                "tp", "pp", "dp", "order", "time ms", "mem GiB", "GB/s per NPU"
+            );
+            for row in r.strategies.iter().filter(|x| x.time_ms().is_some()).take(top) {
+                if let coopt::Verdict::Solved {
+                    bw_gbps,
+                    iteration_time_ms,
+                    ..
+                } = &row.verdict
+                {
+                    let bw: Vec<String> = bw_gbps.iter().map(|b| report::sig3(*b)).collect();
+                    let groups = row.mapping.as_ref().map_or(String::new(), |m| {
+                        m.iter().map(|g| format!("{g:?}")).collect::<Vec<_>>().join(" | ")
+                    });
+                    println!(
+                        "{:>4} {:>4} {:>5} {:<9} {:>12.3} {:>10.1} {:<34} {}",
+                        row.tp,
+                        row.pp,
+                        row.dp,
+                        row.order,
+                        iteration_time_ms,
+                        row.memory_gib.unwrap_or(f64::NAN),
+                        bw.join(", "),
+                        groups
+                    );
+                }
+            }
+            if let Some(best) = best {
+                println!();
+                if let Some(eq) = r.best_on_equal_split_ms {
+                    println!(
+                        "joint optimum {best:.3} ms vs the best strategy on the equal split ({}) {eq:.3} ms: {:.3}x",
+                        r.equal_split_gbps
+                            .iter()
+                            .map(|b| report::sig3(*b))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        eq / best
+                    );
+                }
+                if let Some(d) = r.default_optimized_ms {
+                    println!(
+                        "joint optimum {best:.3} ms vs the study's own strategy, optimally allocated, {d:.3} ms: {:.3}x",
+                        d / best
+                    );
+                }
+                println!();
+                println!("why the others lost (examples of each reason):");
+                for line in coopt::why_lost(&r, best, 3) {
+                    println!("  {line}");
+                }
+            }
             Ok(())
         }
         Command::Import {
@@ -768,6 +874,65 @@ All of them: `{}`.",
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default()
             );
+        }
+    }
+    // Parallelization co-optimized with the fabric.
+    if study.model.is_some() {
+        let r = coopt::coopt(study, &|_, _| {}).map_err(|m| anyhow::anyhow!(m))?;
+        let json = serde_json::json!({ "stamp": &stamp, "study": study.name, "coopt": &r });
+        report::write_atomic(&dir.join("coopt.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
+        let _ = writeln!(
+            md,
+            "\n## Parallelization and fabric, chosen together\n\n{} strategies (TP x PP x DP and placement order): {} solved, {} pruned by the compute bound, {} invalid.\n",
+            r.searched, r.solved, r.pruned, r.rejected
+        );
+        let _ = writeln!(
+            md,
+            "| tp | pp | dp | order | iteration (ms) | memory (GiB) | GB/s per NPU | groups (tp, pp, dp) |\n|---|---|---|---|---|---|---|---|"
+        );
+        for row in r.strategies.iter().filter(|x| x.time_ms().is_some()).take(10) {
+            if let coopt::Verdict::Solved {
+                bw_gbps,
+                iteration_time_ms,
+                ..
+            } = &row.verdict
+            {
+                let groups = row.mapping.as_ref().map_or(String::new(), |m| {
+                    m.iter().map(|g| format!("{g:?}")).collect::<Vec<_>>().join(", ")
+                });
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {:.3} | {:.1} | {} | {} |",
+                    row.tp,
+                    row.pp,
+                    row.dp,
+                    row.order,
+                    iteration_time_ms,
+                    row.memory_gib.unwrap_or(f64::NAN),
+                    fmt_bw(bw_gbps),
+                    groups
+                );
+            }
+        }
+        if let Some(best) = r.strategies.first().and_then(|b| b.time_ms()) {
+            if let Some(eq) = r.best_on_equal_split_ms {
+                let _ = writeln!(
+                    md,
+                    "\nThe joint optimum ({best:.3} ms) is {:.3}x faster than the best strategy on the equal split ({eq:.3} ms)",
+                    eq / best
+                );
+            }
+            if let Some(d) = r.default_optimized_ms {
+                let _ = writeln!(
+                    md,
+                    "and {:.3}x faster than the study's own strategy with its optimal allocation ({d:.3} ms).",
+                    d / best
+                );
+            }
+            let _ = writeln!(md, "\nWhy the others lost (examples of each reason):\n");
+            for line in coopt::why_lost(&r, best, 3) {
+                let _ = writeln!(md, "- {line}");
+            }
         }
     }
     let summary = dir.join("summary.md");

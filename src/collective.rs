@@ -13,7 +13,9 @@
 //!   (reduce-scatter down, all-gather back up; Rashidi et al., Themis);
 //! - reduce-scatter: in order, `S (p-1)/p`, then `S /= p`;
 //! - all-gather: from the last dimension down, `S (p-1)`, then `S *= p`;
-//! - all-to-all: `S (p-1)/p` on every involved dimension, no resizing.
+//! - all-to-all: `S (p-1)/p` on every involved dimension, no resizing;
+//! - send-recv (pipeline stages): `S` on the innermost involved dimension,
+//!   where neighbouring stages differ, one step.
 //!
 //! Latency: `alpha_d = steps * hops * latency_d`, with steps from the
 //! dimension's algorithm (Thakur, Rabenseifner and Gropp, "Optimization of
@@ -80,6 +82,9 @@ impl Algorithm {
     pub fn steps(self, kind: CollectiveKind, p: u32) -> f64 {
         if p <= 1 {
             return 0.0;
+        }
+        if kind == CollectiveKind::SendRecv {
+            return 1.0;
         }
         let p = f64::from(p);
         let log = p.log2().ceil();
@@ -234,6 +239,12 @@ pub fn bytes_per_dim(kind: CollectiveKind, size: f64, group: &Group) -> Vec<f64>
                 }
             }
         }
+        CollectiveKind::SendRecv => {
+            // Neighbours differ in the innermost involved dimension.
+            if let Some(d) = group.0.iter().position(|g| g.is_some_and(|p| p > 1)) {
+                out[d] = s;
+            }
+        }
     }
     out
 }
@@ -248,6 +259,7 @@ pub fn min_bytes(kind: CollectiveKind, size: f64, group: &Group) -> f64 {
         CollectiveKind::AllReduce => 2.0 * size * (p - 1.0) / p,
         CollectiveKind::ReduceScatter | CollectiveKind::AllToAll => size * (p - 1.0) / p,
         CollectiveKind::AllGather => size * (p - 1.0),
+        CollectiveKind::SendRecv => size,
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod collective;
+pub mod coopt;
 pub mod cost;
 pub mod error;
 pub mod eval;
@@ -15,5 +16,6 @@ pub mod report;
 pub mod study;
 pub mod sweep;
 pub mod training;
+pub mod transformer;
 pub mod units;
 pub mod workload;

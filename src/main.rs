@@ -7,6 +7,14 @@ use dimsum::error::InputError;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Like other command-line tools, end quietly when the reader of stdout
+    // goes away (`dimsum ... | head`) instead of panicking on the write.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread
+    // starts; no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

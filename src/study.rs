@@ -21,6 +21,7 @@ use crate::interop::libra;
 use crate::optimize::expr::{self, Constraint};
 use crate::optimize::frontier::Axis;
 use crate::training::{IterationModel, Loop};
+use crate::transformer::{ModelSpec, Npu, Par, Strategy};
 use crate::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -61,6 +62,12 @@ pub struct Study {
     pub sweeps: Vec<SweepSpec>,
     /// FNV-1a hash of the study file and the files it names.
     pub hash: String,
+    /// The model the workload was generated from, if any.
+    pub model: Option<ModelSpec>,
+    /// The NPU the model runs on.
+    pub npu: Option<Npu>,
+    /// The study's default parallelization.
+    pub parallelism: Option<Strategy>,
 }
 
 /// A `[[frontier]]` to draw.
@@ -273,16 +280,75 @@ impl Study {
             }
         }
 
-        // Workload.
-        let workload = read_workload(&raw.workload, &fabric, text, path)?;
+        // The model to generate a workload from, if any.
+        let model = match &raw.model {
+            None => None,
+            Some(m) => {
+                Some(model_spec(m).map_err(|msg| InputError::at(path, find_line(text, "[model]"), "model", msg))?)
+            }
+        };
+        let npu = match &raw.npu {
+            None => None,
+            Some(n) => {
+                let ok = |v: f64| v.is_finite() && v > 0.0;
+                if !(ok(n.peak_tflops) && ok(n.hbm_gib) && ok(n.efficiency) && n.efficiency <= 1.0) {
+                    return Err(InputError::at(
+                        path,
+                        find_line(text, "[npu]"),
+                        "npu",
+                        "peak_tflops and hbm_gib must be > 0 and efficiency in (0, 1]",
+                    ));
+                }
+                Some(n.clone())
+            }
+        };
+        let parallelism = match &raw.parallelism {
+            None => None,
+            Some(p) => Some(
+                strategy(p)
+                    .map_err(|msg| InputError::at(path, find_line(text, "[parallelism]"), "parallelism", msg))?,
+            ),
+        };
+        // Workload: written, or generated from the model and parallelism.
+        let workload = match (&raw.workload, &model, &npu, &parallelism) {
+            (Some(w), None, _, _) => read_workload(w, &fabric, text, path)?,
+            (None, Some(m), Some(n), Some(st)) => {
+                crate::transformer::generate(m, n, st, &fabric)
+                    .map_err(|msg| InputError::at(path, find_line(text, "[parallelism]"), "parallelism", msg))?
+                    .workload
+            }
+            (Some(_), Some(_), _, _) => {
+                return Err(InputError::at(
+                    path,
+                    find_line(text, "[model]"),
+                    "model",
+                    "give either [workload] or [model], not both",
+                ));
+            }
+            (None, Some(_), _, _) => {
+                return Err(InputError::at(
+                    path,
+                    find_line(text, "[model]"),
+                    "model",
+                    "a [model] needs [npu] (peak_tflops, efficiency, hbm_gib) and [parallelism] (tp, pp, dp)",
+                ));
+            }
+            (None, None, _, _) => {
+                return Err(InputError::at(
+                    path,
+                    None,
+                    "workload",
+                    "no workload: add [workload] (layers or LIBRA files) or [model]",
+                ));
+            }
+        };
         // What the results' hash covers: this file and the files it names.
         let mut hashed = text.as_bytes().to_vec();
-        for f in [&raw.workload.libra_workload, &raw.workload.libra_communicator]
-            .into_iter()
-            .flatten()
-        {
-            let file = path.parent().unwrap_or(Path::new(".")).join(f.get_ref());
-            hashed.extend(std::fs::read(file).unwrap_or_default());
+        if let Some(w) = &raw.workload {
+            for f in [&w.libra_workload, &w.libra_communicator].into_iter().flatten() {
+                let file = path.parent().unwrap_or(Path::new(".")).join(f.get_ref());
+                hashed.extend(std::fs::read(file).unwrap_or_default());
+            }
         }
 
         // Default allocation.
@@ -460,6 +526,9 @@ impl Study {
             objectives,
             sweeps,
             hash: crate::report::fnv1a64(&hashed),
+            model,
+            npu,
+            parallelism,
         })
     }
 
@@ -799,7 +868,10 @@ struct RawStudy {
     fabric: RawFabric,
     #[serde(default)]
     cost: RawCost,
-    workload: RawWorkload,
+    workload: Option<RawWorkload>,
+    model: Option<RawModel>,
+    npu: Option<crate::transformer::Npu>,
+    parallelism: Option<RawParallelism>,
     #[serde(default)]
     optimize: RawOptimize,
     #[serde(default)]
@@ -810,6 +882,156 @@ struct RawStudy {
     sweep: Vec<Spanned<RawSweep>>,
     #[serde(default)]
     run: RawRun,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    preset: Option<String>,
+    name: Option<String>,
+    layers: Option<u32>,
+    hidden: Option<u64>,
+    heads: Option<u32>,
+    ffn: Option<u64>,
+    ffn_matrices: Option<u32>,
+    seq: Option<u64>,
+    vocab: Option<u64>,
+    global_batch: Option<u64>,
+    micro_batch: Option<u64>,
+    bytes_weight: Option<f64>,
+    bytes_grad: Option<f64>,
+    bytes_optimizer: Option<f64>,
+}
+
+/// A model from a preset (with overrides) or from every field.
+fn model_spec(m: &RawModel) -> Result<ModelSpec, String> {
+    let base = match &m.preset {
+        Some(p) => Some(
+            ModelSpec::preset(p)
+                .ok_or_else(|| format!("`{p}` is not a preset; allowed: {}", one_of(&ModelSpec::PRESETS)))?,
+        ),
+        None => None,
+    };
+    let need = |name: &str| {
+        format!(
+            "`{name}` is missing: give every field or a preset ({})",
+            one_of(&ModelSpec::PRESETS)
+        )
+    };
+    macro_rules! field {
+        ($f:ident) => {
+            match (m.$f.clone(), &base) {
+                (Some(v), _) => v,
+                (None, Some(b)) => b.$f.clone(),
+                (None, None) => return Err(need(stringify!($f))),
+            }
+        };
+    }
+    let spec = ModelSpec {
+        name: m
+            .name
+            .clone()
+            .or_else(|| m.preset.clone())
+            .unwrap_or_else(|| "model".into()),
+        layers: field!(layers),
+        hidden: field!(hidden),
+        heads: field!(heads),
+        ffn: field!(ffn),
+        ffn_matrices: field!(ffn_matrices),
+        seq: field!(seq),
+        vocab: field!(vocab),
+        global_batch: field!(global_batch),
+        micro_batch: field!(micro_batch),
+        bytes_weight: field!(bytes_weight),
+        bytes_grad: field!(bytes_grad),
+        bytes_optimizer: field!(bytes_optimizer),
+    };
+    if spec.layers == 0
+        || spec.hidden == 0
+        || spec.heads == 0
+        || spec.ffn == 0
+        || spec.seq == 0
+        || spec.global_batch == 0
+        || spec.micro_batch == 0
+    {
+        return Err("layers, hidden, heads, ffn, seq, global_batch and micro_batch must be > 0".into());
+    }
+    if !(2..=3).contains(&spec.ffn_matrices) {
+        return Err(format!(
+            "ffn_matrices {} is not allowed: 2 (GELU MLP) or 3 (SwiGLU)",
+            spec.ffn_matrices
+        ));
+    }
+    if [spec.bytes_weight, spec.bytes_grad, spec.bytes_optimizer]
+        .iter()
+        .any(|b| !(b.is_finite() && *b >= 0.0))
+    {
+        return Err("bytes per element must be >= 0".into());
+    }
+    Ok(spec)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawParallelism {
+    tp: u64,
+    pp: u64,
+    dp: u64,
+    #[serde(default = "one")]
+    zero: u8,
+    #[serde(default = "yes")]
+    sequence_parallel: bool,
+    #[serde(default)]
+    recompute: bool,
+    order: Option<String>,
+}
+
+fn one() -> u8 {
+    1
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Parses `tp,pp,dp`-style placement orders.
+pub fn parse_order(s: &str) -> Result<[Par; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let mut out = Vec::new();
+    for p in &parts {
+        out.push(match *p {
+            "tp" => Par::Tp,
+            "pp" => Par::Pp,
+            "dp" => Par::Dp,
+            other => {
+                return Err(format!(
+                    "`{other}` is not a parallelism; use tp, pp and dp, e.g. \"tp,pp,dp\""
+                ));
+            }
+        });
+    }
+    match out[..] {
+        [a, b, c] if a != b && b != c && a != c => Ok([a, b, c]),
+        _ => Err(format!("`{s}` must name tp, pp and dp once each, innermost first")),
+    }
+}
+
+fn strategy(p: &RawParallelism) -> Result<Strategy, String> {
+    if p.tp == 0 || p.pp == 0 || p.dp == 0 {
+        return Err("tp, pp and dp must be >= 1".into());
+    }
+    if p.zero > 3 {
+        return Err(format!("zero {} is not allowed: ZeRO stages are 0 to 3", p.zero));
+    }
+    Ok(Strategy {
+        tp: p.tp,
+        pp: p.pp,
+        dp: p.dp,
+        zero: p.zero,
+        sequence_parallel: p.sequence_parallel,
+        recompute: p.recompute,
+        order: parse_order(p.order.as_deref().unwrap_or("tp,pp,dp"))?,
+    })
 }
 
 #[derive(Deserialize)]
@@ -929,6 +1151,7 @@ enum RawCollective {
     ReduceScatter,
     AllGather,
     AllToAll,
+    SendRecv,
 }
 
 impl RawCollective {
@@ -939,6 +1162,7 @@ impl RawCollective {
             RawCollective::ReduceScatter => Some(CollectiveKind::ReduceScatter),
             RawCollective::AllGather => Some(CollectiveKind::AllGather),
             RawCollective::AllToAll => Some(CollectiveKind::AllToAll),
+            RawCollective::SendRecv => Some(CollectiveKind::SendRecv),
         }
     }
 }

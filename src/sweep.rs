@@ -135,7 +135,7 @@ fn placement(group: &Group, fabric: &Fabric) -> (u64, u64) {
 }
 
 /// Places a group that skips `skip` and spans `size` on dimensions `npus`.
-fn place(skip: u64, size: u64, npus: &[u32]) -> Option<Group> {
+pub fn place(skip: u64, size: u64, npus: &[u32]) -> Option<Group> {
     let (mut skip, mut take) = (skip, size);
     let mut out = Vec::with_capacity(npus.len());
     for &n in npus {

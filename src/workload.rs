@@ -24,11 +24,14 @@ pub enum CollectiveKind {
     AllGather,
     /// Every NPU sends a distinct 1/p slice to every other.
     AllToAll,
+    /// Point-to-point between neighbouring members of the group (pipeline
+    /// stages): every NPU sends the buffer to the next and receives one.
+    SendRecv,
 }
 
 impl CollectiveKind {
     /// Names accepted in study files (besides `none`).
-    pub const NAMES: [&'static str; 4] = ["all-reduce", "reduce-scatter", "all-gather", "all-to-all"];
+    pub const NAMES: [&'static str; 5] = ["all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send-recv"];
 
     /// The study-file name.
     pub fn name(self) -> &'static str {
@@ -37,6 +40,7 @@ impl CollectiveKind {
             CollectiveKind::ReduceScatter => "reduce-scatter",
             CollectiveKind::AllGather => "all-gather",
             CollectiveKind::AllToAll => "all-to-all",
+            CollectiveKind::SendRecv => "send-recv",
         }
     }
 }

@@ -543,6 +543,14 @@ pub fn study_from_files(
         cases: Vec::new(),
         objectives: vec!["perf".into()],
         sweeps: Vec::new(),
-        hash: String::new(),
+        hash: crate::report::fnv1a64(
+            &[network, workload, communicator, cost]
+                .iter()
+                .flat_map(|f| std::fs::read(f).unwrap_or_default())
+                .collect::<Vec<u8>>(),
+        ),
+        model: None,
+        npu: None,
+        parallelism: None,
     })
 }

@@ -1,0 +1,28 @@
+//! Full co-optimization of GPT-3 175B on LIBRA's 4096-NPU 4D fabric (every
+//! TP x PP x DP and placement order, each with its optimal allocation).
+//! Target: <= 10 s. `cargo bench --bench coopt`.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use dimsum::coopt;
+use dimsum::study::Study;
+use std::path::Path;
+
+fn bench(c: &mut Criterion) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for name in ["gpt3-175b-coopt", "gpt-1t-coopt"] {
+        let s = Study::load(&root.join(format!("studies/{name}.toml"))).expect("study");
+        let r = coopt::coopt(&s, &|_, _| {}).expect("coopt");
+        eprintln!(
+            "{name}: {} strategies, {} solved, {} pruned, {} invalid",
+            r.searched, r.solved, r.pruned, r.rejected
+        );
+        c.bench_function(&format!("coopt/{name}"), |b| b.iter(|| coopt::coopt(&s, &|_, _| {})));
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10);
+    targets = bench
+}
+criterion_main!(benches);

@@ -1,0 +1,201 @@
+//! Co-optimizing the parallelization with the fabric, against brute force.
+
+use assert_cmd::Command;
+use dimsum::coopt::{self, Verdict};
+use dimsum::optimize::{self, Objective, Problem};
+use dimsum::study::Study;
+use dimsum::training::IterationModel;
+use dimsum::transformer;
+use std::path::Path;
+
+const TINY: &str = r#"
+name = "tiny-coopt"
+time_model = "pipelined"
+[[fabric.dims]]
+name = "a"
+block = "ring"
+npus = 4
+latency_ns = 100
+[[fabric.dims]]
+name = "b"
+block = "switch"
+npus = 4
+latency_ns = 500
+[cost.tiers.a]
+link_usd_per_gbps = 1.0
+[cost.tiers.b]
+link_usd_per_gbps = 5.0
+[model]
+layers = 4
+hidden = 1024
+heads = 16
+ffn = 4096
+ffn_matrices = 2
+seq = 512
+vocab = 1000
+global_batch = 32
+micro_batch = 1
+bytes_weight = 2
+bytes_grad = 2
+bytes_optimizer = 12
+[npu]
+peak_tflops = 100
+efficiency = 0.5
+hbm_gib = 80
+[parallelism]
+tp = 4
+pp = 1
+dp = 4
+[optimize]
+constraints = ["a + b == 200"]
+"#;
+
+fn tiny(dir: &Path, text: &str) -> Study {
+    let p = dir.join("tiny.toml");
+    std::fs::write(&p, text).unwrap();
+    Study::load(&p).unwrap()
+}
+
+/// The joint optimum equals the best of solving every strategy on its own,
+/// and is no worse than any of them; pruning loses nothing.
+#[test]
+fn joint_optimum_against_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = tiny(dir.path(), TINY);
+    let r = coopt::coopt(&s, &|_, _| {}).unwrap();
+    let best = r.strategies[0].time_ms().unwrap();
+    let base = s.parallelism.clone().unwrap();
+    let all = coopt::strategies(16, &base);
+    assert!(r.searched <= all.len());
+    let mut brute = f64::INFINITY;
+    let mut valid = 0;
+    for st in &all {
+        let Ok(g) = transformer::generate(s.model.as_ref().unwrap(), s.npu.as_ref().unwrap(), st, &s.fabric) else {
+            continue;
+        };
+        valid += 1;
+        let it = IterationModel::new(&g.workload, &s.fabric, &s.collective, s.training_loop);
+        let p = Problem::new(&s.fabric, it, s.linear_cost(), s.constraints(&[]).unwrap());
+        let t = optimize::solve(&p, Objective::Perf).unwrap().iteration_time_ms;
+        assert!(best <= t * (1.0 + 1e-9), "{st:?}: {t} < joint {best}");
+        brute = brute.min(t);
+    }
+    assert!(valid > 3, "{valid}");
+    assert!((best - brute).abs() <= 1e-9 * brute, "{best} vs {brute}");
+    assert_eq!(r.solved + r.pruned + r.rejected, r.searched);
+    assert!(r.searched - r.rejected <= valid);
+    // The comparisons are never better than the joint optimum.
+    assert!(r.best_on_equal_split_ms.unwrap() >= best * (1.0 - 1e-9));
+    assert!(r.default_optimized_ms.unwrap() >= best * (1.0 - 1e-9));
+}
+
+#[test]
+fn strategies_over_hbm_are_rejected_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = TINY
+        .replace("hbm_gib = 80", "hbm_gib = 0.12")
+        .replace("tp = 4\npp = 1\ndp = 4", "tp = 16\npp = 1\ndp = 1");
+    let s = tiny(dir.path(), &text);
+    let r = coopt::coopt(&s, &|_, _| {}).unwrap();
+    let memory: Vec<&str> = r
+        .strategies
+        .iter()
+        .filter_map(|x| match &x.verdict {
+            Verdict::Rejected { reason } if reason.contains("HBM") => Some(reason.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(!memory.is_empty());
+    assert!(
+        memory[0].contains("GiB per NPU") && memory[0].contains("0.12 GiB"),
+        "{}",
+        memory[0]
+    );
+    // Whatever is solved fits.
+    for row in &r.strategies {
+        if row.time_ms().is_some() {
+            assert!(row.memory_gib.unwrap() <= 0.12);
+        }
+    }
+}
+
+#[test]
+fn coopt_json_lists_strategies_by_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("tiny.toml");
+    std::fs::write(&p, TINY).unwrap();
+    let out = Command::cargo_bin("dimsum")
+        .unwrap()
+        .args(["coopt", "--json"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let list = v["strategies"].as_array().unwrap();
+    let solved: Vec<&serde_json::Value> = list.iter().filter(|x| x["status"] == "solved").collect();
+    assert!(!solved.is_empty());
+    for key in [
+        "tp",
+        "pp",
+        "dp",
+        "mapping",
+        "iteration_time_ms",
+        "bw_gbps",
+        "memory_gib",
+    ] {
+        assert!(solved[0].get(key).is_some(), "missing {key}");
+    }
+    let times: Vec<f64> = solved
+        .iter()
+        .map(|x| x["iteration_time_ms"].as_f64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    // A study without a model is refused with exit 2.
+    let plain = dir.path().join("plain.toml");
+    std::fs::write(
+        &plain,
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/gpt3-4d.toml")).unwrap(),
+    )
+    .unwrap();
+    let out = Command::cargo_bin("dimsum")
+        .unwrap()
+        .arg("coopt")
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bad_model_sections_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for (from, to, needle) in [
+        ("layers = 4\n", "preset = \"gpt-5\"\n", "not a preset"),
+        ("ffn_matrices = 2", "ffn_matrices = 5", "ffn_matrices"),
+        ("tp = 4\n", "tp = 3\n", "tp x pp x dp"),
+        (
+            "[parallelism]\ntp = 4",
+            "[parallelism]\norder = \"tp,tp,dp\"\ntp = 4",
+            "once each",
+        ),
+        ("efficiency = 0.5", "efficiency = 1.5", "efficiency"),
+    ] {
+        let text = TINY.replacen(from, to, 1);
+        assert_ne!(text, TINY, "{from}");
+        let p = dir.path().join("bad.toml");
+        std::fs::write(&p, &text).unwrap();
+        let out = Command::cargo_bin("dimsum")
+            .unwrap()
+            .arg("eval")
+            .arg("--bw")
+            .arg("100,100")
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{from}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{from}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1);
+    }
+}
