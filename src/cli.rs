@@ -383,9 +383,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 } = &row.verdict
                 {
                     let bw: Vec<String> = bw_gbps.iter().map(|b| report::sig3(*b)).collect();
-                    let groups = row.mapping.as_ref().map_or(String::new(), |m| {
-                        m.iter().map(|g| format!("{g:?}")).collect::<Vec<_>>().join(" | ")
-                    });
+                    let groups = row.groups(" | ");
                     println!(
                         "{:>4} {:>4} {:>5} {:<9} {:>12.3} {:>10.1} {:<34} {}",
                         row.tp,
@@ -897,9 +895,7 @@ All of them: `{}`.",
                 ..
             } = &row.verdict
             {
-                let groups = row.mapping.as_ref().map_or(String::new(), |m| {
-                    m.iter().map(|g| format!("{g:?}")).collect::<Vec<_>>().join(", ")
-                });
+                let groups = row.groups(", ");
                 let _ = writeln!(
                     md,
                     "| {} | {} | {} | {} | {:.3} | {:.1} | {} | {} |",

@@ -74,6 +74,13 @@ pub struct Row {
 }
 
 impl Row {
+    /// The tp, pp and dp groups in LIBRA notation, joined by `sep`.
+    pub fn groups(&self, sep: &str) -> String {
+        self.mapping.as_ref().map_or(String::new(), |m| {
+            m.iter().map(|g| format!("{g:?}")).collect::<Vec<_>>().join(sep)
+        })
+    }
+
     /// Iteration time if solved.
     pub fn time_ms(&self) -> Option<f64> {
         match &self.verdict {

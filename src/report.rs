@@ -214,13 +214,11 @@ pub fn sig3(v: f64) -> String {
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
-fn draw_frontier<DB: DrawingBackend>(
+/// A white chart with the stamp in a footer line; returns the area above it.
+fn frame<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    title: &str,
-    f: &Frontier,
-    markers: &[Marker],
     stamp: &Stamp,
-) -> DrawResult
+) -> Result<DrawingArea<DB, Shift>, Box<dyn std::error::Error>>
 where
     DB::ErrorType: 'static,
 {
@@ -231,6 +229,20 @@ where
         (10, 4),
         ("sans-serif", 13).into_font().color(&RGBColor(110, 110, 110)),
     ))?;
+    Ok(body)
+}
+
+fn draw_frontier<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    f: &Frontier,
+    markers: &[Marker],
+    stamp: &Stamp,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let body = frame(root, stamp)?;
     let xs = Scale::new(
         f.points
             .iter()
@@ -377,13 +389,7 @@ fn draw_allocation<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    root.fill(&WHITE)?;
-    let (body, footer) = root.split_vertically(root.dim_in_pixel().1 - 24);
-    footer.draw(&Text::new(
-        stamp.line(),
-        (10, 4),
-        ("sans-serif", 13).into_font().color(&RGBColor(110, 110, 110)),
-    ))?;
+    let body = frame(root, stamp)?;
     let xs = Scale::new(f.points.iter().map(|p| p.budget), f.log_x);
     let top = f
         .points
