@@ -846,8 +846,10 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
             if let Ok(mut rd) = csv::Reader::from_path(&csv_path) {
                 for r in rd.records().flatten() {
                     let num = |i: usize| r.get(i).and_then(|t| t.parse::<f64>().ok());
-                    if let (Some(t), Some(c), Some(shape), Some(b)) = (num(9), num(11), r.get(4), r.get(7)) {
-                        rows.push((t, c, format!("| {shape} | {b} | {t:.4} | {:.3} |", c / 1e6)));
+                    if let (Some(t), Some(c), Some(shape), Some(b), Some(w)) =
+                        (num(10), num(12), r.get(4), r.get(7), r.get(8))
+                    {
+                        rows.push((t, c, format!("| {shape} | {b} | {w} | {t:.4} | {:.3} |", c / 1e6)));
                     }
                 }
             }
@@ -859,7 +861,10 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
                 spec.axis.name(),
                 spec.axis.unit()
             );
-            let _ = writeln!(md, "| shape | budget | iteration (ms) | cost ($M) |\n|---|---|---|---|");
+            let _ = writeln!(
+                md,
+                "| shape | budget | workload | iteration (ms) | cost ($M) |\n|---|---|---|---|---|"
+            );
             for (_, _, r) in rows.iter().take(10) {
                 let _ = writeln!(md, "{r}");
             }

@@ -101,6 +101,20 @@ pub struct SweepSpec {
     pub axis: Axis,
     /// Budgets on that axis.
     pub budgets: Vec<f64>,
+    /// Workloads to sweep besides the study's own (from the study files the
+    /// sweep names), each with the fabric its communicators were written for.
+    pub workloads: Vec<SweepWorkload>,
+}
+
+/// A workload a sweep takes from another study.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepWorkload {
+    /// The other study's name.
+    pub name: String,
+    /// Its workload.
+    pub workload: Workload,
+    /// Its fabric (where its communicators sit).
+    pub fabric: Fabric,
 }
 
 /// The study's `[optimize]` section.
@@ -473,7 +487,36 @@ impl Study {
                     format!("`{}` is not usable in a file name: use letters, digits, - or _", r.name),
                 ));
             }
+            let mut workloads = Vec::new();
+            for (j, w) in r.workloads.iter().enumerate() {
+                let file = path.parent().unwrap_or(Path::new(".")).join(w.get_ref());
+                let field = format!("sweep[{i}].workloads[{j}]");
+                if file == path {
+                    return Err(at(w.span(), field, "a sweep cannot name its own study".into()));
+                }
+                let other = Study::load(&file)
+                    .map_err(|e| at(w.span(), field.clone(), format!("cannot use `{}`: {e}", w.get_ref())))?;
+                if other.fabric.ndims() != fabric.ndims() {
+                    return Err(at(
+                        w.span(),
+                        field,
+                        format!(
+                            "`{}` has {} dimensions, this study {}: a sweep keeps the number of dimensions",
+                            w.get_ref(),
+                            other.fabric.ndims(),
+                            fabric.ndims()
+                        ),
+                    ));
+                }
+                hashed.extend(std::fs::read(&file).unwrap_or_default());
+                workloads.push(SweepWorkload {
+                    name: other.name,
+                    workload: other.workload,
+                    fabric: other.fabric,
+                });
+            }
             sweeps.push(SweepSpec {
+                workloads,
                 name: r.name.clone(),
                 npus: npus as u64,
                 blocks: r
@@ -1056,6 +1099,8 @@ struct RawSweep {
     blocks: Option<Vec<Block>>,
     axis: Option<Spanned<String>>,
     budgets: Spanned<Vec<f64>>,
+    #[serde(default)]
+    workloads: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]

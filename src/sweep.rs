@@ -1,6 +1,7 @@
-//! Sweeps over fabric shapes and budgets: every way to split N NPUs into the
-//! study's number of dimensions (ordered factors >= 2), every building block
-//! per dimension, every budget; for each, the fastest design (a certified
+//! Sweeps over fabric shapes, budgets and workloads: every way to split N
+//! NPUs into the study's number of dimensions (ordered factors >= 2), every
+//! building block per dimension, every budget, the study's workload and those
+//! of the studies the sweep names; for each, the fastest design (a certified
 //! perf solve under that budget).
 //!
 //! A shape keeps the study's dimensions by position (name, tier, latency,
@@ -45,6 +46,8 @@ pub struct Item {
     pub blocks: Vec<Block>,
     /// Budget on the sweep's axis.
     pub budget: f64,
+    /// 0: the study's own workload; i: the sweep's i-th listed one.
+    pub workload: usize,
 }
 
 /// Every ordered way to write `n` as a product of `k` factors >= 2.
@@ -104,12 +107,15 @@ pub fn items(spec: &SweepSpec, k: usize) -> Vec<Item> {
                 })
                 .collect();
             for &budget in &spec.budgets {
-                out.push(Item {
-                    index: out.len(),
-                    npus: npus.clone(),
-                    blocks: blocks.clone(),
-                    budget,
-                });
+                for workload in 0..=spec.workloads.len() {
+                    out.push(Item {
+                        index: out.len(),
+                        npus: npus.clone(),
+                        blocks: blocks.clone(),
+                        budget,
+                        workload,
+                    });
+                }
             }
         }
     }
@@ -156,8 +162,17 @@ pub fn place(skip: u64, size: u64, npus: &[u32]) -> Option<Group> {
     (take == 1 && skip == 1).then_some(Group(out))
 }
 
-/// The study's fabric and workload moved onto `item`'s shape.
-pub fn reshape(study: &Study, item: &Item) -> Option<(Fabric, Workload)> {
+/// The workload an item uses, its name and the fabric its groups sit on.
+fn workload_of<'a>(study: &'a Study, spec: &'a SweepSpec, item: &Item) -> (&'a str, &'a Workload, &'a Fabric) {
+    match item.workload.checked_sub(1).and_then(|i| spec.workloads.get(i)) {
+        Some(w) => (&w.name, &w.workload, &w.fabric),
+        None => (&study.name, &study.workload, &study.fabric),
+    }
+}
+
+/// The study's fabric and the item's workload moved onto `item`'s shape.
+pub fn reshape(study: &Study, spec: &SweepSpec, item: &Item) -> Option<(Fabric, Workload)> {
+    let (_, source, origin) = workload_of(study, spec, item);
     let fabric = Fabric {
         dims: study
             .fabric
@@ -172,11 +187,11 @@ pub fn reshape(study: &Study, item: &Item) -> Option<(Fabric, Workload)> {
             })
             .collect(),
     };
-    let mut workload = study.workload.clone();
+    let mut workload = source.clone();
     for layer in &mut workload.layers {
         for phase in [&mut layer.forward, &mut layer.input_grad, &mut layer.weight_grad] {
             if let Some(c) = &mut phase.comm {
-                let (skip, size) = placement(&c.group, &study.fabric);
+                let (skip, size) = placement(&c.group, origin);
                 c.group = place(skip, size, &item.npus)?;
             }
         }
@@ -214,7 +229,7 @@ pub fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
         network_power_w: f64::NAN,
         bw_gbps: vec![f64::NAN; item.npus.len()],
     };
-    let Some((fabric, workload)) = reshape(study, item) else {
+    let Some((fabric, workload)) = reshape(study, spec, item) else {
         return blank("unplaceable");
     };
     let model = CollectiveModel {
@@ -294,7 +309,7 @@ impl Shard {
     }
 }
 
-const HEADER: [&str; 12] = [
+const HEADER: [&str; 13] = [
     "dimsum_version",
     "study_hash",
     "index",
@@ -303,6 +318,7 @@ const HEADER: [&str; 12] = [
     "npus",
     "blocks",
     "budget",
+    "workload",
     "status",
     "iteration_time_ms",
     "gap",
@@ -316,7 +332,7 @@ fn header(k: usize) -> Vec<String> {
     h
 }
 
-fn record(row: &Row, total: usize, stamp: &Stamp) -> Vec<String> {
+fn record(row: &Row, workload: &str, total: usize, stamp: &Stamp) -> Vec<String> {
     let f = |v: f64| if v.is_finite() { v.to_string() } else { String::new() };
     let shape: Vec<String> = row
         .item
@@ -339,6 +355,7 @@ fn record(row: &Row, total: usize, stamp: &Stamp) -> Vec<String> {
             .join("x"),
         row.item.blocks.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
         row.item.budget.to_string(),
+        workload.to_string(),
         row.status.clone(),
         f(row.iteration_time_ms),
         f(row.gap),
@@ -419,7 +436,7 @@ pub fn run(
         let rows: Vec<Row> = batch.par_iter().map(|it| solve_item(study, spec, it)).collect();
         let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
         for r in &rows {
-            let rec = record(r, total, &stamp);
+            let rec = record(r, workload_of(study, spec, &r.item).0, total, &stamp);
             let _ = w.write_record(&rec);
             done.insert(r.item.index, rec);
         }

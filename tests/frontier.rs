@@ -130,7 +130,7 @@ fn sweep_items_by_hand() {
     assert_eq!(items.len(), 5 * 9 * 2);
     assert_eq!(items[0].npus, vec![2, 32]);
     // The TP group of 8 fits inside 2 x 32 as [2, 4]; the DP group skips those 8.
-    let (_, w) = sweep::reshape(&s, &items[0]).unwrap();
+    let (_, w) = sweep::reshape(&s, &s.sweeps[0], &items[0]).unwrap();
     let c = w.layers[0].forward.comm.as_ref().unwrap();
     assert_eq!(c.group.to_libra(), vec![2, 4]);
     let c = w.layers[0].weight_grad.comm.as_ref().unwrap();
@@ -258,6 +258,47 @@ fn run_writes_results_charts_and_summary() {
             .unwrap()
             .all(|e| !e.unwrap().file_name().to_string_lossy().starts_with('.'))
     );
+}
+
+/// A sweep over workloads takes them from other studies: every shape,
+/// block and budget once per workload, named in the CSV.
+#[test]
+fn sweep_over_workloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = SMALL
+        .replace("name = \"small\"", "name = \"other\"")
+        .replace("bytes = 4e8", "bytes = 8e8")
+        .replace(
+            "[[sweep]]\nname = \"shapes\"\nnpus = 64\naxis = \"total-bw\"\nbudgets = [100, 400]\n",
+            "",
+        );
+    std::fs::write(dir.path().join("other.toml"), &other).unwrap();
+    let text = SMALL.replace(
+        "budgets = [100, 400]",
+        "budgets = [100, 400]\nworkloads = [\"other.toml\"]",
+    );
+    let p = dir.path().join("small.toml");
+    std::fs::write(&p, text).unwrap();
+    let s = Study::load(&p).unwrap();
+    let spec = &s.sweeps[0];
+    assert_eq!(spec.workloads.len(), 1);
+    assert_eq!(sweep::items(spec, 2).len(), 180);
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let o = sweep::run(&s, spec, Shard::ALL, &out, None, &|_, _| {}).unwrap();
+    let mut rd = csv::Reader::from_path(o.csv.unwrap()).unwrap();
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 180);
+    // Items alternate between the study's workload and the other one; the
+    // other's weight-grad all-reduce is twice as large, so on the same shape
+    // and budget it is never faster.
+    for pair in rows.chunks(2) {
+        assert_eq!((&pair[0][8], &pair[1][8]), ("small", "other"));
+        assert_eq!(&pair[0][4], &pair[1][4]);
+        if let (Ok(a), Ok(b)) = (pair[0][10].parse::<f64>(), pair[1][10].parse::<f64>()) {
+            assert!(b >= a * (1.0 - 1e-9), "{a} {b}");
+        }
+    }
 }
 
 #[test]
