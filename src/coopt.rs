@@ -245,7 +245,7 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
             .par_iter()
             .map(|c| match &c.built {
                 Err(reason) => Verdict::Rejected { reason: reason.clone() },
-                Ok((p, bound)) if *bound >= best * (1.0 - 1e-12) => Verdict::Pruned {
+                Ok((_, bound)) if *bound >= best * (1.0 - 1e-12) => Verdict::Pruned {
                     bound_ms: *bound,
                     equal_split_ms: f64::NAN,
                 },
