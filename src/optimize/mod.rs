@@ -212,7 +212,7 @@ pub struct Binding {
     /// side: per GB/s, per $1M or per kW (negative: relaxing helps). `None`
     /// when the problem had integer variables.
     pub marginal: Option<f64>,
-    /// "GB/s", "$1M" or "kW".
+    /// "GB/s", "$1M", "kW" (or "ms" for a time target).
     pub per: &'static str,
 }
 
@@ -751,7 +751,7 @@ pub fn solve(p: &Problem, objective: Objective) -> Result<Solution, OptError> {
     };
     // Binding constraints and their marginal values (from the last LP, whose
     // relaxation is tight to within the gap).
-    let binding_constraints = p
+    let mut binding_constraints: Vec<Binding> = p
         .constraints
         .iter()
         .enumerate()
@@ -773,6 +773,16 @@ pub fn solve(p: &Problem, objective: Objective) -> Result<Solution, OptError> {
             }
         })
         .collect();
+    // The time target binds min-cost and min-power when it is met exactly.
+    if let Objective::MinCost { target_ms } | Objective::MinPower { target_ms } = objective
+        && p.time_ms(&bw) >= target_ms * (1.0 - 1e-6)
+    {
+        binding_constraints.push(Binding {
+            constraint: format!("iteration time <= {target_ms} ms"),
+            marginal: None,
+            per: "ms",
+        });
+    }
     let total: f64 = bw.iter().sum();
     let equal = vec![total / n as f64; n];
     let t = p.time_ms(&bw);
