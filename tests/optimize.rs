@@ -293,7 +293,11 @@ fn min_cost_against_brute_force() {
     assert!(s.iteration_time_ms <= target * (1.0 + 1e-9));
     assert!(s.gap <= 1e-7, "{}", s.gap);
     // Cost falls as the time rises, so the cheapest design meets the target exactly.
-    assert!(s.binding_constraints.iter().any(|b| b.constraint.starts_with("iteration time <=")));
+    assert!(
+        s.binding_constraints
+            .iter()
+            .any(|b| b.constraint.starts_with("iteration time <="))
+    );
     let mut best = f64::INFINITY;
     for i in 1..=1000 {
         for j in 1..=1000 {
