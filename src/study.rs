@@ -131,14 +131,25 @@ pub struct OptimizeSpec {
 impl Study {
     /// Reads and validates a study file.
     pub fn load(path: &Path) -> Result<Study, InputError> {
+        Study::load_with(path, true)
+    }
+
+    /// Reads a study; `sweeps: false` skips its `[[sweep]]` tables, which is
+    /// how a sweep reads the studies it takes workloads from (so two studies
+    /// that name each other cannot recurse).
+    fn load_with(path: &Path, sweeps: bool) -> Result<Study, InputError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| InputError::at(path, None, "", format!("cannot read the study file: {e}")))?;
-        Study::parse(&text, path)
+        Study::parse_with(&text, path, sweeps)
     }
 
     /// Validates study text; `path` names it in errors and anchors the LIBRA
     /// file paths it names.
     pub fn parse(text: &str, path: &Path) -> Result<Study, InputError> {
+        Study::parse_with(text, path, true)
+    }
+
+    fn parse_with(text: &str, path: &Path, with_sweeps: bool) -> Result<Study, InputError> {
         let raw: RawStudy = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| line_of_offset(text, s.start));
             InputError::at(path, line, "", e.message().replace('\n', " "))
@@ -457,7 +468,7 @@ impl Study {
             });
         }
         let mut sweeps = Vec::new();
-        for (i, sw) in raw.sweep.iter().enumerate() {
+        for (i, sw) in raw.sweep.iter().enumerate().filter(|_| with_sweeps) {
             let r = sw.get_ref();
             let npus = *r.npus.get_ref();
             if !(4..=1 << 30).contains(&npus) {
@@ -494,7 +505,7 @@ impl Study {
                 if file == path {
                     return Err(at(w.span(), field, "a sweep cannot name its own study".into()));
                 }
-                let other = Study::load(&file)
+                let other = Study::load_with(&file, false)
                     .map_err(|e| at(w.span(), field.clone(), format!("cannot use `{}`: {e}", w.get_ref())))?;
                 if other.fabric.ndims() != fabric.ndims() {
                     return Err(at(

@@ -337,34 +337,18 @@ pub fn generate(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> 
             layers.push(layer(format!("mb{slot}.l{l}.ffn"), 0.5));
         }
         if s.pp > 1 {
-            layers.push(Layer {
-                name: format!("mb{slot}.stage-boundary"),
-                forward: Phase {
-                    compute_ns: 0.0,
-                    comm: comm(CollectiveKind::SendRecv, act, &pp_g),
-                },
-                input_grad: Phase {
-                    compute_ns: 0.0,
-                    comm: comm(CollectiveKind::SendRecv, act, &pp_g),
-                },
-                weight_grad: Phase::default(),
-            });
+            layers.push(comm_layer(
+                format!("mb{slot}.stage-boundary"),
+                comm(CollectiveKind::SendRecv, act, &pp_g),
+            ));
         }
         if s.zero >= 3 && slot < m {
             // Gather the stage's parameters before the forward and the backward.
             let contribution = stage_bytes(model.bytes_weight) / d;
-            layers.push(Layer {
-                name: format!("mb{slot}.zero3-gather"),
-                forward: Phase {
-                    compute_ns: 0.0,
-                    comm: comm(CollectiveKind::AllGather, contribution, &dp_g),
-                },
-                input_grad: Phase {
-                    compute_ns: 0.0,
-                    comm: comm(CollectiveKind::AllGather, contribution, &dp_g),
-                },
-                weight_grad: Phase::default(),
-            });
+            layers.push(comm_layer(
+                format!("mb{slot}.zero3-gather"),
+                comm(CollectiveKind::AllGather, contribution, &dp_g),
+            ));
         }
     }
     let (kind, bytes) = if s.zero >= 3 {
@@ -386,6 +370,17 @@ pub fn generate(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> 
         memory,
         micro_batches: m,
     })
+}
+
+/// A record with no compute whose forward and backward each issue `comm`.
+fn comm_layer(name: String, comm: Option<Comm>) -> Layer {
+    let phase = Phase { compute_ns: 0.0, comm };
+    Layer {
+        name,
+        forward: phase.clone(),
+        input_grad: phase,
+        weight_grad: Phase::default(),
+    }
 }
 
 #[cfg(test)]

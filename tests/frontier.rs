@@ -301,6 +301,20 @@ fn sweep_over_workloads() {
     }
 }
 
+/// Two studies whose sweeps name each other load (no endless recursion).
+#[test]
+fn studies_naming_each_other_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = SMALL.replace("budgets = [100, 400]", "budgets = [100, 400]\nworkloads = [\"b.toml\"]");
+    let b = SMALL
+        .replace("name = \"small\"", "name = \"b\"")
+        .replace("budgets = [100, 400]", "budgets = [100, 400]\nworkloads = [\"a.toml\"]");
+    std::fs::write(dir.path().join("a.toml"), a).unwrap();
+    std::fs::write(dir.path().join("b.toml"), b).unwrap();
+    let s = Study::load(&dir.path().join("a.toml")).unwrap();
+    assert_eq!(s.sweeps[0].workloads[0].name, "b");
+}
+
 #[test]
 fn bad_shard_and_axis_exit_2() {
     let dir = tempfile::tempdir().unwrap();
