@@ -1,7 +1,6 @@
 //! Frontiers, the study runner, sweeps, shards and charts, end to end.
 
 use assert_cmd::Command;
-use dimsum::optimize::expr::parse;
 use dimsum::optimize::frontier::{Axis, frontier};
 use dimsum::optimize::{self, Objective, Problem};
 use dimsum::study::Study;
@@ -329,5 +328,4 @@ fn bad_shard_and_axis_exit_2() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("total-bw"));
-    let _ = parse; // the expression parser is exercised through the study
 }
