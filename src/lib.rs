@@ -3,6 +3,7 @@
 //! it evaluates (and, in later modules, optimizes) how much bandwidth each
 //! dimension gets. docs/ARCHITECTURE.md is the map of these modules.
 
+pub mod bounds;
 pub mod cli;
 pub mod collective;
 pub mod coopt;
@@ -13,8 +14,11 @@ pub mod fabric;
 pub mod interop;
 pub mod optimize;
 pub mod report;
+pub mod schedule;
+pub mod simulate;
 pub mod study;
 pub mod sweep;
+pub mod topology;
 pub mod training;
 pub mod transformer;
 pub mod units;

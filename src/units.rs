@@ -53,6 +53,82 @@ pub fn watts(gbps: f64, pj_per_bit: f64) -> f64 {
     gbps * BITS_PER_GB * pj_per_bit * 1e-12
 }
 
+/// Splits `text` into its number and the unit after it (`"50GiB/s"` ->
+/// `(50.0, "GiB/s")`). `None` if it does not start with a number.
+fn split_number(text: &str) -> Option<(f64, String)> {
+    let t = text.trim();
+    let end = t
+        .char_indices()
+        .find(|&(i, c)| {
+            !(c.is_ascii_digit()
+                || c == '.'
+                || c == '_'
+                || ((c == 'e' || c == 'E')
+                    && i > 0
+                    && t[i + 1..].starts_with(|d: char| d.is_ascii_digit() || d == '-' || d == '+'))
+                || ((c == '-' || c == '+') && (i == 0 || t[..i].ends_with(['e', 'E']))))
+        })
+        .map_or(t.len(), |(i, _)| i);
+    let number: f64 = t[..end].replace('_', "").parse().ok()?;
+    Some((number, t[end..].trim().to_string()))
+}
+
+/// A size in bytes: a plain number of bytes or one with a unit, `B`, `KB`,
+/// `MB`, `GB`, `TB` (powers of 1000) or `KiB`, `MiB`, `GiB`, `TiB` (powers of
+/// 1024). The error says what is allowed.
+pub fn parse_bytes(text: &str) -> Result<f64, String> {
+    let bad = || format!("`{text}` is not a size: give bytes, e.g. 1048576, 64MB or 1GiB");
+    let (n, unit) = split_number(text).ok_or_else(bad)?;
+    let scale = match unit.as_str() {
+        "" | "B" => 1.0,
+        "KB" | "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "TB" => 1e12,
+        "KiB" => 1024.0,
+        "MiB" => 1_048_576.0,
+        "GiB" => BYTES_PER_GIB,
+        "TiB" => BYTES_PER_GIB * 1024.0,
+        _ => return Err(bad()),
+    };
+    let v = n * scale;
+    if v.is_finite() && v >= 0.0 { Ok(v) } else { Err(bad()) }
+}
+
+/// A bandwidth in GB/s (1 GB = 1e9 B): a plain number (GB/s) or one with a
+/// unit, `GB/s`, `GiB/s`, `MB/s`, `TB/s`, `Gbps` or `Gb/s` (bits).
+pub fn parse_gbps(text: &str) -> Result<f64, String> {
+    let bad = || format!("`{text}` is not a bandwidth: give GB/s, e.g. 50, 100GB/s or 50GiB/s");
+    let (n, unit) = split_number(text).ok_or_else(bad)?;
+    let scale = match unit.as_str() {
+        "" | "GB/s" | "GBps" => 1.0,
+        "GiB/s" => BYTES_PER_GIB / BYTES_PER_GB,
+        "MB/s" => 1e-3,
+        "TB/s" => 1e3,
+        "Gbps" | "Gb/s" => 1.0 / 8.0,
+        _ => return Err(bad()),
+    };
+    let v = n * scale;
+    if v.is_finite() && v > 0.0 { Ok(v) } else { Err(bad()) }
+}
+
+/// A time in ns: a plain number with a default unit (`default_ns` ns per
+/// unit, e.g. 1000 for microseconds) or one with a unit, `ns`, `us`, `ms`, `s`.
+pub fn parse_time_ns(text: &str, default_ns: f64) -> Result<f64, String> {
+    let bad = || format!("`{text}` is not a time: give e.g. 0.5us, 500ns or 1ms");
+    let (n, unit) = split_number(text).ok_or_else(bad)?;
+    let scale = match unit.as_str() {
+        "" => default_ns,
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(bad()),
+    };
+    let v = n * scale;
+    if v.is_finite() && v >= 0.0 { Ok(v) } else { Err(bad()) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +155,24 @@ mod tests {
         assert_relative_eq!(gib(1.0), 1_073_741_824.0);
         assert_relative_eq!(mib(1.0), 1_048_576.0);
         assert_relative_eq!(ns_to_ms(2.5e6), 2.5);
+    }
+
+    #[test]
+    fn parse_units() {
+        assert_eq!(parse_bytes("1GiB").unwrap(), 1_073_741_824.0);
+        assert_eq!(parse_bytes("64MB").unwrap(), 64e6);
+        assert_eq!(parse_bytes("1048576").unwrap(), 1_048_576.0);
+        assert_eq!(parse_bytes("1e6").unwrap(), 1e6);
+        assert!(parse_bytes("12 parsecs").is_err());
+        assert!(parse_bytes("-5").is_err());
+        // 50 GiB/s = 50 * 1.073741824 GB/s.
+        assert_relative_eq!(parse_gbps("50GiB/s").unwrap(), 53.6870912);
+        assert_eq!(parse_gbps("100GB/s").unwrap(), 100.0);
+        assert_eq!(parse_gbps("400Gbps").unwrap(), 50.0);
+        assert!(parse_gbps("0").is_err());
+        assert_eq!(parse_time_ns("0.5us", 1.0).unwrap(), 500.0);
+        assert_eq!(parse_time_ns("0.5", 1e3).unwrap(), 500.0);
+        assert_eq!(parse_time_ns("700ns", 1e3).unwrap(), 700.0);
+        assert!(parse_time_ns("fast", 1.0).is_err());
     }
 }

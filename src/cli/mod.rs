@@ -4,6 +4,8 @@
 //! else there; logs go to stderr. Exit 0 on success, 1 for a failed run, 2 for
 //! bad input ([`crate::error::InputError`], or a clap usage error).
 
+pub mod collective;
+
 use crate::coopt;
 use crate::error::InputError;
 use crate::eval::Evaluation;
@@ -120,6 +122,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Build a collective schedule (or read one), replay it on an explicit
+    /// topology with link contention, and compare it with the lower bounds.
+    Collective(collective::CollectiveArgs),
     /// Convert another tool's inputs into a study file (printed on stdout).
     Import {
         /// Source format.
@@ -424,6 +429,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Collective(args) => collective::run(&args),
         Command::Import {
             from:
                 ImportFrom::Libra {

@@ -1,0 +1,185 @@
+//! Charts of a replayed schedule: per-link utilization as a source x
+//! destination heatmap, and the schedule as a timeline of transfers on links.
+
+use super::{ReportError, sig3, write_atomic};
+use crate::schedule::Schedule;
+use crate::simulate::SimResult;
+use crate::topology::Topology;
+use plotters::prelude::*;
+use std::path::Path;
+
+/// Most rows and columns a heatmap draws; larger topologies are binned
+/// (each cell the busiest link between the two bins).
+const MAX_CELLS: usize = 128;
+/// Most links a timeline shows (the busiest ones).
+const MAX_ROWS: usize = 48;
+/// Most bars a timeline draws.
+const MAX_BARS: usize = 20_000;
+
+fn heat(u: f64) -> RGBColor {
+    // White -> orange -> dark red.
+    let u = u.clamp(0.0, 1.0);
+    let lerp = |a: f64, b: f64, t: f64| (a + (b - a) * t).round() as u8;
+    if u < 0.5 {
+        let t = u / 0.5;
+        RGBColor(255, lerp(255.0, 160.0, t), lerp(255.0, 40.0, t))
+    } else {
+        let t = (u - 0.5) / 0.5;
+        RGBColor(lerp(255.0, 140.0, t), lerp(160.0, 0.0, t), lerp(40.0, 0.0, t))
+    }
+}
+
+fn svg(
+    path: &Path,
+    size: (u32, u32),
+    draw: impl Fn(&DrawingArea<SVGBackend, plotters::coord::Shift>) -> Result<(), Box<dyn std::error::Error>>,
+) -> Result<(), ReportError> {
+    let mut text = String::new();
+    {
+        let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
+        draw(&root).map_err(|e| ReportError::Chart {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    }
+    write_atomic(path, text.as_bytes())
+}
+
+/// Heatmap of link utilization (busy time / completion time), rows the
+/// sending node, columns the receiving node.
+pub fn utilization_svg(path: &Path, topo: &Topology, sim: &SimResult) -> Result<(), ReportError> {
+    let nodes = topo.nodes() as usize;
+    let bin = nodes.div_ceil(MAX_CELLS).max(1);
+    let cells = nodes.div_ceil(bin);
+    let mut grid = vec![f64::NAN; cells * cells];
+    let util = sim.utilization();
+    for (i, l) in topo.links.iter().enumerate() {
+        let c = (l.src as usize / bin) * cells + l.dst as usize / bin;
+        grid[c] = if grid[c].is_nan() {
+            util[i]
+        } else {
+            grid[c].max(util[i])
+        };
+    }
+    let title = format!(
+        "{}: link utilization over {} us{}",
+        topo.name,
+        sig3(sim.time_ns / 1e3),
+        if bin > 1 {
+            format!(", {bin} nodes per cell")
+        } else {
+            String::new()
+        }
+    );
+    svg(path, (900, 860), |root| {
+        root.fill(&WHITE)?;
+        let (main, legend) = root.split_vertically(800);
+        let mut chart = ChartBuilder::on(&main)
+            .caption(&title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(48)
+            .build_cartesian_2d(0f64..cells as f64, 0f64..cells as f64)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc("receiving node")
+            .y_desc("sending node")
+            .x_label_formatter(&|v| format!("{}", (*v as usize) * bin))
+            .y_label_formatter(&|v| format!("{}", (*v as usize) * bin))
+            .draw()?;
+        chart.draw_series(grid.iter().enumerate().map(|(c, u)| {
+            let (r, col) = ((c / cells) as f64, (c % cells) as f64);
+            let color = if u.is_nan() { RGBColor(238, 238, 238) } else { heat(*u) };
+            Rectangle::new([(col, r), (col + 1.0, r + 1.0)], color.filled())
+        }))?;
+        // Legend: gray = no link, then 0..100 %.
+        legend.draw(&Text::new("no link", (60, 22), ("sans-serif", 14)))?;
+        legend.draw(&Rectangle::new([(30, 20), (52, 38)], RGBColor(238, 238, 238).filled()))?;
+        for i in 0..200 {
+            let x = 160 + i * 3;
+            legend.draw(&Rectangle::new(
+                [(x, 20), (x + 3, 38)],
+                heat(f64::from(i) / 199.0).filled(),
+            ))?;
+        }
+        legend.draw(&Text::new("0%", (140, 22), ("sans-serif", 14)))?;
+        legend.draw(&Text::new("100% busy", (770, 22), ("sans-serif", 14)))?;
+        Ok(())
+    })
+}
+
+/// The schedule as a timeline: one row per link (the busiest), one bar per
+/// transfer while it occupies the link, coloured by the sending NPU.
+pub fn timeline_svg(path: &Path, topo: &Topology, s: &Schedule, sim: &SimResult) -> Result<(), ReportError> {
+    let mut order: Vec<usize> = (0..topo.links.len()).filter(|&l| sim.link_busy_ns[l] > 0.0).collect();
+    order.sort_by(|&a, &b| sim.link_busy_ns[b].total_cmp(&sim.link_busy_ns[a]).then(a.cmp(&b)));
+    order.truncate(MAX_ROWS);
+    order.sort_unstable();
+    let row: std::collections::HashMap<u32, usize> = order.iter().enumerate().map(|(i, &l)| (l as u32, i)).collect();
+    let bars: Vec<_> = sim
+        .timeline
+        .iter()
+        .filter(|h| row.contains_key(&h.link))
+        .take(MAX_BARS)
+        .collect();
+    let t_end = (sim.time_ns / 1e3).max(1e-9);
+    let rows = order.len().max(1);
+    let title = format!(
+        "{} {} on {}: {} us{}",
+        s.algorithm,
+        s.collective,
+        topo.name,
+        sig3(t_end),
+        if order.len() < topo.links.len() {
+            format!(" ({} busiest links of {})", order.len(), topo.links.len())
+        } else {
+            String::new()
+        }
+    );
+    let label = |l: usize| {
+        let k = &topo.links[l];
+        let node = |n: u32| {
+            if n < topo.npus {
+                n.to_string()
+            } else {
+                format!("s{}", n - topo.npus)
+            }
+        };
+        format!("{}->{}", node(k.src), node(k.dst))
+    };
+    let height = (120 + 18 * rows) as u32;
+    svg(path, (1100, height.max(300)), |root| {
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(root)
+            .caption(&title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0f64..t_end * 1.02, 0f64..rows as f64)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .x_desc("time (us)")
+            .y_labels(rows.min(60))
+            .y_label_formatter(&|v| {
+                let i = *v as usize;
+                if (*v - i as f64).abs() < 1e-9 && i < order.len() {
+                    label(order[i])
+                } else {
+                    String::new()
+                }
+            })
+            .draw()?;
+        chart.draw_series(bars.iter().map(|h| {
+            let r = row[&h.link] as f64;
+            let src = s.transfers[h.transfer as usize].src;
+            let color = Palette99::pick(src as usize).to_rgba();
+            Rectangle::new(
+                [(h.start_ns / 1e3, r + 0.1), (h.end_ns.max(h.start_ns) / 1e3, r + 0.9)],
+                color.filled(),
+            )
+        }))?;
+        Ok(())
+    })
+}

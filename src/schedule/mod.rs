@@ -1,0 +1,323 @@
+//! The schedule IR: an explicit collective algorithm as transfers of chunks
+//! between NPUs, with the dependencies that order them and the links they
+//! take.
+//!
+//! The collective's buffer is cut into equal chunks. For all-gather,
+//! reduce-scatter and all-reduce there are `npus * chunks_per_npu` of them
+//! and chunk `c` is shard `c % npus` (lane `c / npus`): NPU `r` owns shard `r`
+//! before an all-gather and must hold it, reduced over every NPU, after a
+//! reduce-scatter. For all-to-all, chunk `(s * npus + d) * chunks_per_npu + k`
+//! is the `k`-th piece that NPU `s` sends to NPU `d`.
+//!
+//! A [`Transfer`] moves a set of chunks from one NPU to another: a `send`
+//! (the receiver stores them), a `reduce` (the receiver adds them into its
+//! own) or a `copy` (a local move, source = destination, no link). Seen per
+//! NPU these are the operations send, receive, receive-and-reduce and copy
+//! ([`Schedule::ops`]). A transfer starts once every transfer in its `deps`
+//! has arrived; its `route` names the links it takes (empty: the topology
+//! routes it). This is what MSCCL-IR's threadblock steps (each send matched
+//! to its receive, with the threadblock order and cross-threadblock
+//! dependencies as `deps`) and Chakra ET's send / receive / compute nodes
+//! with `data_deps` both express, so either can be written from it.
+//!
+//! Chunk sets are runs `start, start + stride, ...` (`count` of them), which
+//! keeps hierarchical schedules small: after the reduce-scatter on the first
+//! dimensions an NPU holds every `P`-th shard.
+
+pub mod builtin;
+
+use crate::workload::CollectiveKind;
+use serde::{Deserialize, Serialize};
+
+/// The schedule file format's name and version.
+pub const FORMAT: &str = "dimsum-schedule/1";
+
+/// Chunks `start + i * stride` for `i` in `0..count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    /// First chunk.
+    pub start: u32,
+    /// Number of chunks.
+    pub count: u32,
+    /// Distance between consecutive chunks (1: contiguous).
+    pub stride: u32,
+}
+
+impl Run {
+    /// `count` contiguous chunks from `start`.
+    pub fn range(start: u32, count: u32) -> Run {
+        Run {
+            start,
+            count,
+            stride: 1,
+        }
+    }
+
+    /// The chunk ids.
+    pub fn iter(self) -> impl Iterator<Item = u32> {
+        (0..self.count).map(move |i| self.start + i * self.stride)
+    }
+
+    /// One past the largest chunk id.
+    pub fn end(self) -> u64 {
+        if self.count == 0 {
+            0
+        } else {
+            u64::from(self.start) + u64::from(self.count - 1) * u64::from(self.stride) + 1
+        }
+    }
+}
+
+/// What the receiver does with the chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Op {
+    /// The receiver stores the chunks (receive).
+    Send,
+    /// The receiver adds the chunks into its own (receive-and-reduce).
+    Reduce,
+    /// A local copy: source and destination are the same NPU.
+    Copy,
+}
+
+/// One movement of chunks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transfer {
+    /// Sending NPU.
+    pub src: u32,
+    /// Receiving NPU.
+    pub dst: u32,
+    /// What the receiver does.
+    pub op: Op,
+    /// The chunks moved.
+    pub chunks: Vec<Run>,
+    /// Transfers that must have arrived before this one starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deps: Vec<u32>,
+    /// Link ids, in order (empty: routed by the topology).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub route: Vec<u32>,
+}
+
+impl Transfer {
+    /// Number of chunks moved.
+    pub fn chunk_count(&self) -> u64 {
+        self.chunks.iter().map(|r| u64::from(r.count)).sum()
+    }
+}
+
+/// An explicit collective algorithm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// What made it, e.g. `hierarchical(bidirectional-ring,direct)`.
+    pub algorithm: String,
+    /// The topology the routes refer to (its spec), if routed.
+    #[serde(default)]
+    pub topology: String,
+    /// The collective.
+    pub collective: CollectiveKind,
+    /// Participating NPUs: ranks `0..npus`.
+    pub npus: u32,
+    /// Chunks per NPU shard (all-to-all: per destination).
+    pub chunks_per_npu: u32,
+    /// The transfers.
+    pub transfers: Vec<Transfer>,
+}
+
+/// One operation of one NPU, as [`Schedule::ops`] lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum NpuOp {
+    /// Send transfer `transfer` to `peer`.
+    Send { transfer: u32, peer: u32 },
+    /// Receive transfer `transfer` from `peer` into the buffer.
+    Recv { transfer: u32, peer: u32 },
+    /// Receive transfer `transfer` from `peer` and reduce it into the buffer.
+    RecvReduce { transfer: u32, peer: u32 },
+    /// A local copy.
+    Copy { transfer: u32 },
+}
+
+/// A schedule that does not make sense on its own (before simulation).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ScheduleError {
+    /// A field is out of range.
+    #[error("transfer {transfer}: {message}")]
+    Transfer {
+        /// The transfer's index.
+        transfer: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The header is wrong.
+    #[error("{0}")]
+    Header(String),
+}
+
+impl Schedule {
+    /// An empty schedule.
+    pub fn new(algorithm: impl Into<String>, collective: CollectiveKind, npus: u32, chunks_per_npu: u32) -> Schedule {
+        Schedule {
+            format: FORMAT.to_string(),
+            algorithm: algorithm.into(),
+            topology: String::new(),
+            collective,
+            npus,
+            chunks_per_npu,
+            transfers: Vec::new(),
+        }
+    }
+
+    /// Number of chunks of the buffer (module doc).
+    pub fn chunks(&self) -> u64 {
+        let n = u64::from(self.npus);
+        let k = u64::from(self.chunks_per_npu);
+        match self.collective {
+            CollectiveKind::AllToAll => n * n * k,
+            _ => n * k,
+        }
+    }
+
+    /// Bytes of one chunk when the collective's buffer is `size` bytes (the
+    /// all-gather output, the reduce-scatter input, the all-reduce vector,
+    /// the all-to-all send buffer of one NPU).
+    pub fn chunk_bytes(&self, size: f64) -> f64 {
+        size / (f64::from(self.npus) * f64::from(self.chunks_per_npu))
+    }
+
+    /// Checks the structure: format, ranks, chunk ids, dependency indices,
+    /// copies local and transfers remote.
+    pub fn check(&self) -> Result<(), ScheduleError> {
+        if self.format != FORMAT {
+            return Err(ScheduleError::Header(format!(
+                "format is `{}`, expected `{FORMAT}`",
+                self.format
+            )));
+        }
+        if self.npus < 2 || self.chunks_per_npu < 1 {
+            return Err(ScheduleError::Header(
+                "npus must be at least 2 and chunks_per_npu at least 1".into(),
+            ));
+        }
+        if matches!(self.collective, CollectiveKind::SendRecv) {
+            return Err(ScheduleError::Header("send-recv is not a collective a schedule can describe: use all-gather, reduce-scatter, all-reduce or all-to-all".into()));
+        }
+        let chunks = self.chunks();
+        if chunks > u64::from(u32::MAX) {
+            return Err(ScheduleError::Header(format!("{chunks} chunks: more than 2^32")));
+        }
+        let n = self.transfers.len();
+        for (i, t) in self.transfers.iter().enumerate() {
+            let bad = |m: String| ScheduleError::Transfer {
+                transfer: i,
+                message: m,
+            };
+            if t.src >= self.npus || t.dst >= self.npus {
+                return Err(bad(format!(
+                    "NPU {} -> {}: ranks go from 0 to {}",
+                    t.src,
+                    t.dst,
+                    self.npus - 1
+                )));
+            }
+            if (t.op == Op::Copy) != (t.src == t.dst) {
+                return Err(bad(
+                    "a copy stays on one NPU and a send or reduce goes to another".into()
+                ));
+            }
+            if let Some(r) = t.chunks.iter().find(|r| r.end() > chunks || r.stride == 0) {
+                return Err(bad(format!(
+                    "chunks {}+{}x{}: the buffer has chunks 0..{chunks} and strides are positive",
+                    r.start, r.count, r.stride
+                )));
+            }
+            if let Some(d) = t.deps.iter().find(|&&d| d as usize >= n || d as usize == i) {
+                return Err(bad(format!(
+                    "depends on transfer {d}, which is not another transfer of the schedule"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The operations of `npu`, in transfer order: for every transfer a send
+    /// on its source and a receive (or receive-and-reduce) on its
+    /// destination, or one copy.
+    pub fn ops(&self, npu: u32) -> Vec<NpuOp> {
+        let mut ops = Vec::new();
+        for (i, t) in self.transfers.iter().enumerate() {
+            let transfer = i as u32;
+            if t.op == Op::Copy {
+                if t.src == npu {
+                    ops.push(NpuOp::Copy { transfer });
+                }
+                continue;
+            }
+            if t.src == npu {
+                ops.push(NpuOp::Send { transfer, peer: t.dst });
+            }
+            if t.dst == npu {
+                ops.push(match t.op {
+                    Op::Reduce => NpuOp::RecvReduce { transfer, peer: t.src },
+                    _ => NpuOp::Recv { transfer, peer: t.src },
+                });
+            }
+        }
+        ops
+    }
+
+    /// The schedule as JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_and_ops() {
+        let r = Run {
+            start: 2,
+            count: 3,
+            stride: 4,
+        };
+        assert_eq!(r.iter().collect::<Vec<_>>(), vec![2, 6, 10]);
+        assert_eq!(r.end(), 11);
+        let mut s = Schedule::new("hand", CollectiveKind::AllGather, 2, 1);
+        s.transfers.push(Transfer {
+            src: 0,
+            dst: 1,
+            op: Op::Send,
+            chunks: vec![Run::range(0, 1)],
+            deps: vec![],
+            route: vec![],
+        });
+        s.transfers.push(Transfer {
+            src: 1,
+            dst: 0,
+            op: Op::Reduce,
+            chunks: vec![Run::range(1, 1)],
+            deps: vec![0],
+            route: vec![],
+        });
+        s.check().unwrap();
+        assert_eq!(
+            s.ops(1),
+            vec![
+                NpuOp::Recv { transfer: 0, peer: 0 },
+                NpuOp::Send { transfer: 1, peer: 0 }
+            ]
+        );
+        let back: Schedule = serde_json::from_str(&s.to_json()).unwrap();
+        assert_eq!(back, s);
+        s.transfers[1].deps = vec![5];
+        assert!(s.check().unwrap_err().to_string().starts_with("transfer 1:"));
+        s.transfers[1].deps = vec![];
+        s.transfers[1].chunks = vec![Run::range(1, 2)];
+        assert!(s.check().is_err());
+    }
+}

@@ -1,0 +1,721 @@
+//! Event-driven, congestion-aware replay of a schedule on a topology, with
+//! the check that the schedule really computes its collective.
+//!
+//! Link model (`alpha-beta`): a link sends one transfer at a time, in the
+//! order transfers become ready at its source (FIFO; ties by transfer
+//! index); a transfer of `s` bytes that starts on a link at `t` occupies it
+//! for `s / bw` and reaches the far end at `t + latency + s / bw`; switches
+//! and forwarding NPUs store and forward. In the `tacos` model (TACOS, Won et
+//! al., MICRO'24) the link stays busy for `latency + s / bw`, so back-to-back
+//! transfers do not overlap their latencies.
+//!
+//! A transfer is issued when its last dependency arrives (or at 0) and the
+//! receiver stores (or reduces) the chunks on arrival. The sender's chunks
+//! must not change between issue and arrival: a chunk the sender did not
+//! hold at issue ("used before it arrives") or that another transfer
+//! rewrote while it was on the wire (a missing dependency) is an error, so
+//! the value read at arrival is the value at issue. Data is tracked
+//! symbolically: every NPU's contribution is a fixed pseudo-random odd 64-bit
+//! number and a chunk's value is the wrapping sum of the contributions
+//! reduced into it (0: not held), so duplicated and missing contributions
+//! are both caught (a wrong sum that matches has probability about 2^-64) and
+//! the report names the NPU whose contribution is missing or doubled. At the end: all-gather — every NPU holds every chunk with
+//! its owner's value; reduce-scatter — every NPU holds its shard reduced over
+//! all NPUs exactly once; all-reduce — every NPU every chunk; all-to-all —
+//! every NPU holds every piece addressed to it. Sending a chunk the sender
+//! does not hold yet ("used before it arrives") is an error too.
+//!
+//! Reported: completion time; per link busy time, bytes and utilization; the
+//! bytes each NPU sends per dimension (the `bytes_d` of the time-coefficient
+//! contract, measured; the maximum over NPUs); and the critical path, walked
+//! back from the last arrival through whatever delayed each transfer last (a
+//! busy link or its last dependency).
+
+use crate::schedule::{Op, Schedule};
+use crate::topology::{NONE, Topology};
+use crate::workload::CollectiveKind;
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+/// How a link is occupied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkModel {
+    /// Busy for size / bandwidth; latency overlaps the next transfer.
+    AlphaBeta,
+    /// Busy for latency + size / bandwidth (TACOS's model).
+    Tacos,
+}
+
+impl LinkModel {
+    /// Names on the command line.
+    pub const NAMES: [&'static str; 2] = ["alpha-beta", "tacos"];
+
+    /// From its name.
+    pub fn parse(s: &str) -> Option<LinkModel> {
+        match s {
+            "alpha-beta" => Some(LinkModel::AlphaBeta),
+            "tacos" => Some(LinkModel::Tacos),
+            _ => None,
+        }
+    }
+}
+
+/// One step of the critical path.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathStep {
+    /// Transfer index.
+    pub transfer: u32,
+    /// Sender.
+    pub src: u32,
+    /// Receiver.
+    pub dst: u32,
+    /// Issue time, ns.
+    pub issue_ns: f64,
+    /// Arrival time, ns.
+    pub arrive_ns: f64,
+    /// What it waited for: `start`, `dependency` or `link`.
+    pub waited_for: &'static str,
+}
+
+/// One transfer on one link, for timelines.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Hop {
+    /// Transfer index.
+    pub transfer: u32,
+    /// Link id.
+    pub link: u32,
+    /// When the link started sending it, ns.
+    pub start_ns: f64,
+    /// When the link was free again, ns.
+    pub end_ns: f64,
+}
+
+/// What a replay found.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimResult {
+    /// When the last transfer arrived, ns.
+    pub time_ns: f64,
+    /// The schedule computes its collective and never uses a chunk early.
+    pub valid: bool,
+    /// The first problems found (each names the NPU and the chunk).
+    pub errors: Vec<String>,
+    /// How many problems there were in all.
+    pub error_count: u64,
+    /// Transfers replayed.
+    pub transfers: u64,
+    /// Link traversals replayed.
+    pub hops: u64,
+    /// Chunk deliveries (chunks times hops... counted once per transfer).
+    pub chunk_moves: u64,
+    /// Busy time per link, ns.
+    pub link_busy_ns: Vec<f64>,
+    /// Bytes per link.
+    pub link_bytes: Vec<f64>,
+    /// Per dimension (link label): the most bytes one NPU sends over it.
+    pub bytes_per_dim: Vec<f64>,
+    /// Per dimension: the mean over NPUs of the bytes sent.
+    pub mean_bytes_per_dim: Vec<f64>,
+    /// The critical path, first transfer first.
+    pub critical_path: Vec<PathStep>,
+    /// Every hop, if recorded.
+    #[serde(skip)]
+    pub timeline: Vec<Hop>,
+    /// Issue and arrival time of every transfer, ns.
+    #[serde(skip)]
+    pub transfer_times: Vec<(f64, f64)>,
+}
+
+impl SimResult {
+    /// Busy time over completion time, per link.
+    pub fn utilization(&self) -> Vec<f64> {
+        self.link_busy_ns
+            .iter()
+            .map(|b| if self.time_ns > 0.0 { b / self.time_ns } else { 0.0 })
+            .collect()
+    }
+}
+
+/// Why a schedule cannot be replayed at all on a topology.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// The schedule is malformed.
+    #[error(transparent)]
+    Schedule(#[from] crate::schedule::ScheduleError),
+    /// NPU counts differ.
+    #[error("the schedule is for {schedule} NPUs but the topology has {topology}")]
+    Size {
+        /// The schedule's NPUs.
+        schedule: u32,
+        /// The topology's NPUs.
+        topology: u32,
+    },
+    /// A route is broken or missing.
+    #[error("transfer {transfer} (NPU {src} -> {dst}): {message}")]
+    Route {
+        /// Transfer index.
+        transfer: usize,
+        /// Sender.
+        src: u32,
+        /// Receiver.
+        dst: u32,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Options of a replay.
+#[derive(Debug, Clone, Copy)]
+pub struct SimOptions {
+    /// The collective's buffer, bytes (see [`Schedule::chunk_bytes`]).
+    pub size_bytes: f64,
+    /// Link model.
+    pub model: LinkModel,
+    /// Keep every hop for a timeline.
+    pub record: bool,
+}
+
+const MAX_ERRORS: usize = 10;
+
+fn contribution(npu: u32) -> u64 {
+    // splitmix64: a fixed pseudo-random 64-bit value per NPU.
+    let mut z = u64::from(npu).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) | 1
+}
+
+/// Chunk values (the wrapping sum of contributions, 0 = not held) and the
+/// arrival sequence number of the last write, per NPU and chunk; dense for
+/// reductions and all-gathers, sparse for all-to-all.
+enum State {
+    Dense {
+        chunks: u64,
+        /// Value minus `base(npu)` at `npu * chunks + perm[chunk]` (zeroed
+        /// memory is the initial state, so untouched pages cost nothing).
+        sum: Vec<u64>,
+        /// Write sequence, same index.
+        seq: Vec<u32>,
+        /// Where chunk c is stored within an NPU's row.
+        perm: Vec<u32>,
+        /// Whether every NPU starts with its own contribution in every
+        /// chunk (reductions): then `base(npu)` is that contribution.
+        own: bool,
+    },
+    Sparse(HashMap<u64, (u64, u32)>),
+}
+
+impl State {
+    #[inline]
+    fn get(&self, npu: u32, chunk: u32) -> (u64, u32) {
+        match self {
+            State::Dense {
+                chunks,
+                sum,
+                seq,
+                perm,
+                own,
+            } => {
+                let i = (u64::from(npu) * chunks) as usize + perm[chunk as usize] as usize;
+                (sum[i].wrapping_add(base(*own, npu)), seq[i])
+            }
+            State::Sparse(m) => m
+                .get(&(u64::from(npu) << 32 | u64::from(chunk)))
+                .copied()
+                .unwrap_or((0, 0)),
+        }
+    }
+
+    #[inline]
+    fn apply(&mut self, npu: u32, chunk: u32, v: u64, reduce: bool, at: u32) {
+        match self {
+            State::Dense {
+                chunks,
+                sum,
+                seq,
+                perm,
+                own,
+            } => {
+                let i = (u64::from(npu) * *chunks) as usize + perm[chunk as usize] as usize;
+                sum[i] = if reduce {
+                    sum[i].wrapping_add(v)
+                } else {
+                    v.wrapping_sub(base(*own, npu))
+                };
+                seq[i] = at;
+            }
+            State::Sparse(m) => {
+                let e = m.entry(u64::from(npu) << 32 | u64::from(chunk)).or_insert((0, 0));
+                e.0 = if reduce { e.0.wrapping_add(v) } else { v };
+                e.1 = at;
+            }
+        }
+    }
+}
+
+/// The order chunks are stored in: identity, or, when most moved chunks
+/// sit in strided runs (hierarchical schedules: after the reduce-scatter on
+/// the first dimensions an NPU holds every P-th shard), the shard index with
+/// its digits reversed over the topology's dimensions, which makes those
+/// runs contiguous in memory.
+/// The value dense storage is relative to (see `State::Dense`).
+#[inline]
+fn base(own: bool, npu: u32) -> u64 {
+    if own { contribution(npu) } else { 0 }
+}
+
+fn storage_order(s: &Schedule, topo: &Topology) -> Vec<u32> {
+    let n = u64::from(s.npus);
+    let chunks = s.chunks();
+    let (mut strided, mut flat) = (0u64, 0u64);
+    for t in &s.transfers {
+        for r in &t.chunks {
+            if r.stride > 1 && r.count > 1 {
+                strided += u64::from(r.count);
+            } else {
+                flat += u64::from(r.count);
+            }
+        }
+    }
+    let sizes: Vec<u64> = topo.dims.iter().map(|d| u64::from(d.size)).collect();
+    if strided <= flat || sizes.len() < 2 || sizes.iter().product::<u64>() != n {
+        return (0..chunks as u32).collect();
+    }
+    (0..chunks)
+        .map(|c| {
+            let (lane, mut shard) = (c / n, c % n);
+            let mut rev = 0u64;
+            for &size in &sizes {
+                rev = rev * size + shard % size;
+                shard /= size;
+            }
+            (lane * n + rev) as u32
+        })
+        .collect()
+}
+
+fn initial_state(s: &Schedule, topo: &Topology) -> State {
+    let n = s.npus;
+    let chunks = s.chunks();
+    match s.collective {
+        CollectiveKind::AllToAll | CollectiveKind::SendRecv => {
+            let mut m = HashMap::new();
+            let per = u64::from(n) * u64::from(s.chunks_per_npu);
+            for src in 0..n {
+                for c in 0..per {
+                    m.insert(
+                        u64::from(src) << 32 | (u64::from(src) * per + c),
+                        (contribution(src), 0),
+                    );
+                }
+            }
+            State::Sparse(m)
+        }
+        CollectiveKind::AllGather => {
+            let perm = storage_order(s, topo);
+            let mut sum = vec![0u64; (u64::from(n) * chunks) as usize];
+            for c in 0..chunks {
+                let owner = (c % u64::from(n)) as u32;
+                sum[(u64::from(owner) * chunks) as usize + perm[c as usize] as usize] = contribution(owner);
+            }
+            let seq = vec![0u32; sum.len()];
+            State::Dense {
+                chunks,
+                sum,
+                seq,
+                perm,
+                own: false,
+            }
+        }
+        CollectiveKind::ReduceScatter | CollectiveKind::AllReduce => {
+            let len = (u64::from(n) * chunks) as usize;
+            State::Dense {
+                chunks,
+                sum: vec![0u64; len],
+                seq: vec![0u32; len],
+                perm: storage_order(s, topo),
+                own: true,
+            }
+        }
+    }
+}
+
+/// What is wrong with a reduced value: which NPU's contribution is missing or
+/// doubled, when it is one.
+fn diagnose(v: u64, n: u32, total: u64) -> String {
+    if v == 0 {
+        return "never receives it".to_string();
+    }
+    if let Some(x) = (0..n).find(|&x| v == total.wrapping_sub(contribution(x))) {
+        return format!("misses NPU {x}'s contribution");
+    }
+    if let Some(x) = (0..n).find(|&x| v == total.wrapping_add(contribution(x))) {
+        return format!("has NPU {x}'s contribution twice");
+    }
+    "has a wrong set of contributions (several missing or doubled)".to_string()
+}
+
+fn final_errors(s: &Schedule, st: &State, errors: &mut Vec<String>, count: &mut u64) {
+    let n = s.npus;
+    let chunks = s.chunks();
+    let total = (0..n).fold(0u64, |a, r| a.wrapping_add(contribution(r)));
+    let mut report = |m: &dyn Fn() -> String| {
+        *count += 1;
+        if errors.len() < MAX_ERRORS {
+            errors.push(m());
+        }
+    };
+    let mut reduced = |r: u32, c: u32| {
+        let (v, _) = st.get(r, c);
+        if v != total {
+            report(&|| {
+                format!(
+                    "NPU {r} ends with chunk {c} not reduced over all {n} NPUs: it {}",
+                    diagnose(v, n, total)
+                )
+            });
+        }
+    };
+    match s.collective {
+        CollectiveKind::AllGather => {
+            for r in 0..n {
+                for c in 0..chunks as u32 {
+                    let owner = c % n;
+                    let (v, _) = st.get(r, c);
+                    if v == 0 {
+                        report(&|| format!("NPU {r} never receives chunk {c} (NPU {owner}'s)"));
+                    } else if v != contribution(owner) {
+                        report(&|| {
+                            format!("NPU {r} holds chunk {c} but not NPU {owner}'s data (a reduction reached it)")
+                        });
+                    }
+                }
+            }
+        }
+        CollectiveKind::ReduceScatter => {
+            for r in 0..n {
+                for c in (r..chunks as u32).step_by(n as usize) {
+                    reduced(r, c);
+                }
+            }
+        }
+        CollectiveKind::AllReduce => {
+            for r in 0..n {
+                for c in 0..chunks as u32 {
+                    reduced(r, c);
+                }
+            }
+        }
+        CollectiveKind::AllToAll | CollectiveKind::SendRecv => {
+            let k = s.chunks_per_npu;
+            for d in 0..n {
+                for src in 0..n {
+                    for piece in 0..k {
+                        let c = (src * n + d) * k + piece;
+                        let (v, _) = st.get(d, c);
+                        if v == 0 {
+                            report(&|| format!("NPU {d} never receives chunk {c} (NPU {src}'s piece {piece} for it)"));
+                        } else if v != contribution(src) {
+                            report(&|| format!("NPU {d} holds chunk {c} with the wrong data"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Replays `s` on `topo`. Structural problems (bad indices, broken routes)
+/// are errors; a schedule that runs but computes the wrong thing is a result
+/// with `valid = false` and the problems listed.
+pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimResult, SimError> {
+    s.check()?;
+    if s.npus != topo.npus {
+        return Err(SimError::Size {
+            schedule: s.npus,
+            topology: topo.npus,
+        });
+    }
+    let nt = s.transfers.len();
+    // Routes, flattened.
+    let mut route_at = Vec::with_capacity(nt + 1);
+    let mut routes: Vec<u32> = Vec::new();
+    for (i, t) in s.transfers.iter().enumerate() {
+        route_at.push(routes.len() as u32);
+        let bad = |m: String| SimError::Route {
+            transfer: i,
+            src: t.src,
+            dst: t.dst,
+            message: m,
+        };
+        if t.route.is_empty() {
+            let r = topo.route(t.src, t.dst).map_err(|e| bad(e.to_string()))?;
+            routes.extend(r);
+        } else {
+            let mut at = t.src;
+            for &l in &t.route {
+                let link = topo
+                    .links
+                    .get(l as usize)
+                    .ok_or_else(|| bad(format!("link {l} is not in the topology")))?;
+                if link.src != at {
+                    return Err(bad(format!("link {l} starts at node {}, not at node {at}", link.src)));
+                }
+                at = link.dst;
+            }
+            if at != t.dst {
+                return Err(bad(format!("the route ends at node {at}")));
+            }
+            routes.extend(&t.route);
+        }
+    }
+    route_at.push(routes.len() as u32);
+    // Dependents, flattened.
+    let mut remaining: Vec<u32> = s.transfers.iter().map(|t| t.deps.len() as u32).collect();
+    let mut dep_at = vec![0u32; nt + 1];
+    for t in &s.transfers {
+        for &d in &t.deps {
+            dep_at[d as usize + 1] += 1;
+        }
+    }
+    for i in 0..nt {
+        dep_at[i + 1] += dep_at[i];
+    }
+    let mut fill = dep_at.clone();
+    let mut dependents = vec![0u32; dep_at[nt] as usize];
+    for (i, t) in s.transfers.iter().enumerate() {
+        for &d in &t.deps {
+            dependents[fill[d as usize] as usize] = i as u32;
+            fill[d as usize] += 1;
+        }
+    }
+    let chunk_bytes = s.chunk_bytes(opt.size_bytes);
+    let bytes: Vec<f64> = s
+        .transfers
+        .iter()
+        .map(|t| t.chunk_count() as f64 * chunk_bytes)
+        .collect();
+    let ndims = topo.dim_names().len().max(1);
+    let nlinks = topo.links.len();
+    let mut free_at = vec![0.0f64; nlinks];
+    let mut last_on = vec![NONE; nlinks];
+    let mut busy = vec![0.0f64; nlinks];
+    let mut link_bytes = vec![0.0f64; nlinks];
+    let mut sent = vec![0.0f64; s.npus as usize * ndims];
+    let mut issue = vec![f64::NAN; nt];
+    let mut arrive = vec![f64::NAN; nt];
+    let mut cause = vec![NONE; nt];
+    let mut blocked = vec![NONE; nt];
+    let mut timeline = Vec::new();
+    let mut state = initial_state(s, topo);
+    let mut errors = Vec::new();
+    let mut error_count = 0u64;
+    let mut issue_seq = vec![0u32; nt];
+    let mut seq = 0u32;
+    let mut heap: BinaryHeap<Reverse<(u64, u32, u32)>> = BinaryHeap::new();
+    let mut hops = 0u64;
+    let mut chunk_moves = 0u64;
+
+    // Puts transfer `t` on hop `h` of its route at `now`.
+    macro_rules! hop {
+        ($t:expr, $h:expr, $now:expr) => {{
+            let (t, h, now): (usize, u32, f64) = ($t, $h, $now);
+            let l = routes[route_at[t] as usize + h as usize] as usize;
+            let link = &topo.links[l];
+            let start = now.max(free_at[l]);
+            if start > now {
+                blocked[t] = last_on[l];
+            }
+            let ser = if bytes[t] > 0.0 { bytes[t] / link.gbps } else { 0.0 };
+            let hold = match opt.model {
+                LinkModel::AlphaBeta => ser,
+                LinkModel::Tacos => ser + link.latency_ns,
+            };
+            free_at[l] = start + hold;
+            last_on[l] = t as u32;
+            busy[l] += hold;
+            link_bytes[l] += bytes[t];
+            if link.src < s.npus {
+                let d = link.dim.map_or(0, usize::from).min(ndims - 1);
+                sent[link.src as usize * ndims + d] += bytes[t];
+            }
+            hops += 1;
+            if opt.record {
+                timeline.push(Hop {
+                    transfer: t as u32,
+                    link: l as u32,
+                    start_ns: start,
+                    end_ns: start + hold,
+                });
+            }
+            let at = start + link.latency_ns + ser;
+            heap.push(Reverse((at.to_bits(), t as u32, h + 1)));
+        }};
+    }
+    // Issues transfer `t` at `now` and puts it on its first link.
+    macro_rules! issue {
+        ($t:expr, $now:expr) => {{
+            let (t, now): (usize, f64) = ($t, $now);
+            issue[t] = now;
+            issue_seq[t] = seq;
+            if route_at[t + 1] > route_at[t] {
+                hop!(t, 0, now);
+            } else {
+                heap.push(Reverse((now.to_bits(), t as u32, 0)));
+            }
+        }};
+    }
+
+    let ready: Vec<usize> = (0..nt).filter(|&t| remaining[t] == 0).collect();
+    for t in ready {
+        issue!(t, 0.0);
+    }
+    while let Some(Reverse((tb, t32, h))) = heap.pop() {
+        let now = f64::from_bits(tb);
+        let t = t32 as usize;
+        if h < route_at[t + 1] - route_at[t] {
+            hop!(t, h, now);
+            continue;
+        }
+        // Arrival: the sender's chunks, unchanged since issue, land.
+        arrive[t] = now;
+        seq += 1;
+        let tr = &s.transfers[t];
+        let reduce = tr.op == Op::Reduce;
+        let first_bad = match &mut state {
+            State::Dense {
+                chunks,
+                sum,
+                seq: wseq,
+                perm,
+                own,
+            } => {
+                // The hot loop: plain slices, no per-chunk dispatch.
+                let (sb, db) = (
+                    (u64::from(tr.src) * *chunks) as usize,
+                    (u64::from(tr.dst) * *chunks) as usize,
+                );
+                let (src_base, dst_base) = (base(*own, tr.src), base(*own, tr.dst));
+                let mut bad = None;
+                for run in &tr.chunks {
+                    chunk_moves += u64::from(run.count);
+                    let mut c = run.start as usize;
+                    for _ in 0..run.count {
+                        let p = perm[c] as usize;
+                        let (v, w) = (sum[sb + p].wrapping_add(src_base), wseq[sb + p]);
+                        if v == 0 || w > issue_seq[t] {
+                            error_count += 1;
+                            bad = bad.or(Some((c as u32, v)));
+                        }
+                        let e = &mut sum[db + p];
+                        *e = if reduce {
+                            e.wrapping_add(v)
+                        } else {
+                            v.wrapping_sub(dst_base)
+                        };
+                        wseq[db + p] = seq;
+                        c += run.stride as usize;
+                    }
+                }
+                bad
+            }
+            State::Sparse(_) => {
+                let mut bad = None;
+                for run in &tr.chunks {
+                    chunk_moves += u64::from(run.count);
+                    for c in run.iter() {
+                        let (v, w) = state.get(tr.src, c);
+                        if v == 0 || w > issue_seq[t] {
+                            error_count += 1;
+                            bad = bad.or(Some((c, v)));
+                        }
+                        state.apply(tr.dst, c, v, reduce, seq);
+                    }
+                }
+                bad
+            }
+        };
+        if let Some((c, v)) = first_bad
+            && errors.len() < MAX_ERRORS
+        {
+            errors.push(if v == 0 {
+                format!("NPU {} sends chunk {c} (transfer {t}) but never holds it", tr.src)
+            } else {
+                format!(
+                    "NPU {} sends chunk {c} (transfer {t}) before it is final there: a transfer that changed it arrived after this one was issued (a missing dependency)",
+                    tr.src
+                )
+            });
+        }
+        for &d in &dependents[dep_at[t] as usize..dep_at[t + 1] as usize] {
+            let d = d as usize;
+            remaining[d] -= 1;
+            if remaining[d] == 0 {
+                cause[d] = t32;
+                issue!(d, now);
+            }
+        }
+    }
+    let never: Vec<usize> = (0..nt).filter(|&t| arrive[t].is_nan()).collect();
+    if let Some(&t) = never.first() {
+        error_count += never.len() as u64;
+        errors.push(format!(
+            "{} transfers never run (transfer {t}, NPU {} -> {}, first): their dependencies form a cycle",
+            never.len(),
+            s.transfers[t].src,
+            s.transfers[t].dst
+        ));
+    }
+    if never.is_empty() {
+        final_errors(s, &state, &mut errors, &mut error_count);
+    }
+    let time_ns = arrive.iter().copied().filter(|a| !a.is_nan()).fold(0.0, f64::max);
+    // Critical path.
+    let mut critical_path = Vec::new();
+    let mut cur = (0..nt)
+        .filter(|&t| !arrive[t].is_nan())
+        .max_by(|&a, &b| arrive[a].total_cmp(&arrive[b]).then(b.cmp(&a)));
+    while let Some(t) = cur {
+        let (next, why) = if blocked[t] != NONE {
+            (Some(blocked[t] as usize), "link")
+        } else if cause[t] != NONE {
+            (Some(cause[t] as usize), "dependency")
+        } else {
+            (None, "start")
+        };
+        critical_path.push(PathStep {
+            transfer: t as u32,
+            src: s.transfers[t].src,
+            dst: s.transfers[t].dst,
+            issue_ns: issue[t],
+            arrive_ns: arrive[t],
+            waited_for: why,
+        });
+        cur = next.filter(|&n| n != t && critical_path.len() < nt);
+    }
+    critical_path.reverse();
+    let npus = s.npus as usize;
+    let bytes_per_dim = (0..ndims)
+        .map(|d| (0..npus).map(|r| sent[r * ndims + d]).fold(0.0, f64::max))
+        .collect();
+    let mean_bytes_per_dim = (0..ndims)
+        .map(|d| (0..npus).map(|r| sent[r * ndims + d]).sum::<f64>() / npus as f64)
+        .collect();
+    Ok(SimResult {
+        time_ns,
+        valid: error_count == 0,
+        errors,
+        error_count,
+        transfers: nt as u64,
+        hops,
+        chunk_moves,
+        link_busy_ns: busy,
+        link_bytes,
+        bytes_per_dim,
+        mean_bytes_per_dim,
+        critical_path,
+        timeline,
+        transfer_times: issue.into_iter().zip(arrive).collect(),
+    })
+}
