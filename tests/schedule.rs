@@ -328,7 +328,7 @@ fn arb_case() -> impl Strategy<Value = (String, usize, usize, Vec<usize>, u32, u
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(ProptestConfig::with_cases(512))]
 
     /// Built-in schedules, with random extra dependencies (on earlier
     /// transfers, so no cycle) and with their routes dropped (the topology

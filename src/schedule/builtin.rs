@@ -180,8 +180,16 @@ impl Builder<'_> {
         *t = union(t, new);
     }
 
+    /// Adds a transfer of `lane`. Besides `deps` (what the sender's data
+    /// needs) a reduction waits for the receiver's tokens: the receiver's
+    /// part of the buffer must be settled from earlier phases before a sum
+    /// lands in it, or an overwrite from an earlier phase (the
+    /// halving-doubling unfold) could land after it and erase it. Sends into
+    /// chunks the receiver does not hold yet need no such wait.
+    #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
+        lane: u32,
         src: u32,
         dst: u32,
         op: Op,
@@ -189,6 +197,11 @@ impl Builder<'_> {
         deps: Vec<u32>,
         hint: Option<(usize, i8)>,
     ) -> Result<u32, BuildError> {
+        let deps = if op == Op::Reduce {
+            union(&deps, self.tok(dst, lane))
+        } else {
+            deps
+        };
         let route = match hint.and_then(|(d, dir)| self.topo.neighbour_link(src, d, dir)) {
             Some(l) if self.topo.links[l as usize].dst == dst => vec![l],
             _ => self.topo.route(src, dst)?,
@@ -223,6 +236,7 @@ impl Builder<'_> {
                 let mut deps = self.tok(g.m[i as usize], lane).clone();
                 deps.extend(prev[i as usize]);
                 let id = self.push(
+                    lane,
                     g.m[i as usize],
                     g.m[to],
                     Op::Reduce,
@@ -252,6 +266,7 @@ impl Builder<'_> {
                     None => self.tok(g.m[i as usize], lane).clone(),
                 };
                 let id = self.push(
+                    lane,
                     g.m[i as usize],
                     g.m[to],
                     Op::Send,
@@ -317,7 +332,7 @@ impl Builder<'_> {
             for o in 1..p {
                 let j = (i + o) % p;
                 let (op, blk) = if reduce { (Op::Reduce, j) } else { (Op::Send, i) };
-                let id = self.push(g.m[i], g.m[j], op, blocks[blk].clone(), deps.clone(), None)?;
+                let id = self.push(lane, g.m[i], g.m[j], op, blocks[blk].clone(), deps.clone(), None)?;
                 inc[j].push(id);
             }
         }
@@ -353,7 +368,7 @@ impl Builder<'_> {
                 (blocks[2 * i + 1].clone(), Op::Send)
             };
             let deps = self.tok(g.m[2 * i + 1], lane).clone();
-            let id = self.push(g.m[2 * i + 1], g.m[2 * i], op, chunks, deps, None)?;
+            let id = self.push(lane, g.m[2 * i + 1], g.m[2 * i], op, chunks, deps, None)?;
             inc[i].push(id);
         }
         if rs {
@@ -371,6 +386,7 @@ impl Builder<'_> {
                     };
                     let deps = union(self.tok(g.m[member(v)], lane), &inc[v]);
                     let id = self.push(
+                        lane,
                         g.m[member(v)],
                         g.m[member(w)],
                         Op::Reduce,
@@ -395,7 +411,15 @@ impl Builder<'_> {
                     let w = v ^ size;
                     let lo = v & !(size - 1);
                     let deps = union(self.tok(g.m[member(v)], lane), inc_v);
-                    let id = self.push(g.m[member(v)], g.m[member(w)], Op::Send, runs_of(lo, size), deps, None)?;
+                    let id = self.push(
+                        lane,
+                        g.m[member(v)],
+                        g.m[member(w)],
+                        Op::Send,
+                        runs_of(lo, size),
+                        deps,
+                        None,
+                    )?;
                     new_inc[w].push(id);
                 }
                 for (a, b) in inc.iter_mut().zip(new_inc.iter_mut()) {
@@ -418,7 +442,7 @@ impl Builder<'_> {
                 blocks[2 * i + 1].clone()
             };
             let deps = union(self.tok(g.m[2 * i], lane), &inc[i]);
-            let id = self.push(g.m[2 * i], g.m[2 * i + 1], Op::Send, chunks, deps, None)?;
+            let id = self.push(lane, g.m[2 * i], g.m[2 * i + 1], Op::Send, chunks, deps, None)?;
             self.add_tokens(g.m[2 * i + 1], lane, &[id]);
         }
         for (v, a) in inc.iter().enumerate() {
@@ -457,6 +481,7 @@ impl Builder<'_> {
                     for o in 1..p {
                         let j = (i + o) % p;
                         let id = self.push(
+                            lane,
                             g.m[i],
                             g.m[j],
                             Op::Send,
@@ -499,7 +524,7 @@ impl Builder<'_> {
                             let chunks = concat(targets.iter().map(|&j| &h[i][j]));
                             let mut deps = self.tok(g.m[i], lane).clone();
                             deps.extend(prev[i]);
-                            let id = self.push(g.m[i], g.m[to], Op::Send, chunks, deps, self.hint(g, dir))?;
+                            let id = self.push(lane, g.m[i], g.m[to], Op::Send, chunks, deps, self.hint(g, dir))?;
                             next[to] = Some(id);
                             inc[to].push(id);
                             for j in targets {
@@ -530,7 +555,7 @@ impl Builder<'_> {
                             .collect();
                         let chunks = concat(targets.iter().map(|&j| &hold[i][j]));
                         let deps = union(self.tok(g.m[i], lane), &inc[i]);
-                        let id = self.push(g.m[i], g.m[w], Op::Send, chunks, deps, None)?;
+                        let id = self.push(lane, g.m[i], g.m[w], Op::Send, chunks, deps, None)?;
                         new_inc[w].push(id);
                         for j in targets {
                             moved.push((w, j, std::mem::take(&mut hold[i][j])));
