@@ -2,7 +2,8 @@
 //! (a 64-NPU ring all-gather with 64 chunks per NPU: 258,048 one-hop
 //! transfers), and a 4096-NPU hierarchical all-reduce on LIBRA's 4D fabric
 //! (Ring(4) x FullyConnected(8) x Ring(4) x Switch(32)) built and replayed.
-//! Timed once each (best of three): `cargo bench --bench simulate`.
+//! Timed once each (best of three): `cargo bench --bench simulate`
+//! (`-- ring-only` for the first).
 
 use dimsum::schedule::builtin::{self, Algo};
 use dimsum::simulate::{self, LinkModel, SimOptions};
@@ -41,6 +42,9 @@ fn main() {
         secs,
         r.transfers as f64 / secs / 1e6
     );
+    if std::env::args().any(|a| a == "ring-only") {
+        return;
+    }
     // 4096 NPUs, hierarchical.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let study = Study::load(&root.join("studies/gpt3-4d-procurement.toml")).expect("study");

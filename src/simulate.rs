@@ -192,11 +192,11 @@ fn contribution(npu: u32) -> u64 {
 enum State {
     Dense {
         chunks: u64,
-        /// Value minus `base(npu)` at `npu * chunks + perm[chunk]` (zeroed
-        /// memory is the initial state, so untouched pages cost nothing).
-        sum: Vec<u64>,
-        /// Write sequence, same index.
-        seq: Vec<u32>,
+        /// At `npu * chunks + perm[chunk]`: the value minus `base(npu)`
+        /// (low and high 32 bits) and the write sequence, in one 12-byte
+        /// cell (zeroed memory is the initial state, so untouched pages cost
+        /// nothing and one cache line holds both).
+        cell: Vec<[u32; 3]>,
         /// Where chunk c is stored within an NPU's row.
         perm: Vec<u32>,
         /// Whether every NPU starts with its own contribution in every
@@ -212,13 +212,12 @@ impl State {
         match self {
             State::Dense {
                 chunks,
-                sum,
-                seq,
+                cell,
                 perm,
                 own,
             } => {
-                let i = (u64::from(npu) * chunks) as usize + perm[chunk as usize] as usize;
-                (sum[i].wrapping_add(base(*own, npu)), seq[i])
+                let c = cell[(u64::from(npu) * chunks) as usize + perm[chunk as usize] as usize];
+                (value(c).wrapping_add(base(*own, npu)), c[2])
             }
             State::Sparse(m) => m
                 .get(&(u64::from(npu) << 32 | u64::from(chunk)))
@@ -232,18 +231,17 @@ impl State {
         match self {
             State::Dense {
                 chunks,
-                sum,
-                seq,
+                cell,
                 perm,
                 own,
             } => {
-                let i = (u64::from(npu) * *chunks) as usize + perm[chunk as usize] as usize;
-                sum[i] = if reduce {
-                    sum[i].wrapping_add(v)
+                let c = &mut cell[(u64::from(npu) * *chunks) as usize + perm[chunk as usize] as usize];
+                let x = if reduce {
+                    value(*c).wrapping_add(v)
                 } else {
                     v.wrapping_sub(base(*own, npu))
                 };
-                seq[i] = at;
+                *c = [x as u32, (x >> 32) as u32, at];
             }
             State::Sparse(m) => {
                 let e = m.entry(u64::from(npu) << 32 | u64::from(chunk)).or_insert((0, 0));
@@ -259,6 +257,12 @@ impl State {
 /// the first dimensions an NPU holds every P-th shard), the shard index with
 /// its digits reversed over the topology's dimensions, which makes those
 /// runs contiguous in memory.
+/// The stored 64-bit value of a cell.
+#[inline]
+fn value(c: [u32; 3]) -> u64 {
+    u64::from(c[0]) | u64::from(c[1]) << 32
+}
+
 /// The value dense storage is relative to (see `State::Dense`).
 #[inline]
 fn base(own: bool, npu: u32) -> u64 {
@@ -314,16 +318,16 @@ fn initial_state(s: &Schedule, topo: &Topology) -> State {
         }
         CollectiveKind::AllGather => {
             let perm = storage_order(s, topo);
-            let mut sum = vec![0u64; (u64::from(n) * chunks) as usize];
+            let mut cell = vec![[0u32; 3]; (u64::from(n) * chunks) as usize];
             for c in 0..chunks {
                 let owner = (c % u64::from(n)) as u32;
-                sum[(u64::from(owner) * chunks) as usize + perm[c as usize] as usize] = contribution(owner);
+                let h = contribution(owner);
+                cell[(u64::from(owner) * chunks) as usize + perm[c as usize] as usize] =
+                    [h as u32, (h >> 32) as u32, 0];
             }
-            let seq = vec![0u32; sum.len()];
             State::Dense {
                 chunks,
-                sum,
-                seq,
+                cell,
                 perm,
                 own: false,
             }
@@ -332,8 +336,7 @@ fn initial_state(s: &Schedule, topo: &Topology) -> State {
             let len = (u64::from(n) * chunks) as usize;
             State::Dense {
                 chunks,
-                sum: vec![0u64; len],
-                seq: vec![0u32; len],
+                cell: vec![[0u32; 3]; len],
                 perm: storage_order(s, topo),
                 own: true,
             }
@@ -401,6 +404,16 @@ fn final_errors(s: &Schedule, st: &State, errors: &mut Vec<String>, count: &mut 
             }
         }
         CollectiveKind::AllReduce => {
+            // Fast path: every stored value equals total - base(npu).
+            if let State::Dense { chunks, cell, own, .. } = st
+                && (0..n).all(|r| {
+                    let want = total.wrapping_sub(base(*own, r));
+                    let at = (u64::from(r) * chunks) as usize;
+                    cell[at..at + *chunks as usize].iter().all(|&c| value(c) == want)
+                })
+            {
+                return;
+            }
             for r in 0..n {
                 for c in 0..chunks as u32 {
                     reduced(r, c);
@@ -513,7 +526,10 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
     let mut error_count = 0u64;
     let mut issue_seq = vec![0u32; nt];
     let mut seq = 0u32;
-    let mut heap: BinaryHeap<Reverse<(u64, u32, u32)>> = BinaryHeap::new();
+    // Events keyed (time bits, transfer, hop) packed in one u128: times are
+    // non-negative, so their bits order like the times.
+    let key = |time: f64, t: usize, h: u32| u128::from(time.to_bits()) << 64 | (t as u128) << 32 | u128::from(h);
+    let mut heap: BinaryHeap<Reverse<u128>> = BinaryHeap::new();
     let mut hops = 0u64;
     let mut chunk_moves = 0u64;
 
@@ -550,7 +566,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
                 });
             }
             let at = start + link.latency_ns + ser;
-            heap.push(Reverse((at.to_bits(), t as u32, h + 1)));
+            heap.push(Reverse(key(at, t, h + 1)));
         }};
     }
     // Issues transfer `t` at `now` and puts it on its first link.
@@ -562,7 +578,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
             if route_at[t + 1] > route_at[t] {
                 hop!(t, 0, now);
             } else {
-                heap.push(Reverse((now.to_bits(), t as u32, 0)));
+                heap.push(Reverse(key(now, t, 0)));
             }
         }};
     }
@@ -571,8 +587,8 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
     for t in ready {
         issue!(t, 0.0);
     }
-    while let Some(Reverse((tb, t32, h))) = heap.pop() {
-        let now = f64::from_bits(tb);
+    while let Some(Reverse(k)) = heap.pop() {
+        let (now, t32, h) = (f64::from_bits((k >> 64) as u64), (k >> 32) as u32, k as u32);
         let t = t32 as usize;
         if h < route_at[t + 1] - route_at[t] {
             hop!(t, h, now);
@@ -586,8 +602,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
         let first_bad = match &mut state {
             State::Dense {
                 chunks,
-                sum,
-                seq: wseq,
+                cell,
                 perm,
                 own,
             } => {
@@ -603,18 +618,19 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
                     let mut c = run.start as usize;
                     for _ in 0..run.count {
                         let p = perm[c] as usize;
-                        let (v, w) = (sum[sb + p].wrapping_add(src_base), wseq[sb + p]);
-                        if v == 0 || w > issue_seq[t] {
+                        let from = cell[sb + p];
+                        let v = value(from).wrapping_add(src_base);
+                        if v == 0 || from[2] > issue_seq[t] {
                             error_count += 1;
                             bad = bad.or(Some((c as u32, v)));
                         }
-                        let e = &mut sum[db + p];
-                        *e = if reduce {
-                            e.wrapping_add(v)
+                        let e = &mut cell[db + p];
+                        let x = if reduce {
+                            value(*e).wrapping_add(v)
                         } else {
                             v.wrapping_sub(dst_base)
                         };
-                        wseq[db + p] = seq;
+                        *e = [x as u32, (x >> 32) as u32, seq];
                         c += run.stride as usize;
                     }
                 }
