@@ -119,6 +119,11 @@ pub struct SimResult {
     pub mean_bytes_per_dim: Vec<f64>,
     /// The critical path, first transfer first.
     pub critical_path: Vec<PathStep>,
+    /// Per dimension: the link latency on the critical path, ns — the
+    /// measured `alpha_d` of the time-coefficient contract. A transfer's
+    /// latency counts when the next step waited for its arrival (or it is
+    /// the last); behind a busy link only its serialization delays the next.
+    pub alpha_ns_per_dim: Vec<f64>,
     /// Every hop, if recorded.
     #[serde(skip)]
     pub timeline: Vec<Hop>,
@@ -711,6 +716,18 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
         cur = next.filter(|&n| n != t && critical_path.len() < nt);
     }
     critical_path.reverse();
+    let mut alpha_ns_per_dim = vec![0.0; ndims];
+    for (i, step) in critical_path.iter().enumerate() {
+        let next_waited_for_link = critical_path.get(i + 1).is_some_and(|n| n.waited_for == "link");
+        if next_waited_for_link {
+            continue;
+        }
+        let t = step.transfer as usize;
+        for &l in &routes[route_at[t] as usize..route_at[t + 1] as usize] {
+            let link = &topo.links[l as usize];
+            alpha_ns_per_dim[link.dim.map_or(0, usize::from).min(ndims - 1)] += link.latency_ns;
+        }
+    }
     let npus = s.npus as usize;
     let bytes_per_dim = (0..ndims)
         .map(|d| (0..npus).map(|r| sent[r * ndims + d]).fold(0.0, f64::max))
@@ -731,6 +748,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
         bytes_per_dim,
         mean_bytes_per_dim,
         critical_path,
+        alpha_ns_per_dim,
         timeline,
         transfer_times: issue.into_iter().zip(arrive).collect(),
     })

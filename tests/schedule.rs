@@ -112,6 +112,12 @@ fn switch_direct_store_and_forward_by_hand() {
     assert!(r.valid);
     assert_relative_eq!(r.time_ns, 1_602_000.0, max_relative = 1e-9);
     assert!(run(&s, &t, 8e6, LinkModel::Tacos).time_ns > r.time_ns);
+    // Latency on the critical path: 2 direct steps x 2 hops x 500 ns, the
+    // analytic alpha; the transfers queued behind a busy up-link add none.
+    assert_relative_eq!(
+        r.alpha_ns_per_dim[0],
+        collective::Algorithm::Direct.steps(AllReduce, 8) * 2.0 * 500.0
+    );
     // Critical path ends at the last arrival and starts at time 0.
     let cp = &r.critical_path;
     assert_relative_eq!(cp.last().unwrap().arrive_ns, r.time_ns);

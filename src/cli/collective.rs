@@ -57,7 +57,7 @@ pub struct CollectiveArgs {
     /// Write the schedule as JSON.
     #[arg(long)]
     pub schedule_out: Option<PathBuf>,
-    /// Write utilization.svg (per-link heatmap) and timeline.svg into this directory.
+    /// Write utilization.svg/.png (per-link heatmap) and timeline.svg/.png into this directory.
     #[arg(long)]
     pub charts: Option<PathBuf>,
     /// Print one JSON object instead of a table.
@@ -236,8 +236,8 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
     }
     if let Some(dir) = &args.charts {
         std::fs::create_dir_all(dir)?;
-        report::schedule::utilization_svg(&dir.join("utilization.svg"), &out.topo, &out.sim)?;
-        report::schedule::timeline_svg(&dir.join("timeline.svg"), &out.topo, &out.schedule, &out.sim)?;
+        report::schedule::utilization_chart(dir, &out.topo, &out.sim)?;
+        report::schedule::timeline_chart(dir, &out.topo, &out.schedule, &out.sim)?;
     }
     if args.json {
         println!("{}", json(&out));
@@ -317,6 +317,7 @@ pub fn json(o: &Outcome) -> serde_json::Value {
         "hops": o.sim.hops,
         "dims": dims,
         "bytes_per_dim": o.sim.bytes_per_dim,
+        "alpha_us_per_dim": o.sim.alpha_ns_per_dim.iter().map(|a| us(*a)).collect::<Vec<f64>>(),
         "mean_bytes_per_dim": o.sim.mean_bytes_per_dim,
         "max_utilization": util.iter().copied().fold(0.0, f64::max),
         "mean_utilization": if util.is_empty() { 0.0 } else { util.iter().sum::<f64>() / util.len() as f64 },
@@ -387,14 +388,18 @@ pub fn table(o: &Outcome) -> String {
     } else {
         names
     };
-    let _ = writeln!(s, "\nbytes one NPU sends per dimension (max / mean over NPUs):");
+    let _ = writeln!(
+        s,
+        "\nper dimension: bytes one NPU sends (max / mean over NPUs), latency on the critical path"
+    );
     for (d, n) in names.iter().enumerate() {
         let _ = writeln!(
             s,
-            "  {:<12} {:>12} / {:>12}",
+            "  {:<12} {:>12} / {:>12} B   {}",
             n,
             report::sig3(o.sim.bytes_per_dim.get(d).copied().unwrap_or(0.0)),
-            report::sig3(o.sim.mean_bytes_per_dim.get(d).copied().unwrap_or(0.0))
+            report::sig3(o.sim.mean_bytes_per_dim.get(d).copied().unwrap_or(0.0)),
+            fmt_us(o.sim.alpha_ns_per_dim.get(d).copied().unwrap_or(0.0))
         );
     }
     let max = util.iter().copied().fold(0.0, f64::max);

@@ -86,7 +86,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
 }
 
 /// `dir/.name.tag.ext` beside `path` (the extension kept, for plotters).
-fn temp_path(path: &Path, tag: &str) -> PathBuf {
+pub(crate) fn temp_path(path: &Path, tag: &str) -> PathBuf {
     let name = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

@@ -1,10 +1,12 @@
-//! Charts of a replayed schedule: per-link utilization as a source x
-//! destination heatmap, and the schedule as a timeline of transfers on links.
+//! Charts of a replayed schedule: per-link utilization as a sender x
+//! receiver heatmap, and the schedule as a timeline of transfers on links.
+//! Each is written as SVG and PNG, atomically.
 
-use super::{ReportError, sig3, write_atomic};
+use super::{ReportError, sig3, temp_path, write_atomic};
 use crate::schedule::Schedule;
 use crate::simulate::SimResult;
 use crate::topology::Topology;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -15,6 +17,8 @@ const MAX_CELLS: usize = 128;
 const MAX_ROWS: usize = 48;
 /// Most bars a timeline draws.
 const MAX_BARS: usize = 20_000;
+
+type Drawn = Result<(), Box<dyn std::error::Error>>;
 
 fn heat(u: f64) -> RGBColor {
     // White -> orange -> dark red.
@@ -29,25 +33,44 @@ fn heat(u: f64) -> RGBColor {
     }
 }
 
-fn svg(
-    path: &Path,
+/// Draws one chart as `stem.svg` and `stem.png` in `dir`.
+fn render(
+    dir: &Path,
+    stem: &str,
     size: (u32, u32),
-    draw: impl Fn(&DrawingArea<SVGBackend, plotters::coord::Shift>) -> Result<(), Box<dyn std::error::Error>>,
+    svg: &dyn Fn(&DrawingArea<SVGBackend, Shift>) -> Drawn,
+    png: &dyn Fn(&DrawingArea<BitMapBackend, Shift>) -> Drawn,
 ) -> Result<(), ReportError> {
+    let (svg_path, png_path) = (dir.join(format!("{stem}.svg")), dir.join(format!("{stem}.png")));
+    let err = |path: &Path, e: Box<dyn std::error::Error>| ReportError::Chart {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
     let mut text = String::new();
     {
         let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
-        draw(&root).map_err(|e| ReportError::Chart {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        svg(&root).map_err(|e| err(&svg_path, e))?;
     }
-    write_atomic(path, text.as_bytes())
+    write_atomic(&svg_path, text.as_bytes())?;
+    let tmp = temp_path(&png_path, "tmp");
+    {
+        let root = BitMapBackend::new(&tmp, size).into_drawing_area();
+        png(&root).map_err(|e| err(&png_path, e))?;
+        root.present().map_err(|e| err(&png_path, Box::new(e)))?;
+    }
+    std::fs::rename(&tmp, &png_path).map_err(|source| ReportError::Io { path: png_path, source })
+}
+
+struct Heatmap {
+    title: String,
+    cells: usize,
+    bin: usize,
+    grid: Vec<f64>,
 }
 
 /// Heatmap of link utilization (busy time / completion time), rows the
-/// sending node, columns the receiving node.
-pub fn utilization_svg(path: &Path, topo: &Topology, sim: &SimResult) -> Result<(), ReportError> {
+/// sending node, columns the receiving node: `utilization.svg` and `.png`.
+pub fn utilization_chart(dir: &Path, topo: &Topology, sim: &SimResult) -> Result<(), ReportError> {
     let nodes = topo.nodes() as usize;
     let bin = nodes.div_ceil(MAX_CELLS).max(1);
     let cells = nodes.div_ceil(bin);
@@ -61,70 +84,108 @@ pub fn utilization_svg(path: &Path, topo: &Topology, sim: &SimResult) -> Result<
             grid[c].max(util[i])
         };
     }
-    let title = format!(
-        "{}: link utilization over {} us{}",
-        topo.name,
-        sig3(sim.time_ns / 1e3),
-        if bin > 1 {
-            format!(", {bin} nodes per cell")
-        } else {
-            String::new()
-        }
-    );
-    svg(path, (900, 860), |root| {
-        root.fill(&WHITE)?;
-        let (main, legend) = root.split_vertically(800);
-        let mut chart = ChartBuilder::on(&main)
-            .caption(&title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(48)
-            .build_cartesian_2d(0f64..cells as f64, 0f64..cells as f64)?;
-        chart
-            .configure_mesh()
-            .disable_mesh()
-            .x_desc("receiving node")
-            .y_desc("sending node")
-            .x_label_formatter(&|v| format!("{}", (*v as usize) * bin))
-            .y_label_formatter(&|v| format!("{}", (*v as usize) * bin))
-            .draw()?;
-        chart.draw_series(grid.iter().enumerate().map(|(c, u)| {
-            let (r, col) = ((c / cells) as f64, (c % cells) as f64);
-            let color = if u.is_nan() { RGBColor(238, 238, 238) } else { heat(*u) };
-            Rectangle::new([(col, r), (col + 1.0, r + 1.0)], color.filled())
-        }))?;
-        // Legend: gray = no link, then 0..100 %.
-        legend.draw(&Text::new("no link", (60, 22), ("sans-serif", 14)))?;
-        legend.draw(&Rectangle::new([(30, 20), (52, 38)], RGBColor(238, 238, 238).filled()))?;
-        for i in 0..200 {
-            let x = 160 + i * 3;
-            legend.draw(&Rectangle::new(
-                [(x, 20), (x + 3, 38)],
-                heat(f64::from(i) / 199.0).filled(),
-            ))?;
-        }
-        legend.draw(&Text::new("0%", (140, 22), ("sans-serif", 14)))?;
-        legend.draw(&Text::new("100% busy", (770, 22), ("sans-serif", 14)))?;
-        Ok(())
-    })
+    let h = Heatmap {
+        title: format!(
+            "{}: link utilization over {} us{}",
+            topo.name,
+            sig3(sim.time_ns / 1e3),
+            if bin > 1 {
+                format!(", {bin} nodes per cell")
+            } else {
+                String::new()
+            }
+        ),
+        cells,
+        bin,
+        grid,
+    };
+    render(dir, "utilization", (900, 860), &|a| heatmap(a, &h), &|a| heatmap(a, &h))
+}
+
+fn heatmap<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, h: &Heatmap) -> Drawn
+where
+    DB::ErrorType: 'static,
+{
+    let (cells, bin) = (h.cells, h.bin);
+    root.fill(&WHITE)?;
+    let (main, legend) = root.split_vertically(800);
+    let mut chart = ChartBuilder::on(&main)
+        .caption(&h.title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(48)
+        .build_cartesian_2d(0f64..cells as f64, 0f64..cells as f64)?;
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_desc("receiving node")
+        .y_desc("sending node")
+        .x_label_formatter(&|v| format!("{}", (*v as usize) * bin))
+        .y_label_formatter(&|v| format!("{}", (*v as usize) * bin))
+        .draw()?;
+    chart.draw_series(h.grid.iter().enumerate().map(|(c, u)| {
+        let (r, col) = ((c / cells) as f64, (c % cells) as f64);
+        let color = if u.is_nan() { RGBColor(238, 238, 238) } else { heat(*u) };
+        Rectangle::new([(col, r), (col + 1.0, r + 1.0)], color.filled())
+    }))?;
+    // Legend: gray = no link, then 0..100 %.
+    legend.draw(&Rectangle::new([(30, 20), (52, 38)], RGBColor(238, 238, 238).filled()))?;
+    legend.draw(&Text::new("no link", (60, 22), ("sans-serif", 14)))?;
+    for i in 0..200 {
+        let x = 190 + i * 3;
+        legend.draw(&Rectangle::new(
+            [(x, 20), (x + 3, 38)],
+            heat(f64::from(i) / 199.0).filled(),
+        ))?;
+    }
+    legend.draw(&Text::new("idle", (155, 22), ("sans-serif", 14)))?;
+    legend.draw(&Text::new("100% busy", (800, 22), ("sans-serif", 14)))?;
+    Ok(())
+}
+
+struct Timeline {
+    title: String,
+    labels: Vec<String>,
+    /// (row, start us, end us, sender)
+    bars: Vec<(f64, f64, f64, u32)>,
+    t_end: f64,
 }
 
 /// The schedule as a timeline: one row per link (the busiest), one bar per
-/// transfer while it occupies the link, coloured by the sending NPU.
-pub fn timeline_svg(path: &Path, topo: &Topology, s: &Schedule, sim: &SimResult) -> Result<(), ReportError> {
+/// transfer while it occupies the link, coloured by the sending NPU:
+/// `timeline.svg` and `.png`.
+pub fn timeline_chart(dir: &Path, topo: &Topology, s: &Schedule, sim: &SimResult) -> Result<(), ReportError> {
     let mut order: Vec<usize> = (0..topo.links.len()).filter(|&l| sim.link_busy_ns[l] > 0.0).collect();
     order.sort_by(|&a, &b| sim.link_busy_ns[b].total_cmp(&sim.link_busy_ns[a]).then(a.cmp(&b)));
     order.truncate(MAX_ROWS);
     order.sort_unstable();
     let row: std::collections::HashMap<u32, usize> = order.iter().enumerate().map(|(i, &l)| (l as u32, i)).collect();
-    let bars: Vec<_> = sim
+    let bars = sim
         .timeline
         .iter()
         .filter(|h| row.contains_key(&h.link))
         .take(MAX_BARS)
+        .map(|h| {
+            (
+                row[&h.link] as f64,
+                h.start_ns / 1e3,
+                h.end_ns.max(h.start_ns) / 1e3,
+                s.transfers[h.transfer as usize].src,
+            )
+        })
+        .collect();
+    let node = |n: u32| {
+        if n < topo.npus {
+            n.to_string()
+        } else {
+            format!("s{}", n - topo.npus)
+        }
+    };
+    let labels = order
+        .iter()
+        .map(|&l| format!("{}->{}", node(topo.links[l].src), node(topo.links[l].dst)))
         .collect();
     let t_end = (sim.time_ns / 1e3).max(1e-9);
-    let rows = order.len().max(1);
     let title = format!(
         "{} {} on {}: {} us{}",
         s.algorithm,
@@ -137,49 +198,52 @@ pub fn timeline_svg(path: &Path, topo: &Topology, s: &Schedule, sim: &SimResult)
             String::new()
         }
     );
-    let label = |l: usize| {
-        let k = &topo.links[l];
-        let node = |n: u32| {
-            if n < topo.npus {
-                n.to_string()
-            } else {
-                format!("s{}", n - topo.npus)
-            }
-        };
-        format!("{}->{}", node(k.src), node(k.dst))
+    let height = ((120 + 18 * order.len().max(1)) as u32).max(300);
+    let t = Timeline {
+        title,
+        labels,
+        bars,
+        t_end,
     };
-    let height = (120 + 18 * rows) as u32;
-    svg(path, (1100, height.max(300)), |root| {
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(root)
-            .caption(&title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0f64..t_end * 1.02, 0f64..rows as f64)?;
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .x_desc("time (us)")
-            .y_labels(rows.min(60))
-            .y_label_formatter(&|v| {
-                let i = *v as usize;
-                if (*v - i as f64).abs() < 1e-9 && i < order.len() {
-                    label(order[i])
-                } else {
-                    String::new()
-                }
-            })
-            .draw()?;
-        chart.draw_series(bars.iter().map(|h| {
-            let r = row[&h.link] as f64;
-            let src = s.transfers[h.transfer as usize].src;
-            let color = Palette99::pick(src as usize).to_rgba();
-            Rectangle::new(
-                [(h.start_ns / 1e3, r + 0.1), (h.end_ns.max(h.start_ns) / 1e3, r + 0.9)],
-                color.filled(),
-            )
-        }))?;
-        Ok(())
-    })
+    render(dir, "timeline", (1100, height), &|a| gantt(a, &t), &|a| gantt(a, &t))
+}
+
+fn gantt<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, t: &Timeline) -> Drawn
+where
+    DB::ErrorType: 'static,
+{
+    let rows = t.labels.len().max(1);
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(&t.title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..t.t_end * 1.02, -0.5f64..rows as f64 - 0.5)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc("time (us)")
+        .y_desc("link")
+        .y_labels(rows)
+        .y_label_formatter(&|v| {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < t.labels.len() {
+                t.labels[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .draw()?;
+    chart.draw_series(t.bars.iter().map(|&(r, a, b, src)| {
+        let color = Palette99::pick(src as usize).to_rgba();
+        Rectangle::new([(a, r - 0.4), (b, r + 0.4)], color.filled())
+    }))?;
+    // A thin white edge so back-to-back transfers of one sender stay apart.
+    chart.draw_series(
+        t.bars
+            .iter()
+            .map(|&(r, a, b, _)| Rectangle::new([(a, r - 0.4), (b, r + 0.4)], WHITE.stroke_width(1))),
+    )?;
+    Ok(())
 }
