@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates results/ from studies/: `dimsum run` on every study, then the
-# LIBRA reproduction table. Only calls the CLI.
+# LIBRA reproduction table and the built-in collectives table. Only calls
+# the CLI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
@@ -8,3 +9,4 @@ for study in studies/*.toml; do
   target/release/dimsum run "$study" --out results
 done
 scripts/libra-reproduce.sh
+scripts/collectives.sh
