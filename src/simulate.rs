@@ -156,6 +156,18 @@ pub enum SimError {
         /// The topology's NPUs.
         topology: u32,
     },
+    /// The schedule's chunk state would not fit in memory.
+    #[error(
+        "{npus} NPUs x {chunks} chunks is more chunk state than the simulator tracks (at most {max} NPU-chunk pairs): use fewer chunks per NPU"
+    )]
+    TooLarge {
+        /// NPUs.
+        npus: u32,
+        /// Chunks of the buffer.
+        chunks: u64,
+        /// The limit.
+        max: u64,
+    },
     /// A route is broken or missing.
     #[error("transfer {transfer} (NPU {src} -> {dst}): {message}")]
     Route {
@@ -182,6 +194,9 @@ pub struct SimOptions {
 }
 
 const MAX_ERRORS: usize = 10;
+/// Most NPU-chunk pairs tracked (12 bytes each: 24 GiB at most would be
+/// 2^31; this keeps it near 6 GiB).
+pub const MAX_STATE: u64 = 1 << 29;
 
 fn contribution(npu: u32) -> u64 {
     // splitmix64: a fixed pseudo-random 64-bit value per NPU.
@@ -449,6 +464,19 @@ fn final_errors(s: &Schedule, st: &State, errors: &mut Vec<String>, count: &mut 
 /// with `valid = false` and the problems listed.
 pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimResult, SimError> {
     s.check()?;
+    let tracked = u64::from(s.npus)
+        * if s.collective == CollectiveKind::AllToAll {
+            s.chunks() / u64::from(s.npus)
+        } else {
+            s.chunks()
+        };
+    if tracked > MAX_STATE {
+        return Err(SimError::TooLarge {
+            npus: s.npus,
+            chunks: s.chunks(),
+            max: MAX_STATE,
+        });
+    }
     if s.npus != topo.npus {
         return Err(SimError::Size {
             schedule: s.npus,
