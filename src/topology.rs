@@ -676,6 +676,21 @@ impl Topology {
         Ok(Topology::from_dims(&name, &dims, &gbps, &net.latency))
     }
 
+    /// The same network with every link reversed: link `i` goes from the
+    /// original's destination to its source. Routing falls back to
+    /// breadth-first search (dimension routes assume the forward links).
+    pub fn reversed(&self) -> Topology {
+        let mut t = Topology::empty(format!("{} (transposed)", self.name), self.npus);
+        for _ in 0..self.switches {
+            t.add_node();
+        }
+        for l in &self.links {
+            t.add_link(l.dst, l.src, l.gbps, l.latency_ns, l.dim);
+        }
+        t.edge_dim_names = self.dim_names();
+        t
+    }
+
     /// Names of the link labels: the dimensions, or an edge list's `dim=`
     /// names.
     pub fn dim_names(&self) -> Vec<String> {

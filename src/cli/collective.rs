@@ -6,6 +6,7 @@ use crate::error::{InputError, one_of};
 use crate::report;
 use crate::schedule::Schedule;
 use crate::schedule::builtin::{self, Algo};
+use crate::schedule::synth::{self, SynthOptions};
 use crate::simulate::{self, LinkModel, SimOptions, SimResult};
 use crate::study::Study;
 use crate::topology::{self, Topology};
@@ -24,8 +25,8 @@ pub struct CollectiveArgs {
     /// all-gather, reduce-scatter, all-reduce or all-to-all.
     #[arg(long, default_value = "all-reduce")]
     pub collective: String,
-    /// ring, bidirectional-ring, direct, halving-doubling or hierarchical
-    /// (default: hierarchical on topologies of dimensions, else ring).
+    /// ring, bidirectional-ring, direct, halving-doubling, hierarchical or tacos
+    /// (synthesized; default: hierarchical on topologies of dimensions, else ring).
     #[arg(long)]
     pub algorithm: Option<String>,
     /// Per-dimension algorithms of a hierarchical schedule, comma-separated
@@ -51,6 +52,12 @@ pub struct CollectiveArgs {
     /// alpha-beta (a link is busy for size/bandwidth) or tacos (latency + size/bandwidth).
     #[arg(long, default_value = "alpha-beta")]
     pub link_model: String,
+    /// Seed of the tacos synthesis.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// tacos: synthesize with this many seeds (from --seed, in parallel) and keep the fastest.
+    #[arg(long, default_value_t = 1)]
+    pub restarts: u32,
     /// Replay this schedule (JSON, as --schedule-out writes) instead of building one.
     #[arg(long)]
     pub schedule_in: Option<PathBuf>,
@@ -120,8 +127,9 @@ fn collective_kind(s: &str) -> Result<CollectiveKind, InputError> {
     })
 }
 
-/// Builds the schedule the arguments ask for.
-pub fn schedule_of(args: &CollectiveArgs, topo: &Topology) -> Result<Schedule, InputError> {
+/// Builds the schedule the arguments ask for (`size` matters to synthesis
+/// only).
+pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<Schedule, InputError> {
     if let Some(path) = &args.schedule_in {
         let text = std::fs::read_to_string(path)
             .map_err(|e| InputError::at(path, None, "", format!("cannot read the schedule: {e}")))?;
@@ -146,7 +154,26 @@ pub fn schedule_of(args: &CollectiveArgs, topo: &Topology) -> Result<Schedule, I
     let default = if topo.dims.is_empty() { "ring" } else { "hierarchical" };
     let algo = args.algorithm.as_deref().unwrap_or(default);
     let mut names: Vec<&str> = Algo::NAMES.to_vec();
-    names.push("hierarchical");
+    names.extend(["hierarchical", "tacos"]);
+    if algo == "tacos" {
+        if args.dim_algorithms.is_some() {
+            return Err(InputError::arg(
+                "--dim-algorithms",
+                "only a hierarchical schedule takes per-dimension algorithms",
+            ));
+        }
+        if args.restarts < 1 {
+            return Err(InputError::arg("--restarts", "must be at least 1"));
+        }
+        let opt = SynthOptions {
+            seed: args.seed,
+            size_bytes: size,
+            chunks_per_npu: args.chunks_per_npu,
+        };
+        return synth::best_of(topo, kind, &opt, args.restarts)
+            .map(|s| s.schedule)
+            .map_err(|e| InputError::arg("--algorithm", e.to_string()));
+    }
     let built = if algo == "hierarchical" {
         let algos: Vec<Algo> = match &args.dim_algorithms {
             None => topo.dims.iter().map(|d| Algo::default_for(d.kind)).collect(),
@@ -200,7 +227,6 @@ pub struct Outcome {
 /// Runs `dimsum collective`.
 pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
     let topo = topology_of(args)?;
-    let schedule = schedule_of(args, &topo)?;
     let size = match &args.size {
         Some(s) => units::parse_bytes(s).map_err(|m| InputError::arg("--size", m))?,
         None => return Err(InputError::arg("--size", "give the collective's buffer, e.g. --size 64MiB").into()),
@@ -215,6 +241,7 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
             ),
         )
     })?;
+    let schedule = schedule_of(args, &topo, size)?;
     let opt = SimOptions {
         size_bytes: size,
         model,

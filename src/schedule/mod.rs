@@ -25,6 +25,7 @@
 //! dimensions an NPU holds every `P`-th shard.
 
 pub mod builtin;
+pub mod synth;
 
 use crate::workload::CollectiveKind;
 use serde::{Deserialize, Serialize};

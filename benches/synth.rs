@@ -1,0 +1,70 @@
+//! TACOS-style synthesis speed: all-gather on tori of growing size (one
+//! chunk per NPU, 1 GiB output, 50 GB/s and 0.5 us links), timed once each
+//! (the large ones are too long for repeated samples), with the process's
+//! peak memory after each. Up to 64x64 the schedule is kept (N(N-1)
+//! transfers); 128x128 and 200x200 (40,000 NPUs) run the matching without
+//! keeping it. `cargo bench --bench synth` (`-- small` stops after 32x32).
+
+use dimsum::schedule::synth::{self, SynthOptions};
+use dimsum::topology::Topology;
+use dimsum::workload::CollectiveKind;
+use std::time::Instant;
+
+fn peak_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.to_string()))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<f64>().ok()))
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn main() {
+    let small = std::env::args().any(|a| a == "small");
+    println!(
+        "| torus | NPUs | keeps schedule | seconds | synthesized time (us) | ingress bound (us) | peak memory (MiB) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let cases: &[(&[u32], bool)] = &[
+        (&[16, 16], true),
+        (&[8, 8, 8], true),
+        (&[32, 32], true),
+        (&[64, 64], true),
+        (&[128, 128], false),
+        (&[200, 200], false),
+    ];
+    for &(shape, keep) in cases {
+        if small && shape.iter().product::<u32>() > 1024 {
+            break;
+        }
+        let d = shape.len();
+        let t = Topology::torus(shape, true, &vec![50.0; d], &vec![500.0; d]);
+        let n = f64::from(t.npus);
+        let opt = SynthOptions {
+            seed: 0,
+            size_bytes: 1_073_741_824.0,
+            chunks_per_npu: 1,
+        };
+        let start = Instant::now();
+        let time_ns = if keep {
+            let s = synth::synthesize(&t, CollectiveKind::AllGather, &opt).expect("synthesis");
+            assert_eq!(s.schedule.transfers.len() as f64, n * (n - 1.0));
+            s.time_ns
+        } else {
+            synth::all_gather_time(&t, &opt).expect("synthesis").0
+        };
+        let secs = start.elapsed().as_secs_f64();
+        // Each NPU receives (N-1) chunks of 1 GiB / N over 2d links.
+        let bound = (n - 1.0) / n * opt.size_bytes / (2.0 * d as f64 * 50.0);
+        let shape_s: Vec<String> = shape.iter().map(|x| x.to_string()).collect();
+        println!(
+            "| {} | {} | {} | {:.3} | {:.1} | {:.1} | {:.0} |",
+            shape_s.join("x"),
+            t.npus,
+            if keep { "yes" } else { "no" },
+            secs,
+            time_ns / 1e3,
+            bound / 1e3,
+            peak_mib()
+        );
+    }
+}

@@ -1,0 +1,709 @@
+//! Topology-aware collective synthesis in the manner of TACOS (Won et al.,
+//! MICRO'24; astra-sim/tacos): greedy link-chunk matching over the
+//! time-expanded network.
+//!
+//! All-gather: time advances from event to event (a link frees, a chunk
+//! lands). At each event time every free link u -> v is offered, fastest
+//! links first (latency + chunk / bandwidth; ties in a seeded random order),
+//! a chunk that u holds and v neither holds nor is already receiving, picked
+//! from a seeded random position among, first, the chunks no other NPU with
+//! a link into v holds (so what only u can give is not left for later, when
+//! v's other sources may have nothing new; this is what lets every seed
+//! reach TACOS's best on its 5x5 mesh). On heterogeneous networks a link is
+//! further limited to chunks that no NPU joined to v by strictly faster
+//! links holds or is receiving: those will come that way sooner, and
+//! otherwise every member of a fast group pulls the same chunk over its own
+//! slow link (this plays the part of TACOS's re-matching when a chunk
+//! arrives by a faster path). The chunk lands latency + chunk /
+//! bandwidth after the start, and the link stays busy that long (TACOS's
+//! link model; timing the matching so in the alpha-beta model too gives
+//! equal or better schedules here, because a link is then offered once the
+//! chunks sent in the same round have landed). A destination is never sent
+//! a chunk twice (a chunk on its way counts as received). A link with
+//! nothing to offer waits until its source receives a new chunk. The
+//! simulator then replays the schedule in the link model asked for.
+//!
+//! Switches are relays that do not replicate: a switch node holds nothing,
+//! and a transfer through it is matched as one NPU-to-NPU edge that needs
+//! the sender's up-link free now and takes the receiver's down-link after
+//! the store-and-forward delay (every copy crosses the up-link, as in a
+//! switch without in-network multicast). One switch level: switch-to-switch
+//! links are refused.
+//!
+//! Reduce-scatter is the time reversal of an all-gather on the transposed
+//! topology: every send u -> v of chunk c at [t0, t1] becomes a reduction
+//! v -> u at [T - t1, T - t0], which waits for every reduction that the
+//! all-gather's sends out of v turn into. All-reduce is the reduce-scatter
+//! followed by the all-gather, each chunk's all-gather starting from its
+//! owner once that owner's reduction has landed.
+//!
+//! The result is a [`Schedule`] with data dependencies (the transfer that
+//! brought the chunk) and, on one-hop routes, the synthesized order on each
+//! link as dependencies too, so the replay keeps it (in TACOS's link model
+//! it then reproduces the synthesized times exactly).
+
+use super::{Op, Run, Schedule, Transfer};
+use crate::topology::Topology;
+use crate::workload::CollectiveKind;
+use rayon::prelude::*;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Why synthesis cannot run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SynthError {
+    /// The collective or topology is not supported; the message says what is.
+    #[error("{0}")]
+    Unsupported(String),
+    /// Some NPU can never receive some chunk.
+    #[error("NPU {npu} can never receive chunk {chunk}: the topology does not connect it to the chunk's owner")]
+    Stuck {
+        /// The NPU.
+        npu: u32,
+        /// The chunk.
+        chunk: u32,
+    },
+}
+
+/// Options of one synthesis.
+#[derive(Debug, Clone, Copy)]
+pub struct SynthOptions {
+    /// Seed of the random orders.
+    pub seed: u64,
+    /// Bytes of the collective's buffer (all-gather output).
+    pub size_bytes: f64,
+    /// Chunks per NPU.
+    pub chunks_per_npu: u32,
+}
+
+/// A synthesized schedule and the time the synthesis expects.
+#[derive(Debug, Clone)]
+pub struct Synthesized {
+    /// The schedule (empty transfers if synthesized without recording).
+    pub schedule: Schedule,
+    /// The completion time the matching reached, ns.
+    pub time_ns: f64,
+    /// The seed that produced it.
+    pub seed: u64,
+    /// Chunk deliveries matched.
+    pub matches: u64,
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n`.
+    fn below(&mut self, n: usize) -> usize {
+        (((self.next() >> 32) * n as u64) >> 32) as usize
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Direct,
+    Up,
+    Down(u32),
+}
+
+/// NPUs joined by links faster than some class, and the union of what they
+/// hold or are receiving.
+struct Part {
+    comp: Vec<u32>,
+    have: Vec<u64>,
+}
+
+/// Most speed classes the slow-link rule tells apart (beyond, links are
+/// treated as one class).
+const MAX_CLASSES: usize = 4;
+
+/// Speed classes of the direct links (by flight time, equal within 1e-9) and
+/// the components of the faster ones.
+fn speed_classes(topo: &Topology, flight: &[f64], words: usize, holds: &[u64]) -> (Vec<u8>, Vec<Part>) {
+    let n = topo.npus as usize;
+    let direct: Vec<usize> = (0..topo.links.len())
+        .filter(|&i| (topo.links[i].src as usize) < n && (topo.links[i].dst as usize) < n)
+        .collect();
+    let mut speeds: Vec<f64> = direct.iter().map(|&i| flight[i]).collect();
+    speeds.sort_by(f64::total_cmp);
+    speeds.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs());
+    let mut class = vec![0u8; topo.links.len()];
+    if speeds.len() < 2 || speeds.len() > MAX_CLASSES {
+        return (class, Vec::new());
+    }
+    for &i in &direct {
+        class[i] = speeds
+            .iter()
+            .position(|s| (flight[i] - s).abs() <= 1e-9 * s.abs())
+            .unwrap_or(0) as u8;
+    }
+    let mut parts = Vec::new();
+    for k in 1..speeds.len() {
+        // Union-find over links of classes below k.
+        let mut parent: Vec<u32> = (0..n as u32).collect();
+        fn root(p: &mut [u32], mut x: u32) -> u32 {
+            while p[x as usize] != x {
+                p[x as usize] = p[p[x as usize] as usize];
+                x = p[x as usize];
+            }
+            x
+        }
+        for &i in &direct {
+            if (class[i] as usize) < k {
+                let (a, b) = (
+                    root(&mut parent, topo.links[i].src),
+                    root(&mut parent, topo.links[i].dst),
+                );
+                parent[a as usize] = b;
+            }
+        }
+        let mut comp = vec![0u32; n];
+        let mut ids = std::collections::HashMap::new();
+        for (v, cv) in comp.iter_mut().enumerate() {
+            let r = root(&mut parent, v as u32);
+            let next = ids.len() as u32;
+            *cv = *ids.entry(r).or_insert(next);
+        }
+        let mut have = vec![0u64; ids.len() * words];
+        for v in 0..n {
+            let at = comp[v] as usize * words;
+            for k in 0..words {
+                have[at + k] |= holds[v * words + k];
+            }
+        }
+        parts.push(Part { comp, have });
+    }
+    (class, parts)
+}
+
+const ARRIVE: u64 = 1 << 63;
+const NONE: u32 = u32::MAX;
+
+/// One all-gather synthesis on a topology; `record` keeps the transfers.
+struct Core<'a> {
+    topo: &'a Topology,
+    n: usize,
+    chunks: usize,
+    words: usize,
+    /// Chunks each NPU holds (landed).
+    holds: Vec<u64>,
+    /// Chunks each NPU holds or has on its way.
+    have: Vec<u64>,
+    free_at: Vec<f64>,
+    idle: Vec<bool>,
+    queued: Vec<bool>,
+    kind: Vec<Kind>,
+    /// Per switch: (member NPU, its up-link).
+    ups: Vec<Vec<(u32, u32)>>,
+    /// Per switch: its down-links.
+    downs: Vec<Vec<u32>>,
+    /// Per NPU: the direct links into it, with their sources.
+    in_links: Vec<Vec<(u32, u32)>>,
+    /// Per link: its speed class (0 = the fastest flight time).
+    class: Vec<u8>,
+    /// Per speed class k >= 1: the components of the links faster than
+    /// class k, with what their members hold or receive.
+    parts: Vec<Part>,
+    /// Per link: latency + chunk / bandwidth: how long a chunk takes and,
+    /// in the matching, how long the link stays busy (TACOS's model).
+    flight: Vec<f64>,
+    rng: Rng,
+    record: bool,
+    /// Per NPU and chunk: the transfer that brings it.
+    arrived_by: Vec<u32>,
+    /// Per link: the last transfer on it.
+    last_on: Vec<u32>,
+    out: Vec<Transfer>,
+    /// (start, arrival) of each recorded transfer.
+    spans: Vec<(f64, f64)>,
+    heap: BinaryHeap<Reverse<(u64, u64)>>,
+    cand: Vec<u32>,
+    matches: u64,
+    end: f64,
+}
+
+impl<'a> Core<'a> {
+    fn new(
+        topo: &'a Topology,
+        chunks: usize,
+        chunk_bytes: f64,
+        seed: u64,
+        record: bool,
+    ) -> Result<Core<'a>, SynthError> {
+        let n = topo.npus as usize;
+        let words = chunks.div_ceil(64);
+        let nl = topo.links.len();
+        let mut kind = Vec::with_capacity(nl);
+        let mut ups = vec![Vec::new(); topo.switches as usize];
+        let mut downs = vec![Vec::new(); topo.switches as usize];
+        for (i, l) in topo.links.iter().enumerate() {
+            let (a, b) = (l.src as usize, l.dst as usize);
+            kind.push(match (a < n, b < n) {
+                (true, true) => Kind::Direct,
+                (true, false) => {
+                    ups[b - n].push((l.src, i as u32));
+                    Kind::Up
+                }
+                (false, true) => {
+                    downs[a - n].push(i as u32);
+                    Kind::Down((a - n) as u32)
+                }
+                (false, false) => {
+                    return Err(SynthError::Unsupported(format!(
+                        "link {i} joins two switches: synthesis handles one switch level (NPU - switch - NPU)"
+                    )));
+                }
+            });
+        }
+        let ser: Vec<f64> = topo.links.iter().map(|l| chunk_bytes / l.gbps).collect();
+        let flight: Vec<f64> = ser.iter().zip(&topo.links).map(|(s, l)| s + l.latency_ns).collect();
+
+        let mut holds = vec![0u64; n * words];
+        for c in 0..chunks {
+            let o = c % n;
+            holds[o * words + c / 64] |= 1 << (c % 64);
+        }
+        let have = holds.clone();
+        let mut in_links = vec![Vec::new(); n];
+        for (i, l) in topo.links.iter().enumerate() {
+            if (l.src as usize) < n && (l.dst as usize) < n {
+                in_links[l.dst as usize].push((l.src, i as u32));
+            }
+        }
+        let (class, parts) = speed_classes(topo, &flight, words, &holds);
+        Ok(Core {
+            in_links,
+            class,
+            parts,
+            topo,
+            n,
+            chunks,
+            words,
+            holds,
+            have,
+            free_at: vec![0.0; nl],
+            idle: vec![false; nl],
+            queued: vec![false; nl],
+            kind,
+            ups,
+            downs,
+            flight,
+            rng: Rng(seed ^ 0x5DEE_CE66_D1CE_5EED),
+            record,
+            arrived_by: if record { vec![NONE; n * chunks] } else { Vec::new() },
+            last_on: vec![NONE; nl],
+            out: Vec::new(),
+            spans: Vec::new(),
+            heap: BinaryHeap::new(),
+            cand: Vec::new(),
+            matches: 0,
+            end: 0.0,
+        })
+    }
+
+    /// A chunk `u` holds and `v` lacks for link `l`, from a random position.
+    /// Over a direct link, first a chunk no other NPU with a link into `v`
+    /// holds (so what only `u` can give is not left for later, when `v`'s
+    /// other sources may have nothing new). A link slower than others is
+    /// further limited to chunks that nobody in `v`'s component of faster
+    /// links holds or is receiving (they will come that way sooner); none if
+    /// there is no such chunk.
+    fn find(&mut self, u: usize, v: usize, l: usize, direct: bool) -> Option<usize> {
+        let w = self.words;
+        let start = self.rng.below(w);
+        let rot = (self.rng.next() % 64) as u32;
+        let pick = |x: u64, k: usize| k * 64 + ((x.rotate_right(rot).trailing_zeros() + rot) % 64) as usize;
+        let class = self.class[l] as usize;
+        let faster = (direct && class > 0).then(|| {
+            let p = &self.parts[class - 1];
+            p.comp[v] as usize * w
+        });
+        let others: &[(u32, u32)] = if direct { &self.in_links[v] } else { &[] };
+        let (hu, hv) = (&self.holds[u * w..(u + 1) * w], &self.have[v * w..(v + 1) * w]);
+        let mut fallback = None;
+        for k in (start..w).chain(0..start) {
+            let mut x = hu[k] & !hv[k];
+            if let Some(at) = faster {
+                x &= !self.parts[class - 1].have[at + k];
+            }
+            if x == 0 {
+                continue;
+            }
+            let mut rare = x;
+            for &(o, _) in others {
+                if o as usize != u {
+                    rare &= !self.holds[o as usize * w + k];
+                }
+            }
+            if rare != 0 {
+                return Some(pick(rare, k));
+            }
+            if fallback.is_none() {
+                fallback = Some(pick(x, k));
+            }
+        }
+        fallback
+    }
+
+    fn offer(&mut self, l: u32) {
+        if !self.queued[l as usize] {
+            self.queued[l as usize] = true;
+            self.cand.push(l);
+        }
+    }
+
+    /// Books chunk `c` from `src` to `dst` over `route` starting at `t`.
+    fn book(&mut self, src: u32, dst: u32, c: usize, route: &[u32], t: f64, arrive: f64) {
+        let v = dst as usize;
+        self.have[v * self.words + c / 64] |= 1 << (c % 64);
+        for p in &mut self.parts {
+            p.have[p.comp[v] as usize * self.words + c / 64] |= 1 << (c % 64);
+        }
+        self.heap
+            .push(Reverse((arrive.to_bits(), ARRIVE | (v as u64) << 32 | c as u64)));
+        self.matches += 1;
+        self.end = self.end.max(arrive);
+        if !self.record {
+            return;
+        }
+        let id = self.out.len() as u32;
+        let mut deps = Vec::new();
+        let by = self.arrived_by[src as usize * self.chunks + c];
+        if by != NONE {
+            deps.push(by);
+        }
+        if let [l] = route {
+            // One hop: keep the synthesized order on the link.
+            let p = self.last_on[*l as usize];
+            if p != NONE && !deps.contains(&p) {
+                deps.push(p);
+            }
+            self.last_on[*l as usize] = id;
+        }
+        self.arrived_by[v * self.chunks + c] = id;
+        self.out.push(Transfer {
+            src,
+            dst,
+            op: Op::Send,
+            chunks: vec![Run::range(c as u32, 1)],
+            deps,
+            route: route.to_vec(),
+        });
+        self.spans.push((t, arrive));
+    }
+
+    /// Offers free link `l` a chunk at `t`; false if it has nothing to carry.
+    fn assign(&mut self, l: u32, t: f64) -> bool {
+        let li = l as usize;
+        let link = self.topo.links[li];
+        let v = link.dst as usize;
+        match self.kind[li] {
+            Kind::Direct => {
+                let Some(c) = self.find(link.src as usize, v, li, true) else {
+                    return false;
+                };
+                self.free_at[li] = t + self.flight[li];
+                self.heap.push(Reverse((self.free_at[li].to_bits(), u64::from(l))));
+                self.book(link.src, link.dst, c, &[l], t, t + self.flight[li]);
+                true
+            }
+            Kind::Down(w) => {
+                let members = self.ups[w as usize].len();
+                let first = self.rng.below(members.max(1));
+                for i in 0..members {
+                    let (u, up) = self.ups[w as usize][(first + i) % members];
+                    if u as usize == v || self.free_at[up as usize] > t {
+                        continue;
+                    }
+                    let Some(c) = self.find(u as usize, v, li, false) else {
+                        continue;
+                    };
+                    let upi = up as usize;
+                    let at_switch = t + self.flight[upi];
+                    self.free_at[upi] = t + self.flight[upi];
+                    self.free_at[li] = at_switch + self.flight[li];
+                    self.heap.push(Reverse((self.free_at[upi].to_bits(), u64::from(up))));
+                    self.heap.push(Reverse((self.free_at[li].to_bits(), u64::from(l))));
+                    self.book(u, link.dst, c, &[up, l], t, at_switch + self.flight[li]);
+                    return true;
+                }
+                false
+            }
+            Kind::Up => false,
+        }
+    }
+
+    /// Runs the matching to the end.
+    fn run(&mut self) -> Result<(), SynthError> {
+        let need = (self.n as u64 - 1) * self.chunks as u64;
+        for l in 0..self.topo.links.len() as u32 {
+            if self.kind[l as usize] != Kind::Up {
+                self.offer(l);
+            }
+        }
+        let mut t = 0.0f64;
+        loop {
+            // Fastest links first; ties in a random order.
+            let mut cand = std::mem::take(&mut self.cand);
+            for i in (1..cand.len()).rev() {
+                let j = self.rng.below(i + 1);
+                cand.swap(i, j);
+            }
+            cand.sort_by(|&a, &b| self.flight[a as usize].total_cmp(&self.flight[b as usize]));
+            for &l in &cand {
+                self.queued[l as usize] = false;
+                if self.free_at[l as usize] > t {
+                    continue;
+                }
+                self.idle[l as usize] = !self.assign(l, t);
+            }
+            cand.clear();
+            self.cand = cand;
+            // The next event time, and everything that happens then.
+            let Some(&Reverse((tb, _))) = self.heap.peek() else {
+                break;
+            };
+            t = f64::from_bits(tb);
+            while let Some(&Reverse((eb, what))) = self.heap.peek() {
+                if eb != tb {
+                    break;
+                }
+                self.heap.pop();
+                if what & ARRIVE != 0 {
+                    let (v, c) = (((what & !ARRIVE) >> 32) as usize, (what & 0xFFFF_FFFF) as usize);
+                    self.holds[v * self.words + c / 64] |= 1 << (c % 64);
+                    // New data at v: its idle links may now have work.
+                    for &l in self.topo.out_links(v as u32) {
+                        let li = l as usize;
+                        match self.kind[li] {
+                            Kind::Direct if self.idle[li] => self.offer(l),
+                            Kind::Up => {
+                                let w = self.topo.links[li].dst as usize - self.n;
+                                for k in 0..self.downs[w].len() {
+                                    let d = self.downs[w][k];
+                                    if self.idle[d as usize] {
+                                        self.offer(d);
+                                    }
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                } else {
+                    let l = what as u32;
+                    match self.kind[l as usize] {
+                        Kind::Up => {
+                            let w = self.topo.links[l as usize].dst as usize - self.n;
+                            for k in 0..self.downs[w].len() {
+                                let d = self.downs[w][k];
+                                if self.idle[d as usize] {
+                                    self.offer(d);
+                                }
+                            }
+                        }
+                        _ => self.offer(l),
+                    }
+                }
+            }
+        }
+        if self.matches < need {
+            // Somebody never got something: name one.
+            for v in 0..self.n {
+                for c in 0..self.chunks {
+                    if self.have[v * self.words + c / 64] & (1 << (c % 64)) == 0 {
+                        return Err(SynthError::Stuck {
+                            npu: v as u32,
+                            chunk: c as u32,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The topology with every link reversed (same ids, bandwidths, latencies).
+fn transposed(topo: &Topology) -> Topology {
+    topo.reversed()
+}
+
+/// An all-gather's transfers, their (start, arrival) times, the synthesized
+/// completion time and the number of deliveries.
+struct Gathered {
+    transfers: Vec<Transfer>,
+    spans: Vec<(f64, f64)>,
+    end: f64,
+    matches: u64,
+}
+
+fn all_gather(topo: &Topology, opt: &SynthOptions, record: bool) -> Result<Gathered, SynthError> {
+    let chunks = topo.npus as usize * opt.chunks_per_npu as usize;
+    let chunk_bytes = opt.size_bytes / chunks as f64;
+    let mut core = Core::new(topo, chunks, chunk_bytes, opt.seed, record)?;
+    core.run()?;
+    Ok(Gathered {
+        transfers: core.out,
+        spans: core.spans,
+        end: core.end,
+        matches: core.matches,
+    })
+}
+
+/// Time reversal of an all-gather on the transposed topology (module doc).
+fn reduce_scatter(topo: &Topology, opt: &SynthOptions) -> Result<(Vec<Transfer>, f64, u64), SynthError> {
+    let t = transposed(topo);
+    let Gathered {
+        transfers: ag,
+        spans,
+        end,
+        matches,
+    } = all_gather(&t, opt, true)?;
+    // Reversed order: latest all-gather send first.
+    let mut order: Vec<usize> = (0..ag.len()).collect();
+    order.sort_by(|&a, &b| spans[b].1.total_cmp(&spans[a].1).then(b.cmp(&a)));
+    let mut new_id = vec![0u32; ag.len()];
+    for (i, &a) in order.iter().enumerate() {
+        new_id[a] = i as u32;
+    }
+    // The all-gather sends out of (node, chunk): their reversals feed it.
+    let mut feeds: std::collections::HashMap<(u32, u32), Vec<u32>> = std::collections::HashMap::new();
+    for (i, x) in ag.iter().enumerate() {
+        feeds.entry((x.src, x.chunks[0].start)).or_default().push(new_id[i]);
+    }
+    let mut out = Vec::with_capacity(ag.len());
+    let mut last_on: Vec<u32> = vec![NONE; topo.links.len()];
+    for &a in &order {
+        let x = &ag[a];
+        let c = x.chunks[0].start;
+        let mut deps = feeds.get(&(x.dst, c)).cloned().unwrap_or_default();
+        let route: Vec<u32> = x.route.iter().rev().copied().collect();
+        let id = out.len() as u32;
+        if let [l] = route[..] {
+            let p = last_on[l as usize];
+            if p != NONE && !deps.contains(&p) {
+                deps.push(p);
+            }
+            last_on[l as usize] = id;
+        }
+        out.push(Transfer {
+            src: x.dst,
+            dst: x.src,
+            op: Op::Reduce,
+            chunks: x.chunks.clone(),
+            deps,
+            route,
+        });
+    }
+    Ok((out, end, matches))
+}
+
+/// Synthesizes `kind` on `topo` with one seed.
+pub fn synthesize(topo: &Topology, kind: CollectiveKind, opt: &SynthOptions) -> Result<Synthesized, SynthError> {
+    if opt.chunks_per_npu < 1 {
+        return Err(SynthError::Unsupported("chunks per NPU must be at least 1".into()));
+    }
+    let chunks = u64::from(topo.npus) * u64::from(opt.chunks_per_npu);
+    if chunks > u64::from(u32::MAX) {
+        return Err(SynthError::Unsupported(format!("{chunks} chunks: more than 2^32")));
+    }
+    let mut s = Schedule::new("tacos", kind, topo.npus, opt.chunks_per_npu);
+    s.topology = topo.name.clone();
+    let (time_ns, matches) = match kind {
+        CollectiveKind::AllGather => {
+            let g = all_gather(topo, opt, true)?;
+            s.transfers = g.transfers;
+            (g.end, g.matches)
+        }
+        CollectiveKind::ReduceScatter => {
+            let (rs, end, m) = reduce_scatter(topo, opt)?;
+            s.transfers = rs;
+            (end, m)
+        }
+        CollectiveKind::AllReduce => {
+            let (rs, rs_end, m1) = reduce_scatter(topo, opt)?;
+            let g = all_gather(topo, opt, true)?;
+            let (mut ag, ag_end, m2) = (g.transfers, g.end, g.matches);
+            let base = rs.len() as u32;
+            // Each chunk's all-gather starts at its owner once the owner's
+            // reductions of it have landed.
+            let mut into_owner: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
+            for (i, x) in rs.iter().enumerate() {
+                let c = x.chunks[0].start;
+                if x.dst == c % topo.npus {
+                    into_owner.entry(c).or_default().push(i as u32);
+                }
+            }
+            for x in &mut ag {
+                for d in &mut x.deps {
+                    *d += base;
+                }
+                let c = x.chunks[0].start;
+                if x.src == c % topo.npus {
+                    x.deps.extend(into_owner.get(&c).into_iter().flatten().copied());
+                }
+            }
+            s.transfers = rs;
+            s.transfers.extend(ag);
+            (rs_end + ag_end, m1 + m2)
+        }
+        other => {
+            return Err(SynthError::Unsupported(format!(
+                "synthesis builds all-gather, reduce-scatter and all-reduce, not {other}: use direct or ring for all-to-all"
+            )));
+        }
+    };
+    Ok(Synthesized {
+        schedule: s,
+        time_ns,
+        seed: opt.seed,
+        matches,
+    })
+}
+
+/// The best of `restarts` seeds from `opt.seed` on (in parallel), by the
+/// synthesized time; ties go to the lower seed.
+pub fn best_of(
+    topo: &Topology,
+    kind: CollectiveKind,
+    opt: &SynthOptions,
+    restarts: u32,
+) -> Result<Synthesized, SynthError> {
+    let runs: Vec<Result<Synthesized, SynthError>> = (0..u64::from(restarts.max(1)))
+        .into_par_iter()
+        .map(|i| {
+            synthesize(
+                topo,
+                kind,
+                &SynthOptions {
+                    seed: opt.seed + i,
+                    ..*opt
+                },
+            )
+        })
+        .collect();
+    let mut best: Option<Synthesized> = None;
+    for r in runs {
+        let r = r?;
+        if best.as_ref().is_none_or(|b| r.time_ns < b.time_ns) {
+            best = Some(r);
+        }
+    }
+    best.ok_or_else(|| SynthError::Unsupported("no restarts".into()))
+}
+
+/// All-gather synthesis without keeping the schedule (for topologies whose
+/// N(N-1) transfers would not fit in memory): the synthesized time, ns, and
+/// the number of chunk deliveries matched.
+pub fn all_gather_time(topo: &Topology, opt: &SynthOptions) -> Result<(f64, u64), SynthError> {
+    let g = all_gather(topo, opt, false)?;
+    Ok((g.end, g.matches))
+}
