@@ -7,9 +7,15 @@
 //!   shard but its own) and send (N-1)/N M for a reduce-scatter (its
 //!   contribution to every other shard) and an all-to-all (and receive as
 //!   much), through the sum of its links' bandwidth;
-//! - all-reduce: an NPU sends at least 2(N-1)/N M through its injection
-//!   bandwidth (Patarasuk and Yuan, JPDC 2009: the bound ring all-reduce
-//!   meets; it holds for algorithms that reduce in the NPUs);
+//! - all-reduce: every NPU sends at least M (each element of its input must
+//!   leave it) and receives at least M (each element of its output needs
+//!   outside data), and all NPUs together send at least 2(N-1) M: per
+//!   element, everyone learning a function of everyone's value takes at
+//!   least 2N-2 one-way messages (the directed gossip bound), so the time
+//!   is at least 2(N-1) M over the summed injection bandwidth. On a
+//!   symmetric network that is the familiar 2(N-1)/N M / B_inject that ring
+//!   all-reduce meets (Patarasuk and Yuan, JPDC 2009); it is not a bound on
+//!   each NPU (an NPU behind a slow link can validly send only M);
 //! - cuts: for a set S of s NPUs, what must cross into S — all-gather
 //!   (N-s)/N M (shards owned outside), reduce-scatter s/N M (S's shards need
 //!   outside contributions), all-reduce M (the result depends on every
@@ -120,14 +126,18 @@ pub fn lower_bounds(topo: &Topology, kind: CollectiveKind, size: f64) -> Bounds 
     }
     let mut injection_ns: f64 = 0.0;
     for r in 0..n {
-        let t = match kind {
-            CollectiveKind::AllReduce => units::transfer_ns(2.0 * size * (nf - 1.0) / nf, out[r]),
-            _ => {
-                let (need_in, need_out) = cut_bytes(kind, size, 1.0, nf);
-                units::transfer_ns(need_in, inn[r]).max(units::transfer_ns(need_out, out[r]))
-            }
+        let (need_in, need_out) = match kind {
+            CollectiveKind::AllReduce => (size, size),
+            _ => cut_bytes(kind, size, 1.0, nf),
         };
-        injection_ns = injection_ns.max(t);
+        injection_ns = injection_ns.max(units::transfer_ns(need_in, inn[r]).max(units::transfer_ns(need_out, out[r])));
+    }
+    if kind == CollectiveKind::AllReduce {
+        let (all_in, all_out): (f64, f64) = (inn[..n].iter().sum(), out[..n].iter().sum());
+        let total = 2.0 * (nf - 1.0) * size;
+        injection_ns = injection_ns
+            .max(units::transfer_ns(total, all_out))
+            .max(units::transfer_ns(total, all_in));
     }
     // Cuts.
     let mut cuts: Vec<(String, Vec<bool>)> = Vec::new();

@@ -10,8 +10,9 @@
 //! a link into v holds (so what only u can give is not left for later, when
 //! v's other sources may have nothing new; this is what lets every seed
 //! reach TACOS's best on its 5x5 mesh). On heterogeneous networks a link is
-//! further limited to chunks that no NPU joined to v by strictly faster
-//! links holds or is receiving: those will come that way sooner, and
+//! further limited to chunks that no NPU in v's strongly connected
+//! component of strictly faster links holds or is receiving: those will
+//! come that way sooner, and
 //! otherwise every member of a fast group pulls the same chunk over its own
 //! slow link (this plays the part of TACOS's re-matching when a chunk
 //! arrives by a faster path). The chunk lands latency + chunk /
@@ -114,11 +115,64 @@ enum Kind {
     Down(u32),
 }
 
-/// NPUs joined by links faster than some class, and the union of what they
-/// hold or are receiving.
+/// NPUs that reach one another over links faster than some class (strongly
+/// connected components), and the union of what they hold or are receiving.
 struct Part {
     comp: Vec<u32>,
     have: Vec<u64>,
+}
+
+/// Strongly connected components of a directed graph on `n` nodes
+/// (Kosaraju, iterative): the component of each node and their number.
+fn scc(n: usize, edges: impl Iterator<Item = (u32, u32)>) -> (Vec<u32>, u32) {
+    let mut out = vec![Vec::new(); n];
+    let mut inc = vec![Vec::new(); n];
+    for (a, b) in edges {
+        out[a as usize].push(b);
+        inc[b as usize].push(a);
+    }
+    // First pass: finishing order on the graph.
+    let mut seen = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    for s in 0..n {
+        if seen[s] {
+            continue;
+        }
+        seen[s] = true;
+        let mut stack = vec![(s, 0usize)];
+        while let Some(&mut (v, ref mut i)) = stack.last_mut() {
+            if let Some(&w) = out[v].get(*i) {
+                *i += 1;
+                if !seen[w as usize] {
+                    seen[w as usize] = true;
+                    stack.push((w as usize, 0));
+                }
+            } else {
+                order.push(v);
+                stack.pop();
+            }
+        }
+    }
+    // Second pass: on the reversed graph, in reverse finishing order.
+    let mut comp = vec![u32::MAX; n];
+    let mut count = 0;
+    for &s in order.iter().rev() {
+        if comp[s] != u32::MAX {
+            continue;
+        }
+        comp[s] = count;
+        let mut stack = vec![s];
+        while let Some(v) = stack.pop() {
+            for &w in &inc[v] {
+                if comp[w as usize] == u32::MAX {
+                    comp[w as usize] = count;
+                    stack.push(w as usize);
+                }
+            }
+        }
+        count += 1;
+    }
+    (comp, count)
 }
 
 /// Most speed classes the slow-link rule tells apart (beyond, links are
@@ -147,31 +201,16 @@ fn speed_classes(topo: &Topology, flight: &[f64], words: usize, holds: &[u64]) -
     }
     let mut parts = Vec::new();
     for k in 1..speeds.len() {
-        // Union-find over links of classes below k.
-        let mut parent: Vec<u32> = (0..n as u32).collect();
-        fn root(p: &mut [u32], mut x: u32) -> u32 {
-            while p[x as usize] != x {
-                p[x as usize] = p[p[x as usize] as usize];
-                x = p[x as usize];
-            }
-            x
-        }
-        for &i in &direct {
-            if (class[i] as usize) < k {
-                let (a, b) = (
-                    root(&mut parent, topo.links[i].src),
-                    root(&mut parent, topo.links[i].dst),
-                );
-                parent[a as usize] = b;
-            }
-        }
-        let mut comp = vec![0u32; n];
-        let mut ids = std::collections::HashMap::new();
-        for (v, cv) in comp.iter_mut().enumerate() {
-            let r = root(&mut parent, v as u32);
-            let next = ids.len() as u32;
-            *cv = *ids.entry(r).or_insert(next);
-        }
+        // Strongly connected components of the links of classes below k:
+        // every member can reach every other over faster links.
+        let (comp, count) = scc(
+            n,
+            direct
+                .iter()
+                .filter(|&&i| (class[i] as usize) < k)
+                .map(|&i| (topo.links[i].src, topo.links[i].dst)),
+        );
+        let ids = vec![(); count as usize];
         let mut have = vec![0u64; ids.len() * words];
         for v in 0..n {
             let at = comp[v] as usize * words;
