@@ -3,7 +3,8 @@
 //! (the large ones are too long for repeated samples), with the process's
 //! peak memory after each. Up to 64x64 the schedule is kept (N(N-1)
 //! transfers); 128x128 and 200x200 (40,000 NPUs) run the matching without
-//! keeping it. `cargo bench --bench synth` (`-- small` stops after 32x32).
+//! keeping it. `cargo bench --bench synth` (`-- small` stops after 32x32;
+//! `-- 64x64` runs one size).
 
 use dimsum::schedule::synth::{self, SynthOptions};
 use dimsum::topology::Topology;
@@ -19,7 +20,9 @@ fn peak_mib() -> f64 {
 }
 
 fn main() {
-    let small = std::env::args().any(|a| a == "small");
+    let args: Vec<String> = std::env::args().collect();
+    let small = args.iter().any(|a| a == "small");
+    let only: Vec<&String> = args.iter().filter(|a| a.contains('x')).collect();
     println!(
         "| torus | NPUs | keeps schedule | seconds | synthesized time (us) | ingress bound (us) | peak memory (MiB) |"
     );
@@ -35,6 +38,10 @@ fn main() {
     for &(shape, keep) in cases {
         if small && shape.iter().product::<u32>() > 1024 {
             break;
+        }
+        let name: Vec<String> = shape.iter().map(|x| x.to_string()).collect();
+        if !only.is_empty() && !only.iter().any(|o| **o == name.join("x")) {
+            continue;
         }
         let d = shape.len();
         let t = Topology::torus(shape, true, &vec![50.0; d], &vec![500.0; d]);

@@ -47,8 +47,7 @@ use super::{Op, Run, Schedule, Transfer};
 use crate::topology::Topology;
 use crate::workload::CollectiveKind;
 use rayon::prelude::*;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::BTreeMap;
 
 /// Why synthesis cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -120,6 +119,12 @@ enum Kind {
 struct Part {
     comp: Vec<u32>,
     have: Vec<u64>,
+}
+
+/// The bits of word `k` that are chunks (the last word may be partial).
+fn full_word(chunks: usize, k: usize) -> u64 {
+    let left = chunks - k * 64;
+    if left >= 64 { u64::MAX } else { (1u64 << left) - 1 }
 }
 
 /// Strongly connected components of a directed graph on `n` nodes
@@ -223,7 +228,23 @@ fn speed_classes(topo: &Topology, flight: &[f64], words: usize, holds: &[u64]) -
     (class, parts)
 }
 
+/// One matched delivery, kept compactly while matching (no allocation, no
+/// lookup); [`Core::transfers`] turns the rows into the schedule.
+#[derive(Clone, Copy)]
+struct Row {
+    src: u32,
+    dst: u32,
+    chunk: u32,
+    /// One or two links (NONE-padded).
+    route: [u32; 2],
+    /// The transfer before this one on its (one-hop) link.
+    link_prev: u32,
+}
+
 const ARRIVE: u64 = 1 << 63;
+/// Words (of 64 chunks) a search looks through for a chunk no other source
+/// of the destination holds before it takes any chunk.
+const RARE_SEARCH_WORDS: usize = 32;
 const NONE: u32 = u32::MAX;
 
 /// One all-gather synthesis on a topology; `record` keeps the transfers.
@@ -236,6 +257,11 @@ struct Core<'a> {
     holds: Vec<u64>,
     /// Chunks each NPU holds or has on its way.
     have: Vec<u64>,
+    /// Words of 64 words (second level): per NPU, the words where it holds
+    /// a chunk, and the words of `have` that are full.
+    words1: usize,
+    held_words: Vec<u64>,
+    full_words: Vec<u64>,
     free_at: Vec<f64>,
     idle: Vec<bool>,
     queued: Vec<bool>,
@@ -256,14 +282,15 @@ struct Core<'a> {
     flight: Vec<f64>,
     rng: Rng,
     record: bool,
-    /// Per NPU and chunk: the transfer that brings it.
-    arrived_by: Vec<u32>,
     /// Per link: the last transfer on it.
     last_on: Vec<u32>,
-    out: Vec<Transfer>,
+    rows: Vec<Row>,
     /// (start, arrival) of each recorded transfer.
     spans: Vec<(f64, f64)>,
-    heap: BinaryHeap<Reverse<(u64, u64)>>,
+    /// Pending events by time (bits of the f64): link frees and arrivals.
+    calendar: BTreeMap<u64, Vec<u64>>,
+    /// Emptied event lists, reused.
+    spare: Vec<Vec<u64>>,
     cand: Vec<u32>,
     matches: u64,
     end: f64,
@@ -311,6 +338,19 @@ impl<'a> Core<'a> {
             holds[o * words + c / 64] |= 1 << (c % 64);
         }
         let have = holds.clone();
+        let words1 = words.div_ceil(64);
+        let mut held_words = vec![0u64; n * words1];
+        let mut full_words = vec![0u64; n * words1];
+        for v in 0..n {
+            for k in 0..words {
+                if holds[v * words + k] != 0 {
+                    held_words[v * words1 + k / 64] |= 1 << (k % 64);
+                }
+                if have[v * words + k] == full_word(chunks, k) {
+                    full_words[v * words1 + k / 64] |= 1 << (k % 64);
+                }
+            }
+        }
         let mut in_links = vec![Vec::new(); n];
         for (i, l) in topo.links.iter().enumerate() {
             if (l.src as usize) < n && (l.dst as usize) < n {
@@ -319,6 +359,9 @@ impl<'a> Core<'a> {
         }
         let (class, parts) = speed_classes(topo, &flight, words, &holds);
         Ok(Core {
+            words1,
+            held_words,
+            full_words,
             in_links,
             class,
             parts,
@@ -337,11 +380,11 @@ impl<'a> Core<'a> {
             flight,
             rng: Rng(seed ^ 0x5DEE_CE66_D1CE_5EED),
             record,
-            arrived_by: if record { vec![NONE; n * chunks] } else { Vec::new() },
             last_on: vec![NONE; nl],
-            out: Vec::new(),
+            rows: Vec::new(),
             spans: Vec::new(),
-            heap: BinaryHeap::new(),
+            calendar: BTreeMap::new(),
+            spare: Vec::new(),
             cand: Vec::new(),
             matches: 0,
             end: 0.0,
@@ -356,8 +399,8 @@ impl<'a> Core<'a> {
     /// links holds or is receiving (they will come that way sooner); none if
     /// there is no such chunk.
     fn find(&mut self, u: usize, v: usize, l: usize, direct: bool) -> Option<usize> {
-        let w = self.words;
-        let start = self.rng.below(w);
+        let (w, w1) = (self.words, self.words1);
+        let start = self.rng.below(w1);
         let rot = (self.rng.next() % 64) as u32;
         let pick = |x: u64, k: usize| k * 64 + ((x.rotate_right(rot).trailing_zeros() + rot) % 64) as usize;
         let class = self.class[l] as usize;
@@ -367,29 +410,54 @@ impl<'a> Core<'a> {
         });
         let others: &[(u32, u32)] = if direct { &self.in_links[v] } else { &[] };
         let (hu, hv) = (&self.holds[u * w..(u + 1) * w], &self.have[v * w..(v + 1) * w]);
+        // Second level: the words where u holds something and v lacks something.
+        let (su, fv) = (
+            &self.held_words[u * w1..(u + 1) * w1],
+            &self.full_words[v * w1..(v + 1) * w1],
+        );
         let mut fallback = None;
-        for k in (start..w).chain(0..start) {
-            let mut x = hu[k] & !hv[k];
-            if let Some(at) = faster {
-                x &= !self.parts[class - 1].have[at + k];
-            }
-            if x == 0 {
-                continue;
-            }
-            let mut rare = x;
-            for &(o, _) in others {
-                if o as usize != u {
-                    rare &= !self.holds[o as usize * w + k];
+        let mut looked = 0;
+        for k1 in (start..w1).chain(0..start) {
+            let mut words = su[k1] & !fv[k1];
+            while words != 0 {
+                let k = k1 * 64 + words.trailing_zeros() as usize;
+                words &= words - 1;
+                let mut x = hu[k] & !hv[k];
+                if let Some(at) = faster {
+                    x &= !self.parts[class - 1].have[at + k];
                 }
-            }
-            if rare != 0 {
-                return Some(pick(rare, k));
-            }
-            if fallback.is_none() {
-                fallback = Some(pick(x, k));
+                if x == 0 {
+                    continue;
+                }
+                let mut rare = x;
+                for &(o, _) in others {
+                    if o as usize != u {
+                        rare &= !self.holds[o as usize * w + k];
+                    }
+                }
+                if rare != 0 {
+                    return Some(pick(rare, k));
+                }
+                if fallback.is_none() {
+                    fallback = Some(pick(x, k));
+                }
+                // Past a few words without a rare chunk, take what there is.
+                looked += 1;
+                if looked >= RARE_SEARCH_WORDS {
+                    return fallback;
+                }
             }
         }
         fallback
+    }
+
+    /// Schedules event `what` at time `t`.
+    fn at(&mut self, t: f64, what: u64) {
+        let spare = &mut self.spare;
+        self.calendar
+            .entry(t.to_bits())
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .push(what);
     }
 
     fn offer(&mut self, l: u32) {
@@ -402,39 +470,33 @@ impl<'a> Core<'a> {
     /// Books chunk `c` from `src` to `dst` over `route` starting at `t`.
     fn book(&mut self, src: u32, dst: u32, c: usize, route: &[u32], t: f64, arrive: f64) {
         let v = dst as usize;
-        self.have[v * self.words + c / 64] |= 1 << (c % 64);
+        let k = c / 64;
+        self.have[v * self.words + k] |= 1 << (c % 64);
+        if self.have[v * self.words + k] == full_word(self.chunks, k) {
+            self.full_words[v * self.words1 + k / 64] |= 1 << (k % 64);
+        }
         for p in &mut self.parts {
             p.have[p.comp[v] as usize * self.words + c / 64] |= 1 << (c % 64);
         }
-        self.heap
-            .push(Reverse((arrive.to_bits(), ARRIVE | (v as u64) << 32 | c as u64)));
+        self.at(arrive, ARRIVE | (v as u64) << 32 | c as u64);
         self.matches += 1;
         self.end = self.end.max(arrive);
         if !self.record {
             return;
         }
-        let id = self.out.len() as u32;
-        let mut deps = Vec::new();
-        let by = self.arrived_by[src as usize * self.chunks + c];
-        if by != NONE {
-            deps.push(by);
-        }
+        let id = self.rows.len() as u32;
+        let mut link_prev = NONE;
         if let [l] = route {
             // One hop: keep the synthesized order on the link.
-            let p = self.last_on[*l as usize];
-            if p != NONE && !deps.contains(&p) {
-                deps.push(p);
-            }
+            link_prev = self.last_on[*l as usize];
             self.last_on[*l as usize] = id;
         }
-        self.arrived_by[v * self.chunks + c] = id;
-        self.out.push(Transfer {
+        self.rows.push(Row {
             src,
             dst,
-            op: Op::Send,
-            chunks: vec![Run::range(c as u32, 1)],
-            deps,
-            route: route.to_vec(),
+            chunk: c as u32,
+            route: [route[0], route.get(1).copied().unwrap_or(NONE)],
+            link_prev,
         });
         self.spans.push((t, arrive));
     }
@@ -450,7 +512,7 @@ impl<'a> Core<'a> {
                     return false;
                 };
                 self.free_at[li] = t + self.flight[li];
-                self.heap.push(Reverse((self.free_at[li].to_bits(), u64::from(l))));
+                self.at(self.free_at[li], u64::from(l));
                 self.book(link.src, link.dst, c, &[l], t, t + self.flight[li]);
                 true
             }
@@ -469,8 +531,8 @@ impl<'a> Core<'a> {
                     let at_switch = t + self.flight[upi];
                     self.free_at[upi] = t + self.flight[upi];
                     self.free_at[li] = at_switch + self.flight[li];
-                    self.heap.push(Reverse((self.free_at[upi].to_bits(), u64::from(up))));
-                    self.heap.push(Reverse((self.free_at[li].to_bits(), u64::from(l))));
+                    self.at(self.free_at[upi], u64::from(up));
+                    self.at(self.free_at[li], u64::from(l));
                     self.book(u, link.dst, c, &[up, l], t, at_switch + self.flight[li]);
                     return true;
                 }
@@ -507,18 +569,15 @@ impl<'a> Core<'a> {
             cand.clear();
             self.cand = cand;
             // The next event time, and everything that happens then.
-            let Some(&Reverse((tb, _))) = self.heap.peek() else {
+            let Some((tb, mut events)) = self.calendar.pop_first() else {
                 break;
             };
             t = f64::from_bits(tb);
-            while let Some(&Reverse((eb, what))) = self.heap.peek() {
-                if eb != tb {
-                    break;
-                }
-                self.heap.pop();
+            for &what in &events {
                 if what & ARRIVE != 0 {
                     let (v, c) = (((what & !ARRIVE) >> 32) as usize, (what & 0xFFFF_FFFF) as usize);
                     self.holds[v * self.words + c / 64] |= 1 << (c % 64);
+                    self.held_words[v * self.words1 + c / 4096] |= 1 << ((c / 64) % 64);
                     // New data at v: its idle links may now have work.
                     for &l in self.topo.out_links(v as u32) {
                         let li = l as usize;
@@ -552,6 +611,8 @@ impl<'a> Core<'a> {
                     }
                 }
             }
+            events.clear();
+            self.spare.push(events);
         }
         if self.matches < need {
             // Somebody never got something: name one.
@@ -567,6 +628,69 @@ impl<'a> Core<'a> {
             }
         }
         Ok(())
+    }
+}
+
+impl Core<'_> {
+    /// The recorded deliveries as transfers: each depends on the delivery
+    /// that brought its chunk to its sender and on the previous transfer on
+    /// its link (built in parallel: the lookups are independent).
+    fn transfers(&self) -> Vec<Transfer> {
+        // Rows by chunk (counting sort, each bucket in time order), then per
+        // chunk: who delivered it to whom, in an array that stays in cache.
+        let rows = &self.rows;
+        let mut start = vec![0usize; self.chunks + 1];
+        for r in rows {
+            start[r.chunk as usize + 1] += 1;
+        }
+        for c in 0..self.chunks {
+            start[c + 1] += start[c];
+        }
+        let mut fill = start.clone();
+        let mut order = vec![0u32; rows.len()];
+        for (i, r) in rows.iter().enumerate() {
+            order[fill[r.chunk as usize]] = i as u32;
+            fill[r.chunk as usize] += 1;
+        }
+        let mut by = vec![NONE; rows.len()];
+        let mut delivered = vec![NONE; self.n];
+        for c in 0..self.chunks {
+            let bucket = &order[start[c]..start[c + 1]];
+            for &i in bucket {
+                delivered[rows[i as usize].dst as usize] = i;
+            }
+            for &i in bucket {
+                by[i as usize] = delivered[rows[i as usize].src as usize];
+            }
+            for &i in bucket {
+                delivered[rows[i as usize].dst as usize] = NONE;
+            }
+        }
+        rows.par_iter()
+            .zip(by.par_iter())
+            .map(|(r, &by)| {
+                let mut deps = Vec::with_capacity(2);
+                if by != NONE {
+                    deps.push(by);
+                }
+                if r.link_prev != NONE && r.link_prev != by {
+                    deps.push(r.link_prev);
+                }
+                let route = if r.route[1] == NONE {
+                    vec![r.route[0]]
+                } else {
+                    r.route.to_vec()
+                };
+                Transfer {
+                    src: r.src,
+                    dst: r.dst,
+                    op: Op::Send,
+                    chunks: vec![Run::range(r.chunk, 1)],
+                    deps,
+                    route,
+                }
+            })
+            .collect()
     }
 }
 
@@ -590,7 +714,7 @@ fn all_gather(topo: &Topology, opt: &SynthOptions, record: bool) -> Result<Gathe
     let mut core = Core::new(topo, chunks, chunk_bytes, opt.seed, record)?;
     core.run()?;
     Ok(Gathered {
-        transfers: core.out,
+        transfers: core.transfers(),
         spans: core.spans,
         end: core.end,
         matches: core.matches,
