@@ -40,12 +40,14 @@ pub struct CollectiveArgs {
     /// Chunks per NPU shard: more chunks pipeline across steps and dimensions.
     #[arg(long, default_value_t = 1)]
     pub chunks_per_npu: u32,
-    /// Link bandwidth, one value or one per dimension (GB/s, or with a unit: 50GiB/s).
-    #[arg(long, default_value = "50")]
-    pub link_gbps: String,
-    /// Link latency, one value or one per dimension (us, or with a unit: 500ns).
-    #[arg(long, default_value = "0.5")]
-    pub link_latency_us: String,
+    /// Link bandwidth of ring/fc/switch/torus/mesh topologies, one value or one per
+    /// dimension (GB/s, or with a unit: 50GiB/s; default 50).
+    #[arg(long)]
+    pub link_gbps: Option<String>,
+    /// Link latency of ring/fc/switch/torus/mesh topologies, one value or one per
+    /// dimension (us, or with a unit: 500ns; default 0.5).
+    #[arg(long)]
+    pub link_latency_us: Option<String>,
     /// For fabric: topologies, GB/s per NPU per dimension (default: the study's `bw`).
     #[arg(long)]
     pub bw: Option<String>,
@@ -80,10 +82,41 @@ fn list(text: &str, field: &str, parse: impl Fn(&str) -> Result<f64, String>) ->
 
 /// The topology a spec names.
 pub fn topology_of(args: &CollectiveArgs) -> Result<Topology, InputError> {
-    let gbps = list(&args.link_gbps, "--link-gbps", units::parse_gbps)?;
-    let lat = list(&args.link_latency_us, "--link-latency-us", |v| {
-        units::parse_time_ns(v, 1e3)
-    })?;
+    let gbps = list(
+        args.link_gbps.as_deref().unwrap_or("50"),
+        "--link-gbps",
+        units::parse_gbps,
+    )?;
+    let lat = list(
+        args.link_latency_us.as_deref().unwrap_or("0.5"),
+        "--link-latency-us",
+        |v| units::parse_time_ns(v, 1e3),
+    )?;
+    let own_links = ["fabric:", "edges:", "astra:"]
+        .iter()
+        .any(|p| args.topology.starts_with(p));
+    if own_links {
+        for (given, flag) in [
+            (args.link_gbps.is_some(), "--link-gbps"),
+            (args.link_latency_us.is_some(), "--link-latency-us"),
+        ] {
+            if given {
+                return Err(InputError::arg(
+                    flag,
+                    format!(
+                        "`{}` brings its own links' bandwidth and latency: drop {flag} (for a fabric, use --bw)",
+                        args.topology
+                    ),
+                ));
+            }
+        }
+    }
+    if args.bw.is_some() && !args.topology.starts_with("fabric:") {
+        return Err(InputError::arg(
+            "--bw",
+            "only a fabric:STUDY.toml topology takes per-NPU bandwidths: use --link-gbps",
+        ));
+    }
     if let Some(path) = args.topology.strip_prefix("fabric:") {
         let study = Study::load(Path::new(path))?;
         let bw = match (&args.bw, &study.bw) {

@@ -242,6 +242,9 @@ struct Row {
 }
 
 const ARRIVE: u64 = 1 << 63;
+/// Most transfers a kept schedule may have (about 200 bytes each with the
+/// replay; 64x64 NPUs take 16.8 million).
+pub const MAX_TRANSFERS: u64 = 40_000_000;
 /// Words (of 64 chunks) a search looks through for a chunk no other source
 /// of the destination holds before it takes any chunk.
 const RARE_SEARCH_WORDS: usize = 32;
@@ -777,6 +780,12 @@ pub fn synthesize(topo: &Topology, kind: CollectiveKind, opt: &SynthOptions) -> 
     let chunks = u64::from(topo.npus) * u64::from(opt.chunks_per_npu);
     if chunks > u64::from(u32::MAX) {
         return Err(SynthError::Unsupported(format!("{chunks} chunks: more than 2^32")));
+    }
+    let transfers = u64::from(topo.npus - 1) * chunks;
+    if transfers > MAX_TRANSFERS {
+        return Err(SynthError::Unsupported(format!(
+            "the schedule would have {transfers} transfers (N(N-1) per chunk per NPU), more than {MAX_TRANSFERS} fit in memory: use fewer NPUs or chunks per NPU"
+        )));
     }
     let mut s = Schedule::new("tacos", kind, topo.npus, opt.chunks_per_npu);
     s.topology = topo.name.clone();
