@@ -479,6 +479,16 @@ fn cli_bad_input_exits_2_with_one_line() {
         ],
         vec!["--topology", "edges:/nonexistent/file", "--size", "1MB"],
         vec!["--topology", "ring:8", "--size", "1MB", "--link-model", "fluid"],
+        vec![
+            "--topology",
+            "astra:tests/data/astra-sim/Ring_8npus.yml",
+            "--size",
+            "1MB",
+            "--link-gbps",
+            "5",
+        ],
+        vec!["--topology", "ring:8", "--size", "1MB", "--bw", "5"],
+        vec!["--topology", "torus:200x200", "--size", "1MB", "--algorithm", "tacos"],
     ] {
         let out = dimsum().arg("collective").args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
