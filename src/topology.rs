@@ -32,6 +32,8 @@ use std::path::Path;
 
 /// No link / no node.
 pub const NONE: u32 = u32::MAX;
+/// Most NPUs (and, separately, switches) a topology may have.
+pub const MAX_NODES: u64 = 1 << 22;
 
 /// One directed link.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -482,14 +484,18 @@ impl Topology {
                 Some(n) => (true, n),
                 None => (false, s),
             };
-            num.parse::<u32>().map(|n| (sw, n)).map_err(|_| {
-                InputError::at(
-                    path,
-                    Some(line),
-                    field,
-                    format!("`{s}` is not a node: give an NPU rank (0, 1, ...) or a switch (s0, s1, ...)"),
-                )
-            })
+            num.parse::<u32>()
+                .ok()
+                .filter(|&n| u64::from(n) < MAX_NODES)
+                .map(|n| (sw, n))
+                .ok_or_else(|| {
+                    InputError::at(
+                        path,
+                        Some(line),
+                        field,
+                        format!("`{s}` is not a node: give an NPU rank (0, 1, ...) or a switch (s0, s1, ...) below {MAX_NODES}"),
+                    )
+                })
         };
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
@@ -667,6 +673,15 @@ impl Topology {
             }
             dims.push((format!("dim{d}"), k, net.npus_count[d]));
         }
+        let total: u64 = net.npus_count.iter().map(|&n| u64::from(n)).product();
+        if total > MAX_NODES {
+            return Err(InputError::at(
+                path,
+                line_of("npus_count"),
+                "npus_count",
+                format!("{total} NPUs in all: at most {MAX_NODES}"),
+            ));
+        }
         let gbps: Vec<f64> = net
             .bandwidth
             .iter()
@@ -744,10 +759,11 @@ pub fn from_spec(spec: &str, gbps: &[f64], latency_ns: &[f64]) -> Result<Topolog
                         format!("`{spec}`: sizes must be positive integers, e.g. {kind}:4x4"),
                     )
                 })?;
-            if sizes.iter().product::<u32>() < 2 || sizes.iter().any(|&s| s > 1 << 20) {
+            let total: u64 = sizes.iter().map(|&n| u64::from(n)).product();
+            if !(2..=MAX_NODES).contains(&total) {
                 return Err(InputError::arg(
                     "--topology",
-                    format!("`{spec}`: needs at least 2 NPUs"),
+                    format!("`{spec}`: {total} NPUs; give between 2 and {MAX_NODES}"),
                 ));
             }
             let n = sizes.len();

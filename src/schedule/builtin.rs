@@ -678,9 +678,17 @@ pub fn build(
         CollectiveKind::AllToAll => u64::from(n) * u64::from(n) * u64::from(lanes),
         _ => u64::from(n) * u64::from(lanes),
     };
-    if chunks > MAX_CHUNKS {
+    // The simulator tracks every NPU's copy of every chunk it can receive.
+    let state = u64::from(n)
+        * if kind == CollectiveKind::AllToAll {
+            chunks / u64::from(n)
+        } else {
+            chunks
+        };
+    if chunks > MAX_CHUNKS || state > crate::simulate::MAX_STATE {
         return Err(BuildError::Unsupported(format!(
-            "{chunks} chunks is more than {MAX_CHUNKS}: use fewer chunks per NPU (or NPUs)"
+            "{n} NPUs x {chunks} chunks is more than the simulator tracks ({} NPU-chunk pairs): use fewer chunks per NPU (or NPUs)",
+            crate::simulate::MAX_STATE
         )));
     }
     let name = match algos {
