@@ -227,6 +227,12 @@ enum State {
 }
 
 impl State {
+    /// Index of (npu, chunk) in a dense state's cells.
+    #[inline]
+    fn at(chunks: u64, perm: &[u32], npu: u32, chunk: u32) -> usize {
+        (u64::from(npu) * chunks) as usize + perm[chunk as usize] as usize
+    }
+
     #[inline]
     fn get(&self, npu: u32, chunk: u32) -> (u64, u32) {
         match self {
@@ -236,7 +242,7 @@ impl State {
                 perm,
                 own,
             } => {
-                let c = cell[(u64::from(npu) * chunks) as usize + perm[chunk as usize] as usize];
+                let c = cell[State::at(*chunks, perm, npu, chunk)];
                 (value(c).wrapping_add(base(*own, npu)), c[2])
             }
             State::Sparse(m) => m
@@ -255,7 +261,7 @@ impl State {
                 perm,
                 own,
             } => {
-                let c = &mut cell[(u64::from(npu) * *chunks) as usize + perm[chunk as usize] as usize];
+                let c = &mut cell[State::at(*chunks, perm, npu, chunk)];
                 let x = if reduce {
                     value(*c).wrapping_add(v)
                 } else {

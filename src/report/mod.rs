@@ -86,7 +86,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
 }
 
 /// `dir/.name.tag.ext` beside `path` (the extension kept, for plotters).
-pub(crate) fn temp_path(path: &Path, tag: &str) -> PathBuf {
+fn temp_path(path: &Path, tag: &str) -> PathBuf {
     let name = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -214,7 +214,7 @@ pub fn sig3(v: f64) -> String {
     }
 }
 
-type DrawResult = Result<(), Box<dyn std::error::Error>>;
+pub(crate) type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 /// A white chart with the stamp in a footer line; returns the area above it.
 fn frame<DB: DrawingBackend>(
@@ -458,9 +458,10 @@ where
 const SIZE: (u32, u32) = (1100, 680);
 
 /// Renders one chart as SVG and PNG, `dir/stem.svg` and `dir/stem.png`.
-fn render(
+pub(crate) fn render(
     dir: &Path,
     stem: &str,
+    size: (u32, u32),
     draw_svg: &dyn Fn(&DrawingArea<SVGBackend, Shift>) -> DrawResult,
     draw_png: &dyn Fn(&DrawingArea<BitMapBackend, Shift>) -> DrawResult,
 ) -> Result<Vec<PathBuf>, ReportError> {
@@ -472,13 +473,13 @@ fn render(
     };
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         draw_svg(&root).map_err(|e| chart_err(&svg_path, e))?;
     }
     write_atomic(&svg_path, svg.as_bytes())?;
     let tmp = temp_path(&png_path, "tmp");
     {
-        let root = BitMapBackend::new(&tmp, SIZE).into_drawing_area();
+        let root = BitMapBackend::new(&tmp, size).into_drawing_area();
         draw_png(&root).map_err(|e| chart_err(&png_path, e))?;
     }
     std::fs::rename(&tmp, &png_path).map_err(|source| ReportError::Io {
@@ -505,12 +506,14 @@ pub fn frontier_charts(
     let mut out = render(
         dir,
         &format!("frontier-{axis}"),
+        SIZE,
         &|a| draw_frontier(a, &t1, f, markers, stamp),
         &|a| draw_frontier(a, &t1, f, markers, stamp),
     )?;
     out.extend(render(
         dir,
         &format!("allocation-{axis}"),
+        SIZE,
         &|a| draw_allocation(a, &t2, f, dim_names, stamp),
         &|a| draw_allocation(a, &t2, f, dim_names, stamp),
     )?);

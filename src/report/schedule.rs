@@ -2,7 +2,7 @@
 //! receiver heatmap, and the schedule as a timeline of transfers on links.
 //! Each is written as SVG and PNG, atomically.
 
-use super::{ReportError, sig3, temp_path, write_atomic};
+use super::{DrawResult, ReportError, render, sig3};
 use crate::schedule::Schedule;
 use crate::simulate::SimResult;
 use crate::topology::Topology;
@@ -18,8 +18,6 @@ const MAX_ROWS: usize = 48;
 /// Most bars a timeline draws.
 const MAX_BARS: usize = 20_000;
 
-type Drawn = Result<(), Box<dyn std::error::Error>>;
-
 fn heat(u: f64) -> RGBColor {
     // White -> orange -> dark red.
     let u = u.clamp(0.0, 1.0);
@@ -31,34 +29,6 @@ fn heat(u: f64) -> RGBColor {
         let t = (u - 0.5) / 0.5;
         RGBColor(lerp(255.0, 140.0, t), lerp(160.0, 0.0, t), lerp(40.0, 0.0, t))
     }
-}
-
-/// Draws one chart as `stem.svg` and `stem.png` in `dir`.
-fn render(
-    dir: &Path,
-    stem: &str,
-    size: (u32, u32),
-    svg: &dyn Fn(&DrawingArea<SVGBackend, Shift>) -> Drawn,
-    png: &dyn Fn(&DrawingArea<BitMapBackend, Shift>) -> Drawn,
-) -> Result<(), ReportError> {
-    let (svg_path, png_path) = (dir.join(format!("{stem}.svg")), dir.join(format!("{stem}.png")));
-    let err = |path: &Path, e: Box<dyn std::error::Error>| ReportError::Chart {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
-    let mut text = String::new();
-    {
-        let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
-        svg(&root).map_err(|e| err(&svg_path, e))?;
-    }
-    write_atomic(&svg_path, text.as_bytes())?;
-    let tmp = temp_path(&png_path, "tmp");
-    {
-        let root = BitMapBackend::new(&tmp, size).into_drawing_area();
-        png(&root).map_err(|e| err(&png_path, e))?;
-        root.present().map_err(|e| err(&png_path, Box::new(e)))?;
-    }
-    std::fs::rename(&tmp, &png_path).map_err(|source| ReportError::Io { path: png_path, source })
 }
 
 struct Heatmap {
@@ -99,10 +69,10 @@ pub fn utilization_chart(dir: &Path, topo: &Topology, sim: &SimResult) -> Result
         bin,
         grid,
     };
-    render(dir, "utilization", (900, 860), &|a| heatmap(a, &h), &|a| heatmap(a, &h))
+    render(dir, "utilization", (900, 860), &|a| heatmap(a, &h), &|a| heatmap(a, &h)).map(|_| ())
 }
 
-fn heatmap<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, h: &Heatmap) -> Drawn
+fn heatmap<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, h: &Heatmap) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
@@ -205,10 +175,10 @@ pub fn timeline_chart(dir: &Path, topo: &Topology, s: &Schedule, sim: &SimResult
         bars,
         t_end,
     };
-    render(dir, "timeline", (1100, height), &|a| gantt(a, &t), &|a| gantt(a, &t))
+    render(dir, "timeline", (1100, height), &|a| gantt(a, &t), &|a| gantt(a, &t)).map(|_| ())
 }
 
-fn gantt<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, t: &Timeline) -> Drawn
+fn gantt<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, t: &Timeline) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
