@@ -24,6 +24,12 @@
 //! or switch) 2 and 1; halving-doubling `2 ceil(log2 p)` and `ceil(log2 p)`.
 //! A step through a switch is two link hops (up and down).
 //!
+//! Swing (`swing`, on rings and switches) is the exception to LIBRA's
+//! bytes: its peers are `|rho(s)|` hops apart on a ring, so its bytes are
+//! the vector times `schedule::swing::dim_model`'s factor (the load of the
+//! most loaded link, step by step, with folds for sizes that are not powers
+//! of two) and its latency is the hops of that chain of steps.
+//!
 //! Lower bound: an NPU of a group of P must move at least `2 S (P-1)/P` bytes
 //! for an all-reduce (Patarasuk and Yuan, JPDC 2009), `S (P-1)/P` for a
 //! reduce-scatter or all-to-all, and `S (P-1)` for an all-gather, through at
@@ -32,6 +38,7 @@
 //! `min_bytes / sum_d B_d`.
 
 use crate::fabric::{Block, Fabric};
+use crate::schedule::swing;
 use crate::units;
 use crate::workload::{CollectiveKind, Comm, Group};
 use serde::{Deserialize, Serialize};
@@ -47,11 +54,14 @@ pub enum Algorithm {
     Direct,
     /// Recursive halving then doubling (fully-connected, switch).
     HalvingDoubling,
+    /// Swing (NSDI'24; rings and switches): `log2 p` steps each way to
+    /// peers `+-rho(s)`, both directions at once; see `schedule::swing`.
+    Swing,
 }
 
 impl Algorithm {
     /// Names accepted in study files.
-    pub const NAMES: [&'static str; 3] = ["ring", "direct", "halving-doubling"];
+    pub const NAMES: [&'static str; 4] = ["ring", "direct", "halving-doubling", "swing"];
 
     /// The study-file name.
     pub fn name(self) -> &'static str {
@@ -59,6 +69,7 @@ impl Algorithm {
             Algorithm::Ring => "ring",
             Algorithm::Direct => "direct",
             Algorithm::HalvingDoubling => "halving-doubling",
+            Algorithm::Swing => "swing",
         }
     }
 
@@ -71,11 +82,22 @@ impl Algorithm {
         }
     }
 
-    /// Whether the algorithm's peers are one step apart on this block. Direct
-    /// and halving-doubling talk to non-neighbours, which a ring cannot do
-    /// in one hop, so only `ring` is allowed on a ring dimension.
+    /// Whether the algorithm runs on this block. Direct and halving-doubling
+    /// talk to non-neighbours, which a ring cannot do in one hop; Swing does,
+    /// and its model counts the hops and the congestion they cause. Swing
+    /// on a fully-connected group would send each step over one of the
+    /// `p - 1` links, so it is not offered there.
     pub fn fits(self, block: Block) -> bool {
-        !(block == Block::Ring && self != Algorithm::Ring)
+        Algorithm::allowed(block).contains(&self.name())
+    }
+
+    /// The algorithms a block runs.
+    pub fn allowed(block: Block) -> &'static [&'static str] {
+        match block {
+            Block::Ring => &["ring", "swing"],
+            Block::FullyConnected => &["direct", "halving-doubling"],
+            Block::Switch => &["direct", "halving-doubling", "swing"],
+        }
     }
 
     /// Communication steps for `kind` in a group of `p` on one dimension.
@@ -95,6 +117,11 @@ impl Algorithm {
             (Algorithm::Direct, _) => 1.0,
             (Algorithm::HalvingDoubling, CollectiveKind::AllReduce) => 2.0 * log,
             (Algorithm::HalvingDoubling, _) => log,
+            // log2 of the power of two below p, plus the fold in and out.
+            (Algorithm::Swing, CollectiveKind::AllReduce) => {
+                2.0 * p.log2().floor() + if log == p.log2() { 0.0 } else { 2.0 }
+            }
+            (Algorithm::Swing, _) => p.log2().floor() + if log == p.log2() { 0.0 } else { 2.0 },
         }
     }
 }
@@ -273,16 +300,26 @@ pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Co
         .enumerate()
         .map(|(d, dim)| {
             let p = comm.group.0.get(d).copied().flatten().unwrap_or(1);
+            let mut b = bytes.get(d).copied().unwrap_or(0.0);
+            let mut hops = model.algorithms[d].steps(comm.kind, p) * dim.block.hops_per_step();
+            if model.algorithms[d] == Algorithm::Swing
+                && p > 1
+                && let Some(m) = swing::dim_model(comm.kind, p, dim.block == Block::Ring)
+            {
+                // LIBRA's bytes give the vector at this dimension back.
+                let pf = f64::from(p);
+                let size = match comm.kind {
+                    CollectiveKind::AllReduce => b * pf / (2.0 * (pf - 1.0)),
+                    _ => b * pf / (pf - 1.0),
+                };
+                b = m.factor * size;
+                hops = m.hops;
+            }
             let alpha_ns = match model.time_model {
                 TimeModel::Libra => 0.0,
-                TimeModel::Pipelined | TimeModel::Sequential => {
-                    model.algorithms[d].steps(comm.kind, p) * dim.block.hops_per_step() * dim.latency_ns
-                }
+                TimeModel::Pipelined | TimeModel::Sequential => hops * dim.latency_ns,
             };
-            DimCoeff {
-                alpha_ns,
-                bytes: bytes.get(d).copied().unwrap_or(0.0),
-            }
+            DimCoeff { alpha_ns, bytes: b }
         })
         .collect();
     Coefficients {

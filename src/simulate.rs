@@ -10,7 +10,9 @@
 //! transfers do not overlap their latencies.
 //!
 //! A transfer is issued when its last dependency arrives (or at 0) and the
-//! receiver stores (or reduces) the chunks on arrival. The sender's chunks
+//! receiver stores (or reduces) the chunks on arrival, or, when the transfer
+//! lists `after` transfers (a receive buffer, for exchanges), once those
+//! have arrived too: the data is read on arrival and applied then. The sender's chunks
 //! must not change between issue and arrival: a chunk the sender did not
 //! hold at issue ("used before it arrives") or that another transfer
 //! rewrote while it was on the wire (a missing dependency) is an error, so
@@ -622,23 +624,52 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
         }};
     }
 
-    let ready: Vec<usize> = (0..nt).filter(|&t| remaining[t] == 0).collect();
-    for t in ready {
-        issue!(t, 0.0);
-    }
-    while let Some(Reverse(k)) = heap.pop() {
-        let (now, t32, h) = (f64::from_bits((k >> 64) as u64), (k >> 32) as u32, k as u32);
-        let t = t32 as usize;
-        if h < route_at[t + 1] - route_at[t] {
-            hop!(t, h, now);
-            continue;
+    // Receive buffers: `after` lists, inverted, and what is held back.
+    let mut after_left: Vec<u32> = s.transfers.iter().map(|t| t.after.len() as u32).collect();
+    let mut after_at = vec![0u32; nt + 1];
+    for t in &s.transfers {
+        for &a in &t.after {
+            after_at[a as usize + 1] += 1;
         }
-        // Arrival: the sender's chunks, unchanged since issue, land.
+    }
+    for i in 0..nt {
+        after_at[i + 1] += after_at[i];
+    }
+    let mut fill = after_at.clone();
+    let mut after_of = vec![0u32; after_at[nt] as usize];
+    for (i, t) in s.transfers.iter().enumerate() {
+        for &a in &t.after {
+            after_of[fill[a as usize] as usize] = i as u32;
+            fill[a as usize] += 1;
+        }
+    }
+    let mut wire = vec![false; nt];
+    type Held = (Vec<u64>, Option<(u32, u64)>);
+    let mut held: HashMap<usize, Held> = HashMap::new();
+
+    // Lands transfer `t` at `now`: the sender's chunks, unchanged since
+    // issue, are stored or reduced at the receiver, and the dependents that
+    // were waiting for it are issued.
+    macro_rules! land {
+        ($t:expr, $t32:expr, $now:expr) => {{
+            let (t, t32, now): (usize, u32, f64) = ($t, $t32, $now);
         arrive[t] = now;
         seq += 1;
         let tr = &s.transfers[t];
         let reduce = tr.op == Op::Reduce;
-        let first_bad = match &mut state {
+        let first_bad = if let Some((vals, bad)) = held.remove(&t) {
+            // Read when it arrived (see below), applied now.
+            let mut i = 0;
+            for run in &tr.chunks {
+                chunk_moves += u64::from(run.count);
+                for c in run.iter() {
+                    state.apply(tr.dst, c, vals[i], reduce, seq);
+                    i += 1;
+                }
+            }
+            bad
+        } else {
+            match &mut state {
             State::Dense {
                 chunks,
                 cell,
@@ -690,6 +721,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
                 }
                 bad
             }
+        }
         };
         if let Some((c, v)) = first_bad
             && errors.len() < MAX_ERRORS
@@ -711,12 +743,54 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
                 issue!(d, now);
             }
         }
+        }};
+    }
+
+    let ready: Vec<usize> = (0..nt).filter(|&t| remaining[t] == 0).collect();
+    for t in ready {
+        issue!(t, 0.0);
+    }
+    while let Some(Reverse(k)) = heap.pop() {
+        let (now, t32, h) = (f64::from_bits((k >> 64) as u64), (k >> 32) as u32, k as u32);
+        let t = t32 as usize;
+        if h < route_at[t + 1] - route_at[t] {
+            hop!(t, h, now);
+            continue;
+        }
+        wire[t] = true;
+        if after_left[t] > 0 {
+            // A receive buffer: read the data now, apply it once the
+            // receiver's own sends in `after` are out.
+            let tr = &s.transfers[t];
+            let mut vals = Vec::with_capacity(tr.chunk_count() as usize);
+            let mut bad = None;
+            for run in &tr.chunks {
+                for c in run.iter() {
+                    let (v, w) = state.get(tr.src, c);
+                    if v == 0 || w > issue_seq[t] {
+                        error_count += 1;
+                        bad = bad.or(Some((c, v)));
+                    }
+                    vals.push(v);
+                }
+            }
+            held.insert(t, (vals, bad));
+        } else {
+            land!(t, t32, now);
+        }
+        for &w in &after_of[after_at[t] as usize..after_at[t + 1] as usize] {
+            let w = w as usize;
+            after_left[w] -= 1;
+            if after_left[w] == 0 && wire[w] {
+                land!(w, w as u32, now);
+            }
+        }
     }
     let never: Vec<usize> = (0..nt).filter(|&t| arrive[t].is_nan()).collect();
     if let Some(&t) = never.first() {
         error_count += never.len() as u64;
         errors.push(format!(
-            "{} transfers never run (transfer {t}, NPU {} -> {}, first): their dependencies form a cycle",
+            "{} transfers never land (transfer {t}, NPU {} -> {}, first): their dependencies form a cycle (through `deps` or `after`)",
             never.len(),
             s.transfers[t].src,
             s.transfers[t].dst

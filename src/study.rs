@@ -262,7 +262,12 @@ impl Study {
                         return Err(at(
                             a.span(),
                             field("algorithm"),
-                            format!("`{}` does not run on a {} dimension: use `ring`", a.get_ref(), d.block),
+                            format!(
+                                "`{}` does not run on a {} dimension: use {}",
+                                a.get_ref(),
+                                d.block,
+                                one_of(Algorithm::allowed(d.block))
+                            ),
                         ));
                     }
                     *a.get_ref()

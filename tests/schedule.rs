@@ -245,6 +245,7 @@ fn a_duplicated_reduction_is_named() {
         chunks: vec![Run::range(0, 1)],
         deps: vec![last],
         route: vec![],
+        after: vec![],
     });
     let r = run(&s, &t, 4e6, LinkModel::AlphaBeta);
     assert!(!r.valid);
@@ -280,6 +281,17 @@ fn a_missing_dependency_is_caught() {
     let r = run(&s, &t, 4e6, LinkModel::AlphaBeta);
     assert!(!r.valid);
     assert!(r.errors.iter().any(|e| e.contains("dependencies form a cycle")));
+    // So does a receive buffer waiting for a transfer that waits for it.
+    let (t, mut s) = ring4(AllGather);
+    s.transfers[0].after = vec![1];
+    s.transfers[1].deps = vec![0];
+    let r = run(&s, &t, 4e6, LinkModel::AlphaBeta);
+    assert!(!r.valid);
+    assert!(r.errors.iter().any(|e| e.contains("dependencies form a cycle")));
+    // An `after` naming a transfer that does not exist is refused.
+    let (_, mut s) = ring4(AllGather);
+    s.transfers[0].after = vec![99];
+    assert!(s.check().unwrap_err().to_string().contains("applied after transfer 99"));
 }
 
 #[test]

@@ -6,7 +6,11 @@ use crate::error::{InputError, one_of};
 use crate::report;
 use crate::schedule::Schedule;
 use crate::schedule::builtin::{self, Algo};
+use crate::schedule::swing::{self, Peers, SwingOptions, Variant};
 use crate::schedule::synth::{self, SynthOptions};
+
+/// The swing module's algorithms on the command line.
+const SWING_NAMES: [&str; 4] = ["swing", "swing-latency", "recursive-doubling", "recursive-doubling-bw"];
 use crate::simulate::{self, LinkModel, SimOptions, SimResult};
 use crate::study::Study;
 use crate::topology::{self, Topology};
@@ -25,7 +29,8 @@ pub struct CollectiveArgs {
     /// all-gather, reduce-scatter, all-reduce or all-to-all.
     #[arg(long, default_value = "all-reduce")]
     pub collective: String,
-    /// ring, bidirectional-ring, direct, halving-doubling, hierarchical or tacos
+    /// ring, bidirectional-ring, direct, halving-doubling, hierarchical, swing,
+    /// swing-latency, recursive-doubling, recursive-doubling-bw or tacos
     /// (synthesized; default: hierarchical on topologies of dimensions, else ring).
     #[arg(long)]
     pub algorithm: Option<String>,
@@ -54,6 +59,10 @@ pub struct CollectiveArgs {
     /// alpha-beta (a link is busy for size/bandwidth) or tacos (latency + size/bandwidth).
     #[arg(long, default_value = "alpha-beta")]
     pub link_model: String,
+    /// swing, swing-latency, recursive-doubling(-bw): one collective instead of
+    /// 2D concurrent ones (one per dimension and direction).
+    #[arg(long)]
+    pub single_port: bool,
     /// Seed of the tacos synthesis.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -188,6 +197,34 @@ pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<
     let algo = args.algorithm.as_deref().unwrap_or(default);
     let mut names: Vec<&str> = Algo::NAMES.to_vec();
     names.extend(["hierarchical", "tacos"]);
+    names.extend(SWING_NAMES);
+    if let Some(i) = SWING_NAMES.iter().position(|n| *n == algo) {
+        if args.dim_algorithms.is_some() {
+            return Err(InputError::arg(
+                "--dim-algorithms",
+                "only a hierarchical schedule takes per-dimension algorithms",
+            ));
+        }
+        let (peers, variant) = [
+            (Peers::Swing, Variant::Bandwidth),
+            (Peers::Swing, Variant::Latency),
+            (Peers::Doubling, Variant::Latency),
+            (Peers::Doubling, Variant::Bandwidth),
+        ][i];
+        let opt = SwingOptions {
+            peers,
+            variant,
+            multiport: !args.single_port,
+            chunks_per_npu: args.chunks_per_npu,
+        };
+        return swing::build(topo, kind, &opt).map_err(|e| InputError::arg("--algorithm", e.to_string()));
+    }
+    if args.single_port {
+        return Err(InputError::arg(
+            "--single-port",
+            "only swing, swing-latency, recursive-doubling and recursive-doubling-bw have ports to choose",
+        ));
+    }
     if algo == "tacos" {
         if args.dim_algorithms.is_some() {
             return Err(InputError::arg(

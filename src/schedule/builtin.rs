@@ -213,6 +213,7 @@ impl Builder<'_> {
             chunks,
             deps,
             route,
+            after: Vec::new(),
         });
         Ok((self.out.len() - 1) as u32)
     }

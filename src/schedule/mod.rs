@@ -15,7 +15,8 @@
 //! NPU these are the operations send, receive, receive-and-reduce and copy
 //! ([`Schedule::ops`]). A transfer starts once every transfer in its `deps`
 //! has arrived; its `route` names the links it takes (empty: the topology
-//! routes it). This is what MSCCL-IR's threadblock steps (each send matched
+//! routes it); `after` lists transfers that must have left the receiver
+//! before it applies the data (a receive buffer, for exchanges). This is what MSCCL-IR's threadblock steps (each send matched
 //! to its receive, with the threadblock order and cross-threadblock
 //! dependencies as `deps`) and Chakra ET's send / receive / compute nodes
 //! with `data_deps` both express, so either can be written from it.
@@ -25,6 +26,7 @@
 //! dimensions an NPU holds every `P`-th shard.
 
 pub mod builtin;
+pub mod swing;
 pub mod synth;
 
 use crate::workload::CollectiveKind;
@@ -98,6 +100,14 @@ pub struct Transfer {
     /// Link ids, in order (empty: routed by the topology).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub route: Vec<u32>,
+    /// Transfers that must have left the receiver (arrived at their own
+    /// destinations) before the receiver applies this one: a receive buffer.
+    /// This is how an exchange is written (each side sends its vector and
+    /// reduces the peer's once its own send is out, as `MPI_Sendrecv` then
+    /// a local reduction does); the transfer still starts when its `deps`
+    /// allow and its data is read when it arrives.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<u32>,
 }
 
 impl Transfer {
@@ -239,6 +249,11 @@ impl Schedule {
                     "depends on transfer {d}, which is not another transfer of the schedule"
                 )));
             }
+            if let Some(d) = t.after.iter().find(|&&d| d as usize >= n || d as usize == i) {
+                return Err(bad(format!(
+                    "is applied after transfer {d}, which is not another transfer of the schedule"
+                )));
+            }
         }
         Ok(())
     }
@@ -296,6 +311,7 @@ mod tests {
             chunks: vec![Run::range(0, 1)],
             deps: vec![],
             route: vec![],
+            after: vec![],
         });
         s.transfers.push(Transfer {
             src: 1,
@@ -304,6 +320,7 @@ mod tests {
             chunks: vec![Run::range(1, 1)],
             deps: vec![0],
             route: vec![],
+            after: vec![],
         });
         s.check().unwrap();
         assert_eq!(

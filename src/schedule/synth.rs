@@ -691,6 +691,7 @@ impl Core<'_> {
                     chunks: vec![Run::range(r.chunk, 1)],
                     deps,
                     route,
+                    after: Vec::new(),
                 }
             })
             .collect()
@@ -767,6 +768,7 @@ fn reduce_scatter(topo: &Topology, opt: &SynthOptions) -> Result<(Vec<Transfer>,
             chunks: x.chunks.clone(),
             deps,
             route,
+            after: Vec::new(),
         });
     }
     Ok((out, end, matches))

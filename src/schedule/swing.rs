@@ -1,0 +1,781 @@
+//! Swing (De Sensi, Bonato, Saam and Hoefler, "Swing: Short-cutting Rings
+//! for Higher Bandwidth Allreduce", NSDI'24) and recursive doubling on tori,
+//! as explicit schedules.
+//!
+//! **Peers.** At step `s`, `rho(s) = sum_{i=0..s} (-2)^i` (1, -1, 3, -5, 11,
+//! ...); an even rank `r` talks to `(r + rho(s)) mod p` and an odd one to
+//! `(r - rho(s)) mod p`. `rho` is odd, so on an even `p` an even rank's peer
+//! is odd and the relation is symmetric; its distance `|rho(s)|` is about
+//! `2^(s+1) / 3`, against recursive doubling's `2^s` (peer `r xor 2^s`).
+//!
+//! **Variants.** Bandwidth-optimal: a reduce-scatter in `log2 p` steps, at
+//! step `s` rank `r` sending its peer `q` the blocks of every rank `q` still
+//! reaches in steps `s+1..` (the reach sets halve each step and the two
+//! sides' sets are disjoint: the peers form a butterfly, which the builder
+//! checks), then the same steps mirrored as an all-gather. Latency-optimal
+//! (all-reduce only): `log2 p` steps, each an exchange of the whole vector,
+//! which both sides reduce once their own send is out (`after`, the
+//! receive buffer).
+//!
+//! **Tori.** Each dimension keeps its own step counter; the steps alternate
+//! between dimensions round-robin, skipping a dimension whose steps are used
+//! up (a 4x16 torus: x y x y y y). A step changes one coordinate, so every
+//! transfer stays on one dimension and takes the shorter way round it
+//! (`|rho(s)| < p/2`). The reach set of a rank is the product of its
+//! per-dimension reach sets, which keeps the chunk runs few.
+//!
+//! **Multiport.** On a torus with `D` dimensions that are not trivial, `2D`
+//! collectives run at once, each on its own `1/2D` of the vector (its own
+//! lanes): collective `j` starts on dimension `j / 2`, and odd `j` mirror
+//! the peers (an even rank goes `-rho`), so at every step both directions of
+//! every link are in use. `--single-port` runs one.
+//!
+//! **Sizes that are not powers of two.** Per dimension, with `q` the largest
+//! power of two not above `p` and `e = p - q`, the first `2e` coordinates
+//! pair up: coordinate `2i+1` folds into `2i` (one neighbour hop) before the
+//! collective and is unfolded after it, dimension by dimension (dimension 0
+//! first in, last out). The remaining `q` coordinates per dimension run the
+//! power-of-two algorithm as virtual ranks, virtual coordinate `v` sitting at
+//! physical coordinate `2v` (for `v < e`) or `v + e`, and owning the blocks
+//! of the coordinates folded into it. Reduce-scatter unfolds each NPU's own
+//! block, all-gather folds the blocks held in. This costs one extra step
+//! each way and whole-vector hops on the folded links; the authors drop
+//! blocks instead, which this builder does not do.
+
+use super::builtin::BuildError;
+use super::{Op, Run, Schedule, Transfer};
+use crate::topology::Topology;
+use crate::workload::CollectiveKind;
+
+/// `rho(s) = sum_{i=0..s} (-2)^i = (1 - (-2)^(s+1)) / 3`.
+pub fn rho(s: u32) -> i64 {
+    (1 - (-2i64).pow(s + 1)) / 3
+}
+
+/// Swing's peer of rank `r` at step `s` on a ring of `p`.
+pub fn peer(r: u32, s: u32, p: u32) -> u32 {
+    let d = rho(s);
+    let x = if r.is_multiple_of(2) {
+        i64::from(r) + d
+    } else {
+        i64::from(r) - d
+    };
+    x.rem_euclid(i64::from(p)) as u32
+}
+
+/// Which peer function the butterfly uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Peers {
+    /// Swing's `r +- rho(s)`.
+    Swing,
+    /// Recursive doubling's `r xor 2^s`.
+    Doubling,
+}
+
+/// What each step moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// Halving blocks (reduce-scatter, then all-gather).
+    Bandwidth,
+    /// The whole vector every step (all-reduce only).
+    Latency,
+}
+
+/// How to build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SwingOptions {
+    /// Peer function.
+    pub peers: Peers,
+    /// Bandwidth- or latency-optimal.
+    pub variant: Variant,
+    /// `2D` concurrent collectives (else one).
+    pub multiport: bool,
+    /// Lanes per collective.
+    pub chunks_per_npu: u32,
+}
+
+impl SwingOptions {
+    /// The schedule's algorithm name, e.g. `swing` or `recursive-doubling`.
+    pub fn name(&self) -> String {
+        let base = match (self.peers, self.variant) {
+            (Peers::Swing, Variant::Bandwidth) => "swing",
+            (Peers::Swing, Variant::Latency) => "swing-latency",
+            (Peers::Doubling, Variant::Bandwidth) => "recursive-doubling-bw",
+            (Peers::Doubling, Variant::Latency) => "recursive-doubling",
+        };
+        if self.multiport {
+            base.to_string()
+        } else {
+            format!("{base}(single-port)")
+        }
+    }
+}
+
+/// One dimension of the torus as the builder sees it.
+#[derive(Debug, Clone)]
+struct Dim {
+    /// Physical size.
+    p: u32,
+    /// Largest power of two not above `p`.
+    q: u32,
+    /// `p - q`: coordinates `1, 3, .., 2e-1` fold.
+    e: u32,
+    /// `log2 q`.
+    steps: u32,
+    /// Rank stride.
+    stride: u32,
+}
+
+impl Dim {
+    fn new(p: u32, stride: u32) -> Dim {
+        let q = if p == 0 { 0 } else { 1 << (31 - p.leading_zeros()) };
+        Dim {
+            p,
+            q,
+            e: p - q,
+            steps: q.trailing_zeros(),
+            stride,
+        }
+    }
+
+    /// Physical coordinate of virtual coordinate `v`.
+    fn phys(&self, v: u32) -> u32 {
+        if v < self.e { 2 * v } else { v + self.e }
+    }
+
+    /// Offsets from `phys(v)` of the physical coordinates folded into
+    /// virtual `v` (itself first).
+    fn preimage(&self, v: u32) -> &'static [u32] {
+        if v < self.e { &[0, 1] } else { &[0] }
+    }
+
+    /// Whether physical coordinate `x` folds away.
+    fn extra(&self, x: u32) -> bool {
+        x < 2 * self.e && x % 2 == 1
+    }
+
+    /// Whether physical coordinate `x` absorbs a folded neighbour.
+    fn absorbs(&self, x: u32) -> bool {
+        x < 2 * self.e && x.is_multiple_of(2)
+    }
+
+    /// Virtual peer of `v` at local step `k`.
+    fn peer(&self, v: u32, k: u32, peers: Peers, mirror: bool) -> u32 {
+        match peers {
+            Peers::Doubling => v ^ (1 << k),
+            Peers::Swing => {
+                let d = rho(k);
+                let up = v.is_multiple_of(2) != mirror;
+                (if up { i64::from(v) + d } else { i64::from(v) - d }).rem_euclid(i64::from(self.q)) as u32
+            }
+        }
+    }
+}
+
+/// A set of physical coordinates on one dimension: its elements and the
+/// same set as arithmetic runs `(start, count, stride)`.
+#[derive(Debug, Clone, Default)]
+struct CoordSet {
+    elems: Vec<u32>,
+    runs: Vec<(u32, u32, u32)>,
+}
+
+/// Splits sorted `xs` into arithmetic runs: the fewest of a greedy cut and
+/// of the residue classes modulo a power of two (Swing's reach sets are two
+/// residue classes).
+fn arith_runs(xs: &[u32], p: u32) -> Vec<(u32, u32, u32)> {
+    let greedy = {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < xs.len() {
+            if i + 1 < xs.len() {
+                let st = xs[i + 1] - xs[i];
+                let mut j = i + 1;
+                while j + 1 < xs.len() && xs[j + 1] - xs[j] == st {
+                    j += 1;
+                }
+                out.push((xs[i], (j - i + 1) as u32, st));
+                i = j + 1;
+            } else {
+                out.push((xs[i], 1, 1));
+                i += 1;
+            }
+        }
+        out
+    };
+    let mut best = greedy;
+    let n = xs.len() as u64;
+    let mut m = 2u32;
+    while m < p && u64::from(m) * n <= 8 * u64::from(p) {
+        // Residue classes mod m: each must be consecutive in xs.
+        let mut classes: Vec<(u32, u32, u32)> = Vec::new();
+        let mut last: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+        let mut ok = true;
+        for &x in xs {
+            match last.get(&(x % m)) {
+                Some(&i) => {
+                    let c = &mut classes[i];
+                    if c.0 + c.1 * m != x {
+                        ok = false;
+                        break;
+                    }
+                    c.1 += 1;
+                }
+                None => {
+                    last.insert(x % m, classes.len());
+                    classes.push((x, 1, m));
+                }
+            }
+        }
+        if ok && classes.len() < best.len() {
+            best = classes;
+        }
+        m *= 2;
+    }
+    for r in &mut best {
+        if r.1 == 1 {
+            r.2 = 1;
+        }
+    }
+    best
+}
+
+/// Per dimension and mirror flag: the physical coordinates reached from
+/// virtual `v` using local steps `c..`, for every `c` and `v`.
+struct Reach {
+    /// `sets[c][v]`.
+    sets: Vec<Vec<CoordSet>>,
+}
+
+impl Reach {
+    fn new(d: &Dim, peers: Peers, mirror: bool) -> Result<Reach, BuildError> {
+        let q = d.q as usize;
+        let mut virt: Vec<Vec<u32>> = (0..d.q).map(|v| vec![v]).collect();
+        let mut levels: Vec<Vec<Vec<u32>>> = vec![virt.clone()];
+        for c in (0..d.steps).rev() {
+            let mut next = Vec::with_capacity(q);
+            for v in 0..d.q {
+                let w = d.peer(v, c, peers, mirror);
+                if d.peer(w, c, peers, mirror) != v {
+                    return Err(BuildError::Unsupported(format!(
+                        "the peers of step {c} on a dimension of {} are not symmetric",
+                        d.q
+                    )));
+                }
+                let mut s: Vec<u32> = virt[v as usize].iter().chain(&virt[w as usize]).copied().collect();
+                s.sort_unstable();
+                s.dedup();
+                if s.len() != 2 * virt[v as usize].len() {
+                    return Err(BuildError::Unsupported(format!(
+                        "the peers of a dimension of {} do not form a butterfly",
+                        d.q
+                    )));
+                }
+                next.push(s);
+            }
+            virt = next;
+            levels.push(virt.clone());
+        }
+        levels.reverse();
+        let sets = levels
+            .into_iter()
+            .map(|level| {
+                level
+                    .into_iter()
+                    .map(|vs| {
+                        let mut elems: Vec<u32> = vs
+                            .iter()
+                            .flat_map(|&v| d.preimage(v).iter().map(move |o| d.phys(v) + o))
+                            .collect();
+                        elems.sort_unstable();
+                        let runs = arith_runs(&elems, d.p);
+                        CoordSet { elems, runs }
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(Reach { sets })
+    }
+}
+
+/// Chunk runs of lane `lane` for the product of per-dimension coordinate
+/// sets (shard = sum of coordinate x stride).
+fn product_runs(sets: &[&CoordSet], dims: &[Dim], lane_base: u32) -> Vec<Run> {
+    // The dimension cut into runs: the one that gives the fewest.
+    let total: u64 = sets.iter().map(|s| s.elems.len() as u64).product();
+    let inner = (0..sets.len())
+        .min_by_key(|&i| sets[i].runs.len() as u64 * (total / sets[i].elems.len().max(1) as u64))
+        .unwrap_or(0);
+    let mut out = Vec::new();
+    let mut idx = vec![0usize; sets.len()];
+    loop {
+        let offset: u32 = (0..sets.len())
+            .filter(|&d| d != inner)
+            .map(|d| sets[d].elems[idx[d]] * dims[d].stride)
+            .sum();
+        for &(a, count, m) in &sets[inner].runs {
+            let stride = if count == 1 { 1 } else { m * dims[inner].stride };
+            out.push(Run {
+                start: lane_base + offset + a * dims[inner].stride,
+                count,
+                stride,
+            });
+        }
+        // Next combination of the other dimensions.
+        let mut d = 0;
+        loop {
+            if d == sets.len() {
+                return out;
+            }
+            if d != inner {
+                idx[d] += 1;
+                if idx[d] < sets[d].elems.len() {
+                    break;
+                }
+                idx[d] = 0;
+            }
+            d += 1;
+        }
+    }
+}
+
+/// The order of (dimension, local step) for a collective that starts on
+/// active dimension `start`.
+fn step_order(dims: &[Dim], active: &[usize], start: usize) -> Vec<(usize, u32)> {
+    let total: u32 = active.iter().map(|&d| dims[d].steps).sum();
+    let mut used = vec![0u32; dims.len()];
+    let mut out = Vec::with_capacity(total as usize);
+    let mut cur = start;
+    while out.len() < total as usize {
+        for i in 0..active.len() {
+            let d = active[(cur + i) % active.len()];
+            if used[d] < dims[d].steps {
+                out.push((d, used[d]));
+                used[d] += 1;
+                cur = (cur + i + 1) % active.len();
+                break;
+            }
+        }
+    }
+    out
+}
+
+struct Builder<'a> {
+    topo: &'a Topology,
+    out: Vec<Transfer>,
+    /// Per NPU: the transfers its lane's data depends on.
+    tokens: Vec<Vec<u32>>,
+}
+
+impl Builder<'_> {
+    fn push(&mut self, src: u32, dst: u32, op: Op, chunks: Vec<Run>) -> Result<u32, BuildError> {
+        let route = self.topo.route(src, dst)?;
+        self.out.push(Transfer {
+            src,
+            dst,
+            op,
+            chunks,
+            deps: self.tokens[src as usize].clone(),
+            route,
+            after: Vec::new(),
+        });
+        Ok((self.out.len() - 1) as u32)
+    }
+}
+
+/// Builds `kind` (all-reduce; reduce-scatter and all-gather for the
+/// bandwidth variant) on `topo` with Swing's or recursive doubling's peers.
+pub fn build(topo: &Topology, kind: CollectiveKind, opt: &SwingOptions) -> Result<Schedule, BuildError> {
+    let n = topo.npus;
+    let (up, down) = match kind {
+        CollectiveKind::AllReduce => (true, true),
+        CollectiveKind::ReduceScatter => (true, false),
+        CollectiveKind::AllGather => (false, true),
+        _ => {
+            return Err(BuildError::Unsupported(format!(
+                "{} builds all-reduce, reduce-scatter and all-gather, not {}",
+                opt.name(),
+                kind.name()
+            )));
+        }
+    };
+    if opt.variant == Variant::Latency && kind != CollectiveKind::AllReduce {
+        return Err(BuildError::Unsupported(format!(
+            "{} is an all-reduce; reduce-scatter and all-gather use the bandwidth-optimal variant",
+            opt.name()
+        )));
+    }
+    let sizes: Vec<u32> = if topo.dims.is_empty() || topo.dims.iter().map(|d| d.size).product::<u32>() != n {
+        vec![n]
+    } else {
+        topo.dims.iter().map(|d| d.size).collect()
+    };
+    let mut stride = 1;
+    let dims: Vec<Dim> = sizes
+        .iter()
+        .map(|&p| {
+            let d = Dim::new(p, stride);
+            stride *= p;
+            d
+        })
+        .collect();
+    let active: Vec<usize> = (0..dims.len()).filter(|&d| dims[d].q > 1).collect();
+    let ports = if opt.multiport {
+        2 * active.len().max(1) as u32
+    } else {
+        1
+    };
+    let k = opt.chunks_per_npu.max(1);
+    let lanes = ports * k;
+    let chunks = u64::from(n) * u64::from(lanes);
+    if chunks > super::builtin::MAX_CHUNKS || u64::from(n) * chunks > crate::simulate::MAX_STATE {
+        return Err(BuildError::Unsupported(format!(
+            "{n} NPUs x {chunks} chunks is more than the simulator tracks ({} NPU-chunk pairs): use fewer chunks per NPU, --single-port or fewer NPUs",
+            crate::simulate::MAX_STATE
+        )));
+    }
+    let coords = |r: u32| -> Vec<u32> { dims.iter().map(|d| (r / d.stride) % d.p).collect() };
+    let rank = |xs: &[u32]| -> u32 { xs.iter().zip(&dims).map(|(x, d)| x * d.stride).sum() };
+    // Reach tables per (dimension, mirror).
+    let mut reach: Vec<[Option<Reach>; 2]> = Vec::new();
+    for d in &dims {
+        let normal = Reach::new(d, opt.peers, false)?;
+        let mirrored = if opt.multiport && opt.peers == Peers::Swing {
+            Some(Reach::new(d, opt.peers, true)?)
+        } else {
+            None
+        };
+        reach.push([Some(normal), mirrored]);
+    }
+    let virtual_ranks: u32 = dims.iter().map(|d| d.q).product();
+    let virt_coords = |v: u32| -> Vec<u32> {
+        let mut v = v;
+        dims.iter()
+            .map(|d| {
+                let c = v % d.q;
+                v /= d.q;
+                c
+            })
+            .collect()
+    };
+    let phys_rank = |vc: &[u32]| -> u32 { vc.iter().zip(&dims).map(|(&v, d)| d.phys(v) * d.stride).sum() };
+    // Fold sets: the physical coordinates an NPU holds the blocks of after
+    // the fold stages below dimension `upto` (its own on the others).
+    let fold_set = |r: u32, upto: usize| -> Vec<CoordSet> {
+        coords(r)
+            .iter()
+            .enumerate()
+            .map(|(d, &x)| {
+                let elems = if d < upto && dims[d].absorbs(x) {
+                    vec![x, x + 1]
+                } else {
+                    vec![x]
+                };
+                let runs = arith_runs(&elems, dims[d].p);
+                CoordSet { elems, runs }
+            })
+            .collect()
+    };
+    let whole = |lane: u32| vec![Run::range(lane * n, n)];
+    let mut b = Builder {
+        topo,
+        out: Vec::new(),
+        tokens: vec![Vec::new(); n as usize],
+    };
+    for port in 0..ports {
+        let mirror = opt.multiport && port % 2 == 1 && opt.peers == Peers::Swing;
+        let start = if active.is_empty() {
+            0
+        } else {
+            (port as usize / 2) % active.len()
+        };
+        let order = step_order(&dims, &active, start);
+        let reach_of = |d: usize| reach[d][usize::from(mirror)].as_ref().unwrap_or_else(|| unreachable!());
+        for kk in 0..k {
+            let lane = port * k + kk;
+            let base = lane * n;
+            for t in &mut b.tokens {
+                t.clear();
+            }
+            // Fold in, dimension 0 first.
+            for (d, dim) in dims.iter().enumerate() {
+                if dim.e == 0 {
+                    continue;
+                }
+                for r in 0..n {
+                    let x = coords(r);
+                    if !dim.extra(x[d]) || (0..d).any(|e| dims[e].extra(x[e])) {
+                        continue;
+                    }
+                    let to = r - dim.stride;
+                    let (op, chunks) = if up {
+                        (Op::Reduce, whole(lane))
+                    } else {
+                        let sets = fold_set(r, d);
+                        let refs: Vec<&CoordSet> = sets.iter().collect();
+                        (Op::Send, product_runs(&refs, &dims, base))
+                    };
+                    let id = b.push(r, to, op, chunks)?;
+                    b.tokens[to as usize].push(id);
+                }
+            }
+            // The reach set of virtual rank `vc` after `pos` steps, as runs.
+            let counts_before = |pos: usize| -> Vec<u32> {
+                let mut c = vec![0u32; dims.len()];
+                for &(d, _) in &order[..pos] {
+                    c[d] += 1;
+                }
+                c
+            };
+            let reach_runs = |vc: &[u32], pos: usize| -> Vec<Run> {
+                let c = counts_before(pos);
+                let sets: Vec<&CoordSet> = (0..dims.len())
+                    .map(|d| &reach_of(d).sets[c[d] as usize][vc[d] as usize])
+                    .collect();
+                product_runs(&sets, &dims, base)
+            };
+            let step_peer = |vc: &[u32], pos: usize| -> Vec<u32> {
+                let (d, ks) = order[pos];
+                let mut w = vc.to_vec();
+                w[d] = dims[d].peer(vc[d], ks, opt.peers, mirror);
+                w
+            };
+            if opt.variant == Variant::Latency {
+                for pos in 0..order.len() {
+                    let mut new: Vec<(u32, u32)> = Vec::new();
+                    for v in 0..virtual_ranks {
+                        let vc = virt_coords(v);
+                        let wc = step_peer(&vc, pos);
+                        let (u, w) = (phys_rank(&vc), phys_rank(&wc));
+                        let id = b.push(u, w, Op::Reduce, whole(lane))?;
+                        new.push((w, id));
+                    }
+                    // Each side applies the peer's vector once its own is out.
+                    for v in 0..virtual_ranks as usize {
+                        let wc = step_peer(&virt_coords(v as u32), pos);
+                        let w = rank_of_virtual(&wc, &dims);
+                        let back = new[w as usize].1;
+                        let id = new[v].1 as usize;
+                        b.out[id].after.push(back);
+                    }
+                    for (w, id) in new {
+                        b.tokens[w as usize].push(id);
+                    }
+                }
+            } else {
+                if up {
+                    for pos in 0..order.len() {
+                        let mut new = Vec::new();
+                        for v in 0..virtual_ranks {
+                            let vc = virt_coords(v);
+                            let wc = step_peer(&vc, pos);
+                            let chunks = reach_runs(&wc, pos + 1);
+                            let (u, w) = (phys_rank(&vc), phys_rank(&wc));
+                            new.push((w, b.push(u, w, Op::Reduce, chunks)?));
+                        }
+                        for (w, id) in new {
+                            b.tokens[w as usize].push(id);
+                        }
+                    }
+                }
+                if down {
+                    for pos in (0..order.len()).rev() {
+                        let mut new = Vec::new();
+                        for v in 0..virtual_ranks {
+                            let vc = virt_coords(v);
+                            let wc = step_peer(&vc, pos);
+                            let chunks = reach_runs(&vc, pos + 1);
+                            let (u, w) = (phys_rank(&vc), phys_rank(&wc));
+                            new.push((w, b.push(u, w, Op::Send, chunks)?));
+                        }
+                        for (w, id) in new {
+                            b.tokens[w as usize].push(id);
+                        }
+                    }
+                }
+            }
+            // Unfold, last dimension first.
+            for (d, dim) in dims.iter().enumerate().rev() {
+                if dim.e == 0 {
+                    continue;
+                }
+                for r in 0..n {
+                    let x = coords(r);
+                    if !dim.absorbs(x[d]) || (0..=d).any(|e| dims[e].extra(x[e])) {
+                        continue;
+                    }
+                    let to = r + dim.stride;
+                    let chunks = if down {
+                        whole(lane)
+                    } else {
+                        let mut xs = x.clone();
+                        xs[d] += 1;
+                        let sets = fold_set(rank(&xs), d);
+                        let refs: Vec<&CoordSet> = sets.iter().collect();
+                        product_runs(&refs, &dims, base)
+                    };
+                    let id = b.push(r, to, Op::Send, chunks)?;
+                    b.tokens[to as usize].push(id);
+                }
+            }
+        }
+    }
+    let mut s = Schedule::new(opt.name(), kind, n, lanes);
+    s.topology = topo.name.clone();
+    s.transfers = b.out;
+    Ok(s)
+}
+
+/// Swing (bandwidth-optimal, both directions as the multiport form runs it)
+/// on one dimension of `p` NPUs, for the analytic model: the collective
+/// takes `hops * latency + factor * size / B`, with `B` an NPU's bandwidth
+/// on the dimension (both directions together on a ring) and `size` the
+/// vector at this dimension (the all-reduce / reduce-scatter input, the
+/// all-gather output).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DimModel {
+    /// Link hops on the chain of steps (latency multiplier).
+    pub hops: f64,
+    /// Time per byte of the vector, in units of `1 / B`.
+    pub factor: f64,
+}
+
+/// The model of `kind` on a ring (`ring = true`: per-direction links of
+/// `B/2`, transfers take the shorter way round, the load of the most loaded
+/// link sets a step's time) or through a switch (each NPU sends and receives
+/// at `B`, two hops a step), for `p` NPUs, folds included. Steps run one
+/// after another; a step lasts as long as its most loaded link or its
+/// longest message stored and forwarded hop by hop, whichever is longer. On
+/// a ring of a power of two both are `|rho(s)|` messages per directed link,
+/// so a step takes `|rho(s)| m / B` for per-NPU messages of `m` (`m / B`
+/// through a switch) and the model equals the simulator; other sizes are
+/// within 20 % of it (tests/swing.rs). Returns `None` for collectives Swing does
+/// not build (all-to-all, send-recv).
+pub fn dim_model(kind: CollectiveKind, p: u32, ring: bool) -> Option<DimModel> {
+    let (up, down) = match kind {
+        CollectiveKind::AllReduce => (true, true),
+        CollectiveKind::ReduceScatter => (true, false),
+        CollectiveKind::AllGather => (false, true),
+        _ => return None,
+    };
+    if p < 2 {
+        return Some(DimModel { hops: 0.0, factor: 0.0 });
+    }
+    let d = Dim::new(p, 1);
+    let ports: &[bool] = if ring { &[false, true] } else { &[false] };
+    let share = 1.0 / ports.len() as f64;
+    let shard = 1.0 / f64::from(p);
+    let (mut hops, mut factor) = (0.0, 0.0);
+    // One step: messages (src, dst, fraction of the vector) -> (hops, time).
+    let step = |msgs: &[(u32, u32, f64)]| -> (f64, f64) {
+        if ring {
+            let mut load = vec![0.0f64; 2 * p as usize];
+            let (mut far, mut carried) = (0u32, 0.0f64);
+            for &(a, b, m) in msgs {
+                let fwd = (b + p - a) % p;
+                let (dir, dist) = if fwd <= p - fwd { (0, fwd) } else { (1, p - fwd) };
+                far = far.max(dist);
+                carried = carried.max(f64::from(dist) * m);
+                for h in 0..dist {
+                    let at = if dir == 0 { (a + h) % p } else { (a + p - h) % p };
+                    load[(2 * at + dir) as usize] += m;
+                }
+            }
+            // The most loaded link, or a message stored and forwarded hop
+            // by hop, whichever is longer.
+            let most = load.iter().fold(carried, |x: f64, &y| x.max(y));
+            (f64::from(far), 2.0 * most)
+        } else {
+            let mut out = vec![0.0f64; p as usize];
+            let mut inn = vec![0.0f64; p as usize];
+            for &(a, b, m) in msgs {
+                out[a as usize] += m;
+                inn[b as usize] += m;
+            }
+            let most = out.iter().chain(&inn).fold(0.0, |x: f64, &y| x.max(y));
+            (2.0, most)
+        }
+    };
+    let mut add = |(h, t): (f64, f64)| {
+        hops += h;
+        factor += t;
+    };
+    let extras: Vec<u32> = (0..p).filter(|&x| d.extra(x)).collect();
+    // Fold in: the whole vector (reductions) or the held block (gather).
+    if d.e > 0 {
+        let m = if up { 1.0 } else { shard };
+        add(step(&extras.iter().map(|&x| (x, x - 1, m)).collect::<Vec<_>>()));
+    }
+    let reach: Vec<Reach> = ports
+        .iter()
+        .map(|&mirror| Reach::new(&d, Peers::Swing, mirror))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let msgs_at = |k: u32, gather: bool| -> Vec<(u32, u32, f64)> {
+        let mut msgs = Vec::new();
+        for (i, &mirror) in ports.iter().enumerate() {
+            for v in 0..d.q {
+                let w = d.peer(v, k, Peers::Swing, mirror);
+                let set = if gather { v } else { w };
+                let n = reach[i].sets[k as usize + 1][set as usize].elems.len() as f64;
+                msgs.push((d.phys(v), d.phys(w), n * shard * share));
+            }
+        }
+        msgs
+    };
+    if up {
+        for k in 0..d.steps {
+            add(step(&msgs_at(k, false)));
+        }
+    }
+    if down {
+        for k in (0..d.steps).rev() {
+            add(step(&msgs_at(k, true)));
+        }
+    }
+    // Unfold: the whole vector (all-reduce, all-gather) or the folded
+    // coordinate's block (reduce-scatter).
+    if d.e > 0 {
+        let m = if down { 1.0 } else { shard };
+        add(step(&extras.iter().map(|&x| (x - 1, x, m)).collect::<Vec<_>>()));
+    }
+    Some(DimModel { hops, factor })
+}
+
+/// Index of virtual coordinates `vc` among the virtual ranks.
+fn rank_of_virtual(vc: &[u32], dims: &[Dim]) -> u32 {
+    let mut r = 0;
+    for (v, d) in vc.iter().zip(dims).rev() {
+        r = r * d.q + v;
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rho_and_peers() {
+        assert_eq!((0..5).map(rho).collect::<Vec<_>>(), vec![1, -1, 3, -5, 11]);
+        assert_eq!((0..4).map(|s| peer(0, s, 16)).collect::<Vec<_>>(), vec![1, 15, 3, 11]);
+    }
+
+    #[test]
+    fn runs_of_residue_classes() {
+        // {0, 3, 4, 7, 8, 11, 12, 15}: two classes mod 4.
+        let xs = [0, 3, 4, 7, 8, 11, 12, 15];
+        assert_eq!(arith_runs(&xs, 16), vec![(0, 4, 4), (3, 4, 4)]);
+        assert_eq!(arith_runs(&[5], 16), vec![(5, 1, 1)]);
+    }
+
+    #[test]
+    fn round_robin_skips_used_up_dimensions() {
+        let dims = vec![Dim::new(4, 1), Dim::new(16, 4)];
+        let order = step_order(&dims, &[0, 1], 0);
+        let ds: Vec<usize> = order.iter().map(|x| x.0).collect();
+        assert_eq!(ds, vec![0, 1, 0, 1, 1, 1]);
+        let from_y: Vec<usize> = step_order(&dims, &[0, 1], 1).iter().map(|x| x.0).collect();
+        assert_eq!(from_y, vec![1, 0, 1, 0, 1, 1]);
+    }
+}
