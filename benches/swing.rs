@@ -32,7 +32,7 @@ fn main() {
         ([64, 64], Variant::Bandwidth, false),
         ([64, 64], Variant::Latency, true),
     ] {
-        let topo = Topology::torus(&shape, true, &[50.0], &[500.0]);
+        let topo = Topology::torus(&shape, true, &[50.0; 2], &[500.0; 2]);
         let o = SwingOptions {
             peers: Peers::Swing,
             variant,

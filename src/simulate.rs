@@ -280,11 +280,6 @@ impl State {
     }
 }
 
-/// The order chunks are stored in: identity, or, when most moved chunks
-/// sit in strided runs (hierarchical schedules: after the reduce-scatter on
-/// the first dimensions an NPU holds every P-th shard), the shard index with
-/// its digits reversed over the topology's dimensions, which makes those
-/// runs contiguous in memory.
 /// The stored 64-bit value of a cell.
 #[inline]
 fn value(c: [u32; 3]) -> u64 {
@@ -297,34 +292,79 @@ fn base(own: bool, npu: u32) -> u64 {
     if own { contribution(npu) } else { 0 }
 }
 
+/// The order chunks are stored in within an NPU's row: the candidate that
+/// keeps the chunk sets of the transfers most contiguous in memory (fewest
+/// separate stretches, on a sample of transfers). Candidates: identity; the
+/// shard index with its digits reversed over the topology's dimensions
+/// (hierarchical schedules: after the reduce-scatter on the first
+/// dimensions an NPU holds every P-th shard, which this makes contiguous);
+/// and every coordinate of a power-of-two dimension bit-reversed (Swing and
+/// recursive doubling: their sets are residue classes modulo powers of two,
+/// which bit reversal makes contiguous). Lanes stay apart.
 fn storage_order(s: &Schedule, topo: &Topology) -> Vec<u32> {
     let n = u64::from(s.npus);
     let chunks = s.chunks();
-    let (mut strided, mut flat) = (0u64, 0u64);
-    for t in &s.transfers {
-        for r in &t.chunks {
-            if r.stride > 1 && r.count > 1 {
-                strided += u64::from(r.count);
-            } else {
-                flat += u64::from(r.count);
-            }
-        }
-    }
+    let identity: Vec<u32> = (0..chunks as u32).collect();
     let sizes: Vec<u64> = topo.dims.iter().map(|d| u64::from(d.size)).collect();
-    if strided <= flat || sizes.len() < 2 || sizes.iter().product::<u64>() != n {
-        return (0..chunks as u32).collect();
+    if sizes.is_empty() || sizes.iter().product::<u64>() != n || s.transfers.is_empty() {
+        return identity;
     }
-    (0..chunks)
-        .map(|c| {
-            let (lane, mut shard) = (c / n, c % n);
+    let per_shard =
+        |f: &dyn Fn(u64) -> u64| -> Vec<u32> { (0..chunks).map(|c| ((c / n) * n + f(c % n)) as u32).collect() };
+    let mut candidates = vec![identity];
+    if sizes.len() >= 2 {
+        candidates.push(per_shard(&|mut shard| {
             let mut rev = 0u64;
             for &size in &sizes {
                 rev = rev * size + shard % size;
                 shard /= size;
             }
-            (lane * n + rev) as u32
-        })
-        .collect()
+            rev
+        }));
+    }
+    if sizes.iter().any(|p| p.is_power_of_two() && *p > 2) {
+        candidates.push(per_shard(&|mut shard| {
+            let (mut out, mut stride) = (0u64, 1u64);
+            for &size in &sizes {
+                let x = shard % size;
+                shard /= size;
+                let y = if size.is_power_of_two() && size > 1 {
+                    x.reverse_bits() >> (64 - size.trailing_zeros())
+                } else {
+                    x
+                };
+                out += y * stride;
+                stride *= size;
+            }
+            out
+        }));
+    }
+    if candidates.len() == 1 {
+        return candidates.pop().unwrap_or_default();
+    }
+    // Stretches on up to 256 transfers spread over the schedule.
+    let step = (s.transfers.len() / 256).max(1);
+    let mut best = (u64::MAX, 0);
+    let mut pos = Vec::new();
+    for (i, perm) in candidates.iter().enumerate() {
+        let mut stretches = 0u64;
+        for t in s.transfers.iter().step_by(step) {
+            pos.clear();
+            pos.extend(
+                t.chunks
+                    .iter()
+                    .flat_map(|r| r.iter())
+                    .take(1 << 16)
+                    .map(|c| perm[c as usize]),
+            );
+            pos.sort_unstable();
+            stretches += 1 + pos.windows(2).filter(|w| w[1] != w[0] + 1).count() as u64;
+        }
+        if stretches < best.0 {
+            best = (stretches, i);
+        }
+    }
+    candidates.swap_remove(best.1)
 }
 
 fn initial_state(s: &Schedule, topo: &Topology) -> State {
@@ -676,32 +716,54 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
                 perm,
                 own,
             } => {
-                // The hot loop: plain slices, no per-chunk dispatch.
-                let (sb, db) = (
-                    (u64::from(tr.src) * *chunks) as usize,
-                    (u64::from(tr.dst) * *chunks) as usize,
-                );
+                // The hot loop: the two rows as slices, no per-chunk dispatch.
+                let w = *chunks as usize;
+                let (sb, db) = (tr.src as usize * w, tr.dst as usize * w);
                 let (src_base, dst_base) = (base(*own, tr.src), base(*own, tr.dst));
+                let limit = issue_seq[t];
                 let mut bad = None;
-                for run in &tr.chunks {
-                    chunk_moves += u64::from(run.count);
-                    let mut c = run.start as usize;
-                    for _ in 0..run.count {
-                        let p = perm[c] as usize;
-                        let from = cell[sb + p];
-                        let v = value(from).wrapping_add(src_base);
-                        if v == 0 || from[2] > issue_seq[t] {
-                            error_count += 1;
-                            bad = bad.or(Some((c as u32, v)));
+                if sb == db {
+                    // A copy onto the same NPU: the value stays, the write
+                    // is recorded.
+                    for run in &tr.chunks {
+                        chunk_moves += u64::from(run.count);
+                        for c in run.iter() {
+                            let e = &mut cell[sb + perm[c as usize] as usize];
+                            let v = value(*e).wrapping_add(src_base);
+                            if v == 0 || e[2] > limit {
+                                error_count += 1;
+                                bad = bad.or(Some((c, v)));
+                            }
+                            e[2] = seq;
                         }
-                        let e = &mut cell[db + p];
-                        let x = if reduce {
-                            value(*e).wrapping_add(v)
-                        } else {
-                            v.wrapping_sub(dst_base)
-                        };
-                        *e = [x as u32, (x >> 32) as u32, seq];
-                        c += run.stride as usize;
+                    }
+                } else {
+                    let (src_row, dst_row): (&[[u32; 3]], &mut [[u32; 3]]) = if sb < db {
+                        let (a, b) = cell.split_at_mut(db);
+                        (&a[sb..sb + w], &mut b[..w])
+                    } else {
+                        let (a, b) = cell.split_at_mut(sb);
+                        (&b[..w], &mut a[db..db + w])
+                    };
+                    for run in &tr.chunks {
+                        chunk_moves += u64::from(run.count);
+                        let (start, end) = (run.start as usize, run.end() as usize);
+                        for (i, &p) in perm[start..end].iter().step_by(run.stride.max(1) as usize).enumerate() {
+                            let p = p as usize;
+                            let from = src_row[p];
+                            let v = value(from).wrapping_add(src_base);
+                            if v == 0 || from[2] > limit {
+                                error_count += 1;
+                                bad = bad.or(Some(((start + i * run.stride as usize) as u32, v)));
+                            }
+                            let e = &mut dst_row[p];
+                            let x = if reduce {
+                                value(*e).wrapping_add(v)
+                            } else {
+                                v.wrapping_sub(dst_base)
+                            };
+                            *e = [x as u32, (x >> 32) as u32, seq];
+                        }
                     }
                 }
                 bad

@@ -206,12 +206,12 @@ fn ring_fabric(p: u32, block: Block, latency_ns: f64) -> Fabric {
 /// multiport schedule on the same ring (B = 100 GB/s per NPU: 50 per
 /// direction). Powers of two: equal (every directed link carries |rho(s)|
 /// messages per step, forwarded as they arrive), and the factor is the
-/// closed form sum_s |rho(s)| / 2^(s+1) per half. Other sizes: the model
-/// runs the steps one after another, each as long as its most loaded link
-/// or its longest store-and-forward message; the simulator lets the two
-/// collectives overlap their folds with each other's steps and serves
-/// uneven loads in its own order: within 20 % (p = 6, 12, 24: 0.81 to
-/// 1.04 of the model).
+/// closed form sum_s |rho(s)| / 2^(s+1) per half. Even sizes that are not
+/// powers of two (native, blocks dropped): equal as well. Odd sizes (one
+/// coordinate folded): the model runs the fold as a step of its own before
+/// the others, while in the simulator each collective starts its steps as
+/// soon as its own half is folded, so the model is an upper estimate (the
+/// simulator takes 0.64 to 0.79 of it for p = 5 and 7).
 #[test]
 fn analytic_swing_coefficients_match_the_simulator() {
     let closed = |p: u32| -> f64 {
@@ -228,8 +228,11 @@ fn analytic_swing_coefficients_match_the_simulator() {
         (32, 250.0),
         (64, 0.0),
         (6, 0.0),
+        (10, 0.0),
         (12, 0.0),
         (24, 100.0),
+        (5, 0.0),
+        (7, 300.0),
     ] {
         let f = ring_fabric(p, Block::Ring, lat);
         let model = CollectiveModel {
@@ -253,11 +256,13 @@ fn analytic_swing_coefficients_match_the_simulator() {
             if p.is_power_of_two() {
                 let halves = if kind == AllReduce { 2.0 } else { 1.0 };
                 assert_relative_eq!(c.dims[0].bytes, halves * closed(p) * size, max_relative = 1e-12);
+            }
+            if p % 2 == 0 {
                 assert_relative_eq!(sim.time_ns, analytic, max_relative = 1e-9);
             } else {
                 let ratio = sim.time_ns / analytic;
                 assert!(
-                    (0.8..1.2).contains(&ratio),
+                    (0.6..1.0 + 1e-9).contains(&ratio),
                     "p {p} {kind}: sim {} analytic {analytic}",
                     sim.time_ns
                 );
@@ -358,5 +363,52 @@ fn cli_swing() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(err.contains(needle), "{err}");
+    }
+}
+
+/// `dimsum compare`: every (topology, algorithm, size) replayed and valid,
+/// the CSV, the table and the chart written; bad input exits 2 and writes
+/// nothing.
+#[test]
+fn cli_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cmp");
+    let run = dimsum()
+        .args([
+            "compare",
+            "--topologies",
+            "ring:8,torus:4x4",
+            "--sizes",
+            "1KiB,1MiB",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let csv = std::fs::read_to_string(out.join("compare.csv")).unwrap();
+    // 2 topologies x (2 Swing variants + 5 baselines) x 2 sizes, plus the header.
+    assert_eq!(csv.lines().count(), 1 + 2 * 7 * 2);
+    assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")), "{csv}");
+    for f in ["compare.md", "speedup.svg", "speedup.png"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let bad = dir.path().join("bad");
+    for args in [
+        &["--topologies", "torus:4y4"][..],
+        &["--topologies", "ring:8", "--sizes", "1KiB..1B"][..],
+        &["--topologies", "ring:8", "--algorithms", "wing"][..],
+    ] {
+        let run = dimsum()
+            .arg("compare")
+            .args(args)
+            .arg("--out")
+            .arg(&bad)
+            .output()
+            .unwrap();
+        assert_eq!(run.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(!bad.exists());
     }
 }

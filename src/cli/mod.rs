@@ -5,6 +5,7 @@
 //! bad input ([`crate::error::InputError`], or a clap usage error).
 
 pub mod collective;
+pub mod compare;
 
 use crate::coopt;
 use crate::error::InputError;
@@ -125,6 +126,9 @@ pub enum Command {
     /// Build a collective schedule (or read one), replay it on an explicit
     /// topology with link contention, and compare it with the lower bounds.
     Collective(collective::CollectiveArgs),
+    /// Collective algorithms against each other over topologies and sizes
+    /// (CSV, markdown table and speedup chart).
+    Compare(compare::CompareArgs),
     /// Convert another tool's inputs into a study file (printed on stdout).
     Import {
         /// Source format.
@@ -430,6 +434,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Collective(args) => collective::run(&args),
+        Command::Compare(args) => compare::run(&args),
         Command::Import {
             from:
                 ImportFrom::Libra {

@@ -520,6 +520,111 @@ pub fn frontier_charts(
     Ok(out)
 }
 
+/// One line of a [`line_chart`]: a label and its points.
+pub type Series = (String, Vec<(f64, f64)>);
+
+/// A line chart (SVG and PNG, `dir/stem.*`): log-scale x, one line with
+/// markers per series, and a dashed reference line at `reference_y` (for
+/// speedups: 1).
+#[allow(clippy::too_many_arguments)]
+pub fn line_chart(
+    dir: &Path,
+    stem: &str,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    reference_y: Option<f64>,
+    stamp: &Stamp,
+) -> Result<Vec<PathBuf>, ReportError> {
+    render(
+        dir,
+        stem,
+        SIZE,
+        &|r| draw_lines(r, title, x_desc, y_desc, series, reference_y, stamp),
+        &|r| draw_lines(r, title, x_desc, y_desc, series, reference_y, stamp),
+    )
+}
+
+/// Ten distinguishable colours (the Tableau palette).
+const PALETTE: [(u8, u8, u8); 10] = [
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+];
+
+fn draw_lines<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    reference_y: Option<f64>,
+    stamp: &Stamp,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let body = frame(root, stamp)?;
+    let xs = Scale::new(series.iter().flat_map(|s| s.1.iter().map(|p| p.0)), true);
+    let ys = Scale::new(
+        series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).chain(reference_y),
+        false,
+    );
+    let mut chart = ChartBuilder::on(&body)
+        .caption(title, ("sans-serif", 24))
+        .margin(16)
+        .x_label_area_size(56)
+        .y_label_area_size(84)
+        .build_cartesian_2d(xs.lo..xs.hi, ys.lo..ys.hi)?;
+    chart
+        .configure_mesh()
+        .x_desc(format!("{x_desc}, log scale"))
+        .y_desc(format!("{y_desc}{}", if ys.log { ", log scale" } else { "" }))
+        .x_label_formatter(&|t| xs.label(*t))
+        .y_label_formatter(&|t| ys.label(*t))
+        .x_labels(10)
+        .y_labels(8)
+        .axis_desc_style(("sans-serif", 18))
+        .label_style(("sans-serif", 15))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()?;
+    if let Some(y) = reference_y {
+        let grey = RGBColor(90, 90, 90);
+        chart.draw_series(DashedLineSeries::new(
+            vec![(xs.lo, ys.to(y)), (xs.hi, ys.to(y))],
+            8,
+            5,
+            grey.stroke_width(2),
+        ))?;
+    }
+    for (i, (label, pts)) in series.iter().enumerate() {
+        let (r, g, b) = PALETTE[i % PALETTE.len()];
+        let colour = RGBColor(r, g, b);
+        let pts: Vec<(f64, f64)> = pts.iter().map(|p| (xs.to(p.0), ys.to(p.1))).collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), colour.stroke_width(3)))?
+            .label(label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3)));
+        chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, colour.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(200, 200, 200))
+        .label_font(("sans-serif", 15))
+        .draw()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,17 +30,24 @@
 //! the peers (an even rank goes `-rho`), so at every step both directions of
 //! every link are in use. `--single-port` runs one.
 //!
-//! **Sizes that are not powers of two.** Per dimension, with `q` the largest
-//! power of two not above `p` and `e = p - q`, the first `2e` coordinates
-//! pair up: coordinate `2i+1` folds into `2i` (one neighbour hop) before the
-//! collective and is unfolded after it, dimension by dimension (dimension 0
-//! first in, last out). The remaining `q` coordinates per dimension run the
-//! power-of-two algorithm as virtual ranks, virtual coordinate `v` sitting at
-//! physical coordinate `2v` (for `v < e`) or `v + e`, and owning the blocks
-//! of the coordinates folded into it. Reduce-scatter unfolds each NPU's own
-//! block, all-gather folds the blocks held in. This costs one extra step
-//! each way and whole-vector hops on the folded links; the authors drop
-//! blocks instead, which this builder does not do.
+//! **Sizes that are not powers of two.** On an even dimension the peers
+//! (mod p) stay symmetric and, in `ceil(log2 p)` steps, every coordinate
+//! still reaches every other (checked when the schedule is built; true for
+//! every even p up to 200), only some of them along more than one path.
+//! The bandwidth-optimal variant then drops the duplicates, as the authors
+//! do: at each step a rank hands its peer exactly the blocks it reaches now
+//! but would not reach without this step. Each block's contributions follow
+//! one path, so every block leaves every rank once: `(p-1)/p` of the vector,
+//! still bandwidth-optimal, in uneven steps. An odd dimension (and, for the
+//! latency-optimal variant and recursive doubling, any dimension that is not
+//! a power of two: they need a true butterfly) folds instead: with `q` the
+//! size run natively and `e = p - q`, the first `2e` coordinates pair up,
+//! `2i+1` handing its data to `2i` (one neighbour hop) before the
+//! collective and getting the result back after it, dimension by dimension
+//! (dimension 0 first in, last out). The `q` remaining coordinates run as
+//! virtual ranks, virtual `v` sitting at physical `2v` (for `v < e`) or
+//! `v + e` and owning the blocks of the coordinates folded into it. The
+//! fold costs a whole-vector hop each way on the folded links.
 
 use super::builtin::BuildError;
 use super::{Op, Run, Schedule, Transfer};
@@ -127,13 +134,21 @@ struct Dim {
 }
 
 impl Dim {
-    fn new(p: u32, stride: u32) -> Dim {
-        let q = if p == 0 { 0 } else { 1 << (31 - p.leading_zeros()) };
+    /// Bandwidth-optimal Swing runs natively on an even size (`q = p`) and
+    /// folds one coordinate of an odd one (`q = p - 1`); exchanges of the
+    /// whole vector and recursive doubling need a butterfly, a power of two
+    /// (`q` = the largest not above `p`).
+    fn new(p: u32, stride: u32, peers: Peers, variant: Variant) -> Dim {
+        let q = match (peers, variant) {
+            _ if p <= 2 => p,
+            (Peers::Swing, Variant::Bandwidth) => p - p % 2,
+            _ => 1 << (31 - p.leading_zeros()),
+        };
         Dim {
             p,
             q,
             e: p - q,
-            steps: q.trailing_zeros(),
+            steps: if q <= 1 { 0 } else { 32 - (q - 1).leading_zeros() },
             stride,
         }
     }
@@ -243,8 +258,11 @@ fn arith_runs(xs: &[u32], p: u32) -> Vec<(u32, u32, u32)> {
 /// Per dimension and mirror flag: the physical coordinates reached from
 /// virtual `v` using local steps `c..`, for every `c` and `v`.
 struct Reach {
-    /// `sets[c][v]`.
+    /// `sets[c][v]`: reached from `v` with local steps `c..`.
     sets: Vec<Vec<CoordSet>>,
+    /// `diff[c][v]`: `sets[c][v]` minus `sets[c + 1][v]`, what `v` hands
+    /// its peer at local step `c` of a reduce-scatter.
+    diff: Vec<Vec<CoordSet>>,
 }
 
 impl Reach {
@@ -256,7 +274,7 @@ impl Reach {
             let mut next = Vec::with_capacity(q);
             for v in 0..d.q {
                 let w = d.peer(v, c, peers, mirror);
-                if d.peer(w, c, peers, mirror) != v {
+                if w >= d.q || d.peer(w, c, peers, mirror) != v || w == v {
                     return Err(BuildError::Unsupported(format!(
                         "the peers of step {c} on a dimension of {} are not symmetric",
                         d.q
@@ -265,36 +283,49 @@ impl Reach {
                 let mut s: Vec<u32> = virt[v as usize].iter().chain(&virt[w as usize]).copied().collect();
                 s.sort_unstable();
                 s.dedup();
-                if s.len() != 2 * virt[v as usize].len() {
-                    return Err(BuildError::Unsupported(format!(
-                        "the peers of a dimension of {} do not form a butterfly",
-                        d.q
-                    )));
-                }
                 next.push(s);
             }
             virt = next;
             levels.push(virt.clone());
         }
         levels.reverse();
-        let sets = levels
-            .into_iter()
-            .map(|level| {
-                level
-                    .into_iter()
-                    .map(|vs| {
-                        let mut elems: Vec<u32> = vs
+        if let Some(v) = levels[0].iter().position(|s| s.len() != q) {
+            return Err(BuildError::Unsupported(format!(
+                "on a dimension of {}, coordinate {v} reaches only {} of the others in {} steps",
+                d.q,
+                levels[0][v].len() - 1,
+                d.steps
+            )));
+        }
+        let coord_set = |vs: &[u32]| -> CoordSet {
+            let mut elems: Vec<u32> = vs
+                .iter()
+                .flat_map(|&v| d.preimage(v).iter().map(move |o| d.phys(v) + o))
+                .collect();
+            elems.sort_unstable();
+            let runs = arith_runs(&elems, d.p);
+            CoordSet { elems, runs }
+        };
+        let diff = (0..d.steps as usize)
+            .map(|c| {
+                (0..q)
+                    .map(|v| {
+                        let later = &levels[c + 1][v];
+                        let only: Vec<u32> = levels[c][v]
                             .iter()
-                            .flat_map(|&v| d.preimage(v).iter().map(move |o| d.phys(v) + o))
+                            .copied()
+                            .filter(|x| later.binary_search(x).is_err())
                             .collect();
-                        elems.sort_unstable();
-                        let runs = arith_runs(&elems, d.p);
-                        CoordSet { elems, runs }
+                        coord_set(&only)
                     })
                     .collect()
             })
             .collect();
-        Ok(Reach { sets })
+        let sets = levels
+            .iter()
+            .map(|level| level.iter().map(|vs| coord_set(vs)).collect())
+            .collect();
+        Ok(Reach { sets, diff })
     }
 }
 
@@ -303,6 +334,9 @@ impl Reach {
 fn product_runs(sets: &[&CoordSet], dims: &[Dim], lane_base: u32) -> Vec<Run> {
     // The dimension cut into runs: the one that gives the fewest.
     let total: u64 = sets.iter().map(|s| s.elems.len() as u64).product();
+    if total == 0 {
+        return Vec::new();
+    }
     let inner = (0..sets.len())
         .min_by_key(|&i| sets[i].runs.len() as u64 * (total / sets[i].elems.len().max(1) as u64))
         .unwrap_or(0);
@@ -414,7 +448,7 @@ pub fn build(topo: &Topology, kind: CollectiveKind, opt: &SwingOptions) -> Resul
     let dims: Vec<Dim> = sizes
         .iter()
         .map(|&p| {
-            let d = Dim::new(p, stride);
+            let d = Dim::new(p, stride, opt.peers, opt.variant);
             stride *= p;
             d
         })
@@ -519,7 +553,10 @@ pub fn build(topo: &Topology, kind: CollectiveKind, opt: &SwingOptions) -> Resul
                     b.tokens[to as usize].push(id);
                 }
             }
-            // The reach set of virtual rank `vc` after `pos` steps, as runs.
+            // What virtual rank `vc` hands its peer at step `pos` of the
+            // reduce-scatter (the peer hands it back in the all-gather):
+            // on the step's dimension, what it reaches now but not after
+            // the step; on the others, what it still reaches.
             let counts_before = |pos: usize| -> Vec<u32> {
                 let mut c = vec![0u32; dims.len()];
                 for &(d, _) in &order[..pos] {
@@ -527,10 +564,18 @@ pub fn build(topo: &Topology, kind: CollectiveKind, opt: &SwingOptions) -> Resul
                 }
                 c
             };
-            let reach_runs = |vc: &[u32], pos: usize| -> Vec<Run> {
+            let handed = |vc: &[u32], pos: usize| -> Vec<Run> {
                 let c = counts_before(pos);
+                let (sd, k) = order[pos];
                 let sets: Vec<&CoordSet> = (0..dims.len())
-                    .map(|d| &reach_of(d).sets[c[d] as usize][vc[d] as usize])
+                    .map(|d| {
+                        let r = reach_of(d);
+                        if d == sd {
+                            &r.diff[k as usize][vc[d] as usize]
+                        } else {
+                            &r.sets[c[d] as usize][vc[d] as usize]
+                        }
+                    })
                     .collect();
                 product_runs(&sets, &dims, base)
             };
@@ -569,7 +614,10 @@ pub fn build(topo: &Topology, kind: CollectiveKind, opt: &SwingOptions) -> Resul
                         for v in 0..virtual_ranks {
                             let vc = virt_coords(v);
                             let wc = step_peer(&vc, pos);
-                            let chunks = reach_runs(&wc, pos + 1);
+                            let chunks = handed(&vc, pos);
+                            if chunks.is_empty() {
+                                continue;
+                            }
                             let (u, w) = (phys_rank(&vc), phys_rank(&wc));
                             new.push((w, b.push(u, w, Op::Reduce, chunks)?));
                         }
@@ -584,7 +632,10 @@ pub fn build(topo: &Topology, kind: CollectiveKind, opt: &SwingOptions) -> Resul
                         for v in 0..virtual_ranks {
                             let vc = virt_coords(v);
                             let wc = step_peer(&vc, pos);
-                            let chunks = reach_runs(&vc, pos + 1);
+                            let chunks = handed(&wc, pos);
+                            if chunks.is_empty() {
+                                continue;
+                            }
                             let (u, w) = (phys_rank(&vc), phys_rank(&wc));
                             new.push((w, b.push(u, w, Op::Send, chunks)?));
                         }
@@ -661,7 +712,7 @@ pub fn dim_model(kind: CollectiveKind, p: u32, ring: bool) -> Option<DimModel> {
     if p < 2 {
         return Some(DimModel { hops: 0.0, factor: 0.0 });
     }
-    let d = Dim::new(p, 1);
+    let d = Dim::new(p, 1, Peers::Swing, Variant::Bandwidth);
     let ports: &[bool] = if ring { &[false, true] } else { &[false] };
     let share = 1.0 / ports.len() as f64;
     let shard = 1.0 / f64::from(p);
@@ -716,8 +767,10 @@ pub fn dim_model(kind: CollectiveKind, p: u32, ring: bool) -> Option<DimModel> {
         for (i, &mirror) in ports.iter().enumerate() {
             for v in 0..d.q {
                 let w = d.peer(v, k, Peers::Swing, mirror);
-                let set = if gather { v } else { w };
-                let n = reach[i].sets[k as usize + 1][set as usize].elems.len() as f64;
+                // The reduce-scatter hands the peer what only this side
+                // reaches; the all-gather hands it back.
+                let from = if gather { w } else { v };
+                let n = reach[i].diff[k as usize][from as usize].elems.len() as f64;
                 msgs.push((d.phys(v), d.phys(w), n * shard * share));
             }
         }
@@ -771,7 +824,10 @@ mod tests {
 
     #[test]
     fn round_robin_skips_used_up_dimensions() {
-        let dims = vec![Dim::new(4, 1), Dim::new(16, 4)];
+        let dims = vec![
+            Dim::new(4, 1, Peers::Swing, Variant::Bandwidth),
+            Dim::new(16, 4, Peers::Swing, Variant::Bandwidth),
+        ];
         let order = step_order(&dims, &[0, 1], 0);
         let ds: Vec<usize> = order.iter().map(|x| x.0).collect();
         assert_eq!(ds, vec![0, 1, 0, 1, 1, 1]);
