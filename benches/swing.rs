@@ -1,7 +1,7 @@
 //! Swing's speed: generating and simulating a Swing all-reduce on a 64x64
 //! torus (target: under a second), multiport (4 concurrent collectives) and
 //! single-port, plus the latency-optimal variant. Timed once each (best of
-//! three): `cargo bench --bench swing`.
+//! three): `cargo bench --bench swing` (`-- multiport-only` for the first).
 
 use dimsum::schedule::swing::{self, Peers, SwingOptions, Variant};
 use dimsum::simulate::{self, LinkModel, SimOptions};
@@ -31,7 +31,13 @@ fn main() {
         ([64u32, 64], Variant::Bandwidth, true),
         ([64, 64], Variant::Bandwidth, false),
         ([64, 64], Variant::Latency, true),
-    ] {
+    ]
+    .into_iter()
+    .take(if std::env::args().any(|a| a == "multiport-only") {
+        1
+    } else {
+        3
+    }) {
         let topo = Topology::torus(&shape, true, &[50.0; 2], &[500.0; 2]);
         let o = SwingOptions {
             peers: Peers::Swing,
