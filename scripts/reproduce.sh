@@ -10,3 +10,4 @@ for study in studies/*.toml; do
 done
 scripts/libra-reproduce.sh
 scripts/collectives.sh
+scripts/swing.sh

@@ -135,7 +135,33 @@ fn schedules_are_valid_on_tori_of_any_size() {
                 }
             }
         }
+        for kind in [AllReduce, ReduceScatter, AllGather] {
+            for multiport in [true, false] {
+                let s = swing::bucket(&t, kind, multiport, 1).unwrap();
+                let r = run(&s, &t, 3e6);
+                assert!(r.valid, "{spec} {} {kind}: {:?}", s.algorithm, r.errors);
+                assert!(r.time_ns >= bounds::lower_bounds(&t, kind, 3e6).bound_ns * (1.0 - 1e-12));
+            }
+        }
     }
+}
+
+/// The multiport bucket algorithm on a ring of 4 is the bidirectional ring:
+/// two collectives of 32 MB, 6 steps of 8 MB blocks each way, 8e6 / 50 =
+/// 160_000 + 500 ns per step: 963_000 ns. On a 4x4 torus the four
+/// collectives (32 MB / 2 = 16 MB each) each do 3 + 3 reduce-scatter steps
+/// (4 MB blocks, then 1 MB) and the mirrored all-gathers, with every
+/// directed link carrying one collective per step: 2 * 3 * (80_000 + 500 +
+/// 20_000 + 500) = 606_000 ns.
+#[test]
+fn bucket_by_hand() {
+    let t = topo("ring:4", 50.0, 500.0);
+    let r = run(&swing::bucket(&t, AllReduce, true, 1).unwrap(), &t, 64e6);
+    assert_relative_eq!(r.time_ns, 963_000.0, max_relative = 1e-12);
+    let t = topo("torus:4x4", 50.0, 500.0);
+    let r = run(&swing::bucket(&t, AllReduce, true, 1).unwrap(), &t, 64e6);
+    assert!(r.valid);
+    assert_relative_eq!(r.time_ns, 606_000.0, max_relative = 1e-12);
 }
 
 /// Ring of 4, 50 GB/s and 500 ns per link, a 64 MB all-reduce.
@@ -387,8 +413,8 @@ fn cli_compare() {
         .unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let csv = std::fs::read_to_string(out.join("compare.csv")).unwrap();
-    // 2 topologies x (2 Swing variants + 5 baselines) x 2 sizes, plus the header.
-    assert_eq!(csv.lines().count(), 1 + 2 * 7 * 2);
+    // 2 topologies x (2 Swing variants + 6 baselines) x 2 sizes, plus the header.
+    assert_eq!(csv.lines().count(), 1 + 2 * 8 * 2);
     assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")), "{csv}");
     for f in ["compare.md", "speedup.svg", "speedup.png"] {
         assert!(out.join(f).exists(), "{f}");
@@ -411,4 +437,61 @@ fn cli_compare() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(!bad.exists());
     }
+}
+
+const STUDY: &str = r#"
+name = "swing-dims"
+time_model = "pipelined"
+bw = [100, 50]
+
+[[fabric.dims]]
+name = "a"
+block = "ring"
+npus = 8
+latency_ns = 100
+tier = "t"
+algorithm = "swing"
+
+[[fabric.dims]]
+name = "b"
+block = "switch"
+npus = 4
+latency_ns = 500
+tier = "t"
+
+[cost.tiers.t]
+link_usd_per_gbps = 2.0
+link_pj_per_bit = 1.0
+
+[workload]
+communicator = { weight_grad = [8, 4] }
+
+[[workload.layers]]
+name = "l0"
+forward = { compute_ns = 1000 }
+input_grad = { compute_ns = 2000 }
+weight_grad = { compute_ns = 3000, collective = "all-reduce", bytes = 64e6 }
+"#;
+
+/// `swing` as a study's per-dimension algorithm: on the ring of 8 the
+/// all-reduce's dimension-0 time is Swing's, 2 * 9/8 * 64e6 bytes at 100
+/// GB/s plus 10 hops of 100 ns = 1_441_000 ns (against the ring's
+/// 2 * 7/8 * 64e6 / 100 + 14 * 100 = 1_121_400 ns); on a fully-connected
+/// dimension it is refused with the algorithms that are allowed there.
+#[test]
+fn swing_in_a_study() {
+    use dimsum::study::Study;
+    let path = std::path::Path::new("swing-dims.toml");
+    let study = Study::parse(STUDY, path).unwrap();
+    let comm = study.workload.layers[0].weight_grad.comm.as_ref().unwrap();
+    let c = collective::coefficients(comm, &study.fabric, &study.collective);
+    assert_relative_eq!(c.dims[0].time_ns(100.0), 1_441_000.0, max_relative = 1e-12);
+    let ring = Study::parse(&STUDY.replace("algorithm = \"swing\"\n", ""), path).unwrap();
+    let c = collective::coefficients(comm, &ring.fabric, &ring.collective);
+    assert_relative_eq!(c.dims[0].time_ns(100.0), 1_121_400.0, max_relative = 1e-12);
+    let err = Study::parse(&STUDY.replace("block = \"ring\"", "block = \"fully-connected\""), path)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not run on a fully-connected dimension"), "{err}");
+    assert!(err.contains("direct") && err.contains("halving-doubling"), "{err}");
 }

@@ -10,7 +10,13 @@ use crate::schedule::swing::{self, Peers, SwingOptions, Variant};
 use crate::schedule::synth::{self, SynthOptions};
 
 /// The swing module's algorithms on the command line.
-const SWING_NAMES: [&str; 4] = ["swing", "swing-latency", "recursive-doubling", "recursive-doubling-bw"];
+const SWING_NAMES: [&str; 5] = [
+    "swing",
+    "swing-latency",
+    "recursive-doubling",
+    "recursive-doubling-bw",
+    "bucket",
+];
 use crate::simulate::{self, LinkModel, SimOptions, SimResult};
 use crate::study::Study;
 use crate::topology::{self, Topology};
@@ -30,7 +36,7 @@ pub struct CollectiveArgs {
     #[arg(long, default_value = "all-reduce")]
     pub collective: String,
     /// ring, bidirectional-ring, direct, halving-doubling, hierarchical, swing,
-    /// swing-latency, recursive-doubling, recursive-doubling-bw or tacos
+    /// swing-latency, recursive-doubling, recursive-doubling-bw, bucket or tacos
     /// (synthesized; default: hierarchical on topologies of dimensions, else ring).
     #[arg(long)]
     pub algorithm: Option<String>,
@@ -59,7 +65,7 @@ pub struct CollectiveArgs {
     /// alpha-beta (a link is busy for size/bandwidth) or tacos (latency + size/bandwidth).
     #[arg(long, default_value = "alpha-beta")]
     pub link_model: String,
-    /// swing, swing-latency, recursive-doubling(-bw): one collective instead of
+    /// swing, swing-latency, recursive-doubling(-bw), bucket: one collective instead of
     /// 2D concurrent ones (one per dimension and direction).
     #[arg(long)]
     pub single_port: bool,
@@ -205,6 +211,10 @@ pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<
                 "only a hierarchical schedule takes per-dimension algorithms",
             ));
         }
+        if algo == "bucket" {
+            return swing::bucket(topo, kind, !args.single_port, args.chunks_per_npu)
+                .map_err(|e| InputError::arg("--algorithm", e.to_string()));
+        }
         let (peers, variant) = [
             (Peers::Swing, Variant::Bandwidth),
             (Peers::Swing, Variant::Latency),
@@ -222,7 +232,7 @@ pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<
     if args.single_port {
         return Err(InputError::arg(
             "--single-port",
-            "only swing, swing-latency, recursive-doubling and recursive-doubling-bw have ports to choose",
+            "only swing, swing-latency, recursive-doubling, recursive-doubling-bw and bucket have ports to choose",
         ));
     }
     if algo == "tacos" {

@@ -25,7 +25,7 @@ pub struct CompareArgs {
     /// The baselines, comma-separated (their best is the reference).
     #[arg(
         long,
-        default_value = "ring,bidirectional-ring,recursive-doubling,recursive-doubling-bw,hierarchical"
+        default_value = "ring,bidirectional-ring,recursive-doubling,recursive-doubling-bw,bucket,hierarchical"
     )]
     pub baselines: String,
     /// Vector sizes: a comma-separated list, or FROM..TO for every power of 4 from FROM to TO.

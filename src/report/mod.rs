@@ -523,7 +523,7 @@ pub fn frontier_charts(
 /// One line of a [`line_chart`]: a label and its points.
 pub type Series = (String, Vec<(f64, f64)>);
 
-/// A line chart (SVG and PNG, `dir/stem.*`): log-scale x, one line with
+/// A line chart (SVG and PNG, `dir/stem.*`): log-scale x in bytes, one line with
 /// markers per series, and a dashed reference line at `reference_y` (for
 /// speedups: 1).
 #[allow(clippy::too_many_arguments)]
@@ -546,8 +546,23 @@ pub fn line_chart(
     )
 }
 
-/// Ten distinguishable colours (the Tableau palette).
-const PALETTE: [(u8, u8, u8); 10] = [
+/// A byte count with a decimal unit: 100 B, 1 kB, 10 MB.
+fn bytes_label(v: f64) -> String {
+    let (scale, unit) = [(1e9, "GB"), (1e6, "MB"), (1e3, "kB")]
+        .into_iter()
+        .find(|(s, _)| v >= *s * 0.999)
+        .unwrap_or((1.0, "B"));
+    let x = sig3(v / scale);
+    let x = if x.contains('.') {
+        x.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        x
+    };
+    format!("{x} {unit}")
+}
+
+/// Sixteen distinguishable colours (the Tableau palette, then darker ones).
+const PALETTE: [(u8, u8, u8); 16] = [
     (31, 119, 180),
     (255, 127, 14),
     (44, 160, 44),
@@ -558,6 +573,12 @@ const PALETTE: [(u8, u8, u8); 10] = [
     (127, 127, 127),
     (188, 189, 34),
     (23, 190, 207),
+    (0, 0, 0),
+    (0, 90, 90),
+    (120, 120, 0),
+    (150, 0, 90),
+    (70, 70, 190),
+    (190, 110, 0),
 ];
 
 fn draw_lines<DB: DrawingBackend>(
@@ -588,7 +609,7 @@ where
         .configure_mesh()
         .x_desc(format!("{x_desc}, log scale"))
         .y_desc(format!("{y_desc}{}", if ys.log { ", log scale" } else { "" }))
-        .x_label_formatter(&|t| xs.label(*t))
+        .x_label_formatter(&|t| bytes_label(10f64.powf(*t)))
         .y_label_formatter(&|t| ys.label(*t))
         .x_labels(10)
         .y_labels(8)
@@ -617,7 +638,7 @@ where
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(SeriesLabelPosition::LowerLeft)
         .background_style(WHITE.mix(0.85))
         .border_style(RGBColor(200, 200, 200))
         .label_font(("sans-serif", 15))

@@ -677,6 +677,146 @@ pub fn build(topo: &Topology, kind: CollectiveKind, opt: &SwingOptions) -> Resul
     Ok(s)
 }
 
+/// The bucket algorithm (Jain and Sabharwal; the baseline of the Swing
+/// paper): on every dimension in turn a ring reduce-scatter of what the
+/// earlier dimensions left, then ring all-gathers back in the reverse
+/// order. Multiport (`multiport`), `2D` of them run at once on their own
+/// lanes, collective `j` starting on dimension `j / 2` and going round its
+/// rings in direction `+1` (even `j`) or `-1`, so every port is busy; any
+/// size, `2 sum_d (p_d - 1)` steps for an all-reduce.
+pub fn bucket(
+    topo: &Topology,
+    kind: CollectiveKind,
+    multiport: bool,
+    chunks_per_npu: u32,
+) -> Result<Schedule, BuildError> {
+    let n = topo.npus;
+    let (up, down) = match kind {
+        CollectiveKind::AllReduce => (true, true),
+        CollectiveKind::ReduceScatter => (true, false),
+        CollectiveKind::AllGather => (false, true),
+        _ => {
+            return Err(BuildError::Unsupported(format!(
+                "bucket builds all-reduce, reduce-scatter and all-gather, not {}",
+                kind.name()
+            )));
+        }
+    };
+    let sizes: Vec<u32> = if topo.dims.is_empty() || topo.dims.iter().map(|d| d.size).product::<u32>() != n {
+        vec![n]
+    } else {
+        topo.dims.iter().map(|d| d.size).collect()
+    };
+    let mut stride = 1;
+    let dims: Vec<Dim> = sizes
+        .iter()
+        .map(|&p| {
+            let d = Dim::new(p, stride, Peers::Swing, Variant::Bandwidth);
+            stride *= p;
+            d
+        })
+        .collect();
+    let active: Vec<usize> = (0..dims.len()).filter(|&d| dims[d].p > 1).collect();
+    let ports = if multiport { 2 * active.len().max(1) as u32 } else { 1 };
+    let k = chunks_per_npu.max(1);
+    let lanes = ports * k;
+    let chunks = u64::from(n) * u64::from(lanes);
+    if chunks > super::builtin::MAX_CHUNKS || u64::from(n) * chunks > crate::simulate::MAX_STATE {
+        return Err(BuildError::Unsupported(format!(
+            "{n} NPUs x {chunks} chunks is more than the simulator tracks ({} NPU-chunk pairs): use fewer chunks per NPU, --single-port or fewer NPUs",
+            crate::simulate::MAX_STATE
+        )));
+    }
+    let coords = |r: u32| -> Vec<u32> { dims.iter().map(|d| (r / d.stride) % d.p).collect() };
+    let single = |x: u32, p: u32| CoordSet {
+        elems: vec![x],
+        runs: arith_runs(&[x], p),
+    };
+    let full: Vec<CoordSet> = dims
+        .iter()
+        .map(|d| {
+            let elems: Vec<u32> = (0..d.p).collect();
+            let runs = arith_runs(&elems, d.p);
+            CoordSet { elems, runs }
+        })
+        .collect();
+    let mut b = Builder {
+        topo,
+        out: Vec::new(),
+        tokens: vec![Vec::new(); n as usize],
+    };
+    for port in 0..ports {
+        let dir: i64 = if port % 2 == 0 { 1 } else { -1 };
+        let start = if active.is_empty() {
+            0
+        } else {
+            (port as usize / 2) % active.len()
+        };
+        let order: Vec<usize> = (0..active.len()).map(|i| active[(start + i) % active.len()]).collect();
+        for kk in 0..k {
+            let base = (port * k + kk) * n;
+            for t in &mut b.tokens {
+                t.clear();
+            }
+            // Block `j` of level `l` for NPU coordinates `x`: the earlier
+            // dimensions fixed at x, this one at j, the later ones whole.
+            let block = |x: &[u32], l: usize, j: u32| -> Vec<Run> {
+                let mut owned: Vec<CoordSet> = Vec::with_capacity(dims.len());
+                for (d, dim) in dims.iter().enumerate() {
+                    let pos = order.iter().position(|&o| o == d);
+                    owned.push(match pos {
+                        Some(m) if m < l => single(x[d], dim.p),
+                        Some(m) if m == l => single(j, dim.p),
+                        Some(_) => full[d].clone(),
+                        None => single(x[d], dim.p),
+                    });
+                }
+                let refs: Vec<&CoordSet> = owned.iter().collect();
+                product_runs(&refs, &dims, base)
+            };
+            let ring = |l: usize, gather: bool, b: &mut Builder| -> Result<(), BuildError> {
+                let d = order[l];
+                let p = i64::from(dims[d].p);
+                for s in 0..p - 1 {
+                    let mut new = Vec::with_capacity(n as usize);
+                    for r in 0..n {
+                        let x = coords(r);
+                        let xd = i64::from(x[d]);
+                        let to_c = (xd + dir).rem_euclid(p) as u32;
+                        let to = r - x[d] * dims[d].stride + to_c * dims[d].stride;
+                        let j = if gather {
+                            (xd - dir * s).rem_euclid(p)
+                        } else {
+                            (xd - dir * (s + 1)).rem_euclid(p)
+                        } as u32;
+                        let op = if gather { Op::Send } else { Op::Reduce };
+                        new.push((to, b.push(r, to, op, block(&x, l, j))?));
+                    }
+                    for (to, id) in new {
+                        b.tokens[to as usize].push(id);
+                    }
+                }
+                Ok(())
+            };
+            if up {
+                for l in 0..order.len() {
+                    ring(l, false, &mut b)?;
+                }
+            }
+            if down {
+                for l in (0..order.len()).rev() {
+                    ring(l, true, &mut b)?;
+                }
+            }
+        }
+    }
+    let name = if multiport { "bucket" } else { "bucket(single-port)" };
+    let mut s = Schedule::new(name, kind, n, lanes);
+    s.topology = topo.name.clone();
+    s.transfers = b.out;
+    Ok(s)
+}
+
 /// Swing (bandwidth-optimal, both directions as the multiport form runs it)
 /// on one dimension of `p` NPUs, for the analytic model: the collective
 /// takes `hops * latency + factor * size / B`, with `B` an NPU's bandwidth
