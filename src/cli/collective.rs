@@ -175,25 +175,30 @@ fn collective_kind(s: &str) -> Result<CollectiveKind, InputError> {
     })
 }
 
+/// Reads a schedule file (`--schedule-out`'s JSON) and checks its structure.
+pub fn load_schedule(path: &Path) -> Result<Schedule, InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::at(path, None, "", format!("cannot read the schedule: {e}")))?;
+    let s: Schedule = serde_json::from_str(&text).map_err(|e| {
+        InputError::at(
+            path,
+            Some(e.line()),
+            "",
+            format!(
+                "not a dimsum schedule (JSON, format `{}`): {e}",
+                crate::schedule::FORMAT
+            ),
+        )
+    })?;
+    s.check().map_err(|e| InputError::at(path, None, "", e.to_string()))?;
+    Ok(s)
+}
+
 /// Builds the schedule the arguments ask for (`size` matters to synthesis
 /// only).
 pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<Schedule, InputError> {
     if let Some(path) = &args.schedule_in {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::at(path, None, "", format!("cannot read the schedule: {e}")))?;
-        let s: Schedule = serde_json::from_str(&text).map_err(|e| {
-            InputError::at(
-                path,
-                Some(e.line()),
-                "",
-                format!(
-                    "not a dimsum schedule (JSON, format `{}`): {e}",
-                    crate::schedule::FORMAT
-                ),
-            )
-        })?;
-        s.check().map_err(|e| InputError::at(path, None, "", e.to_string()))?;
-        return Ok(s);
+        return load_schedule(path);
     }
     let kind = collective_kind(&args.collective)?;
     if args.chunks_per_npu < 1 {

@@ -135,6 +135,28 @@ pub enum Command {
         #[command(subcommand)]
         from: ImportFrom,
     },
+    /// Write a schedule in another tool's format.
+    Export {
+        /// Target format.
+        #[command(subcommand)]
+        to: ExportTo,
+    },
+}
+
+/// Formats `export` writes.
+#[derive(Debug, Subcommand)]
+pub enum ExportTo {
+    /// Chakra execution traces, one per rank: PREFIX.0.et, PREFIX.1.et, ...
+    Chakra {
+        /// A schedule (JSON, as `collective --schedule-out` writes it).
+        schedule: PathBuf,
+        /// Output prefix, e.g. out/ring (writes out/ring.0.et, ...).
+        #[arg(long)]
+        prefix: PathBuf,
+        /// The collective's buffer, for comm_size (e.g. 64MiB).
+        #[arg(long)]
+        size: String,
+    },
 }
 
 /// Formats `import` reads.
@@ -157,6 +179,14 @@ pub enum ImportFrom {
         /// Study name (default: the workload's file stem).
         #[arg(long)]
         name: Option<String>,
+    },
+    /// Chakra execution traces written by `dimsum export chakra`, into a schedule.
+    Chakra {
+        /// The traces' prefix (reads PREFIX.0.et, PREFIX.1.et, ...).
+        prefix: PathBuf,
+        /// The schedule to write (JSON).
+        #[arg(long)]
+        out: PathBuf,
     },
 }
 
@@ -435,6 +465,43 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Collective(args) => collective::run(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::Export {
+            to: ExportTo::Chakra { schedule, prefix, size },
+        } => {
+            let s = collective::load_schedule(&schedule)?;
+            let size = crate::units::parse_bytes(&size).map_err(|m| InputError::arg("--size", m))?;
+            let traces = crate::interop::chakra::from_schedule(&s, s.chunk_bytes(size))
+                .map_err(|m| InputError::at(&schedule, None, "", m))?;
+            if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
+                create_dir(dir)?;
+            }
+            for (rank, t) in traces.iter().enumerate() {
+                report::write_atomic(&crate::interop::chakra::rank_path(&prefix, rank as u32), &t.encode())?;
+            }
+            println!(
+                "{} traces ({} nodes) written to {}.*.et",
+                traces.len(),
+                traces.iter().map(|t| t.nodes.len()).sum::<usize>(),
+                prefix.display()
+            );
+            Ok(())
+        }
+        Command::Import {
+            from: ImportFrom::Chakra { prefix, out },
+        } => {
+            let traces = crate::interop::chakra::read_traces(&prefix)
+                .map_err(|e| InputError::at(Path::new(&e.path), None, "", e.message))?;
+            let s = crate::interop::chakra::to_schedule(&traces, &prefix)
+                .map_err(|e| InputError::at(Path::new(&e.path), None, "", e.message))?;
+            report::write_atomic(&out, s.to_json().as_bytes())?;
+            println!(
+                "{} transfers on {} NPUs written to {}",
+                s.transfers.len(),
+                s.npus,
+                out.display()
+            );
+            Ok(())
+        }
         Command::Import {
             from:
                 ImportFrom::Libra {

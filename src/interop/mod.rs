@@ -1,7 +1,10 @@
 //! Readers and writers of other tools' formats. Each submodule translates
 //! between a format and dimsum's types and holds no model logic.
 //!
+//! - [`chakra`]: Chakra execution traces (protobuf, one file per rank), to
+//!   and from schedules.
 //! - [`libra`]: LIBRA's inputs (astra-sim/libra, ISPASS'24): the ASTRA-sim 1.0
 //!   workload text, and the network, communicator and cost-model YAML.
 
+pub mod chakra;
 pub mod libra;

@@ -1,0 +1,815 @@
+//! Chakra execution traces (mlcommons/chakra, `schema/protobuf/et_def.proto`,
+//! package `ChakraProtoMsg`, proto3): the messages, written by hand with
+//! prost's derive (field numbers and value types as the schema has them),
+//! the length-delimited framing, and the translation between a schedule and
+//! one trace per rank.
+//!
+//! A file is a `GlobalMetadata` then `Node`s, each message preceded by its
+//! length as a base-128 varint; rank `r`'s file is `<prefix>.<r>.et`.
+//!
+//! **Schedule to traces.** Every transfer becomes a `COMM_SEND_NODE` on its
+//! sender (`comm_dst`, `comm_size` in bytes, `comm_tag` = the transfer's
+//! index) and a `COMM_RECV_NODE` on its receiver (`comm_src`, the same size
+//! and tag); a reduction adds a `COMP_NODE` after the receive (the sum), a
+//! local copy is a `COMP_NODE` alone. A dependency on a transfer that
+//! arrived at the sender goes in the send node's `data_deps` (the receive,
+//! or its reduction); one that arrived at the receiver (a reduction waiting
+//! for the receiver's earlier phases) in the receive node's; `after` (a
+//! receive buffer) makes the reduction wait for the rank's own sends. Nodes
+//! also carry dimsum's own attributes (`dimsum_chunks`: the chunk runs as
+//! start, count, stride triples; `dimsum_deps`, `dimsum_after`,
+//! `dimsum_route`, `dimsum_op`) and the metadata the schedule's header, so
+//! a schedule read back is the one written; other consumers ignore them.
+
+use crate::schedule::{Op, Run, Schedule, Transfer};
+use crate::workload::CollectiveKind;
+use prost::Message;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The schema version written in `GlobalMetadata.version`.
+pub const VERSION: &str = "0.0.4";
+
+/// `GlobalMetadata`.
+#[derive(Clone, PartialEq, Message)]
+pub struct GlobalMetadata {
+    /// Schema version.
+    #[prost(string, tag = "1")]
+    pub version: String,
+    /// Attributes.
+    #[prost(message, repeated, tag = "2")]
+    pub attr: Vec<AttributeProto>,
+}
+
+/// `IOInfo`.
+#[derive(Clone, PartialEq, Message)]
+pub struct IoInfo {
+    /// Values.
+    #[prost(string, tag = "1")]
+    pub values: String,
+    /// Shapes.
+    #[prost(string, tag = "2")]
+    pub shapes: String,
+    /// Types.
+    #[prost(string, tag = "3")]
+    pub types: String,
+}
+
+/// `Node`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Node {
+    /// Unique within the file.
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    /// Name.
+    #[prost(string, tag = "2")]
+    pub name: String,
+    /// `NodeType`.
+    #[prost(enumeration = "NodeType", tag = "3")]
+    pub r#type: i32,
+    /// Control dependencies.
+    #[prost(uint64, repeated, tag = "4")]
+    pub ctrl_deps: Vec<u64>,
+    /// Data dependencies.
+    #[prost(uint64, repeated, tag = "5")]
+    pub data_deps: Vec<u64>,
+    /// Start time, us.
+    #[prost(uint64, tag = "6")]
+    pub start_time_micros: u64,
+    /// Duration, us.
+    #[prost(uint64, tag = "7")]
+    pub duration_micros: u64,
+    /// Inputs.
+    #[prost(message, optional, tag = "8")]
+    pub inputs: Option<IoInfo>,
+    /// Outputs.
+    #[prost(message, optional, tag = "9")]
+    pub outputs: Option<IoInfo>,
+    /// Attributes.
+    #[prost(message, repeated, tag = "10")]
+    pub attr: Vec<AttributeProto>,
+}
+
+/// `NodeType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+pub enum NodeType {
+    /// Invalid.
+    InvalidNode = 0,
+    /// Metadata.
+    MetadataNode = 1,
+    /// Memory load.
+    MemLoadNode = 2,
+    /// Memory store.
+    MemStoreNode = 3,
+    /// Compute.
+    CompNode = 4,
+    /// Point-to-point send.
+    CommSendNode = 5,
+    /// Point-to-point receive.
+    CommRecvNode = 6,
+    /// Collective.
+    CommCollNode = 7,
+}
+
+/// `CollectiveCommType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+pub enum CollectiveCommType {
+    /// All-reduce.
+    AllReduce = 0,
+    /// Reduce.
+    Reduce = 1,
+    /// All-gather.
+    AllGather = 2,
+    /// Gather.
+    Gather = 3,
+    /// Scatter.
+    Scatter = 4,
+    /// Broadcast.
+    Broadcast = 5,
+    /// All-to-all.
+    AllToAll = 6,
+    /// Reduce-scatter.
+    ReduceScatter = 7,
+    /// Reduce-scatter into blocks.
+    ReduceScatterBlock = 8,
+    /// Barrier.
+    Barrier = 9,
+}
+
+/// `AttributeProto`.
+#[derive(Clone, PartialEq, Message)]
+pub struct AttributeProto {
+    /// Name.
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// Documentation.
+    #[prost(string, tag = "2")]
+    pub doc_string: String,
+    /// The value.
+    #[prost(
+        oneof = "Value",
+        tags = "3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32"
+    )]
+    pub value: Option<Value>,
+}
+
+macro_rules! list {
+    ($name:ident, $kind:ident, $ty:ty) => {
+        /// A `*_list` attribute value: `repeated values = 1`.
+        #[derive(Clone, PartialEq, Message)]
+        pub struct $name {
+            /// The values.
+            #[prost($kind, repeated, tag = "1")]
+            pub values: Vec<$ty>,
+        }
+    };
+}
+list!(DoubleList, double, f64);
+list!(FloatList, float, f32);
+list!(Int32List, int32, i32);
+list!(Int64List, int64, i64);
+list!(Uint32List, uint32, u32);
+list!(Uint64List, uint64, u64);
+list!(Sint32List, sint32, i32);
+list!(Sint64List, sint64, i64);
+list!(Fixed32List, fixed32, u32);
+list!(Fixed64List, fixed64, u64);
+list!(Sfixed32List, sfixed32, i32);
+list!(Sfixed64List, sfixed64, i64);
+list!(BoolList, bool, bool);
+list!(StringList, string, String);
+list!(BytesList, bytes, Vec<u8>);
+
+/// `AttributeProto.value`.
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum Value {
+    /// 3.
+    #[prost(double, tag = "3")]
+    DoubleVal(f64),
+    /// 4.
+    #[prost(message, tag = "4")]
+    DoubleList(DoubleList),
+    /// 5.
+    #[prost(float, tag = "5")]
+    FloatVal(f32),
+    /// 6.
+    #[prost(message, tag = "6")]
+    FloatList(FloatList),
+    /// 7.
+    #[prost(int32, tag = "7")]
+    Int32Val(i32),
+    /// 8.
+    #[prost(message, tag = "8")]
+    Int32List(Int32List),
+    /// 9.
+    #[prost(int64, tag = "9")]
+    Int64Val(i64),
+    /// 10.
+    #[prost(message, tag = "10")]
+    Int64List(Int64List),
+    /// 11.
+    #[prost(uint32, tag = "11")]
+    Uint32Val(u32),
+    /// 12.
+    #[prost(message, tag = "12")]
+    Uint32List(Uint32List),
+    /// 13.
+    #[prost(uint64, tag = "13")]
+    Uint64Val(u64),
+    /// 14.
+    #[prost(message, tag = "14")]
+    Uint64List(Uint64List),
+    /// 15.
+    #[prost(sint32, tag = "15")]
+    Sint32Val(i32),
+    /// 16.
+    #[prost(message, tag = "16")]
+    Sint32List(Sint32List),
+    /// 17.
+    #[prost(sint64, tag = "17")]
+    Sint64Val(i64),
+    /// 18.
+    #[prost(message, tag = "18")]
+    Sint64List(Sint64List),
+    /// 19.
+    #[prost(fixed32, tag = "19")]
+    Fixed32Val(u32),
+    /// 20.
+    #[prost(message, tag = "20")]
+    Fixed32List(Fixed32List),
+    /// 21.
+    #[prost(fixed64, tag = "21")]
+    Fixed64Val(u64),
+    /// 22.
+    #[prost(message, tag = "22")]
+    Fixed64List(Fixed64List),
+    /// 23.
+    #[prost(sfixed32, tag = "23")]
+    Sfixed32Val(i32),
+    /// 24.
+    #[prost(message, tag = "24")]
+    Sfixed32List(Sfixed32List),
+    /// 25.
+    #[prost(sfixed64, tag = "25")]
+    Sfixed64Val(i64),
+    /// 26.
+    #[prost(message, tag = "26")]
+    Sfixed64List(Sfixed64List),
+    /// 27.
+    #[prost(bool, tag = "27")]
+    BoolVal(bool),
+    /// 28.
+    #[prost(message, tag = "28")]
+    BoolList(BoolList),
+    /// 29.
+    #[prost(string, tag = "29")]
+    StringVal(String),
+    /// 30.
+    #[prost(message, tag = "30")]
+    StringList(StringList),
+    /// 31.
+    #[prost(bytes, tag = "31")]
+    BytesVal(Vec<u8>),
+    /// 32.
+    #[prost(message, tag = "32")]
+    BytesList(BytesList),
+}
+
+/// An attribute.
+pub fn attr(name: &str, value: Value) -> AttributeProto {
+    AttributeProto {
+        name: name.to_string(),
+        doc_string: String::new(),
+        value: Some(value),
+    }
+}
+
+impl Node {
+    /// The attribute called `name`.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.attr.iter().find(|a| a.name == name).and_then(|a| a.value.as_ref())
+    }
+
+    /// An integer attribute of any integer type.
+    pub fn int(&self, name: &str) -> Option<i64> {
+        match self.get(name)? {
+            Value::Int32Val(v) | Value::Sint32Val(v) | Value::Sfixed32Val(v) => Some(i64::from(*v)),
+            Value::Int64Val(v) | Value::Sint64Val(v) | Value::Sfixed64Val(v) => Some(*v),
+            Value::Uint32Val(v) | Value::Fixed32Val(v) => Some(i64::from(*v)),
+            Value::Uint64Val(v) | Value::Fixed64Val(v) => i64::try_from(*v).ok(),
+            _ => None,
+        }
+    }
+
+    /// An integer-list attribute.
+    pub fn ints(&self, name: &str) -> Option<Vec<i64>> {
+        match self.get(name)? {
+            Value::Int64List(l) => Some(l.values.clone()),
+            Value::Uint64List(l) => Some(l.values.iter().map(|&v| v as i64).collect()),
+            Value::Int32List(l) => Some(l.values.iter().map(|&v| i64::from(v)).collect()),
+            _ => None,
+        }
+    }
+
+    /// The node type, if known.
+    pub fn kind(&self) -> Option<NodeType> {
+        NodeType::try_from(self.r#type).ok()
+    }
+}
+
+/// Why a trace cannot be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct TraceError {
+    /// The file.
+    pub path: String,
+    /// What is wrong, naming the rank, node or byte offset.
+    pub message: String,
+}
+
+fn err(path: &Path, message: impl Into<String>) -> TraceError {
+    TraceError {
+        path: path.display().to_string(),
+        message: message.into(),
+    }
+}
+
+/// One rank's trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trace {
+    /// The metadata.
+    pub metadata: GlobalMetadata,
+    /// The nodes, in file order.
+    pub nodes: Vec<Node>,
+}
+
+impl Trace {
+    /// The framed bytes: metadata, then every node, each length-delimited.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Writing into a Vec cannot run out of room.
+        let _ = self.metadata.encode_length_delimited(&mut out);
+        for n in &self.nodes {
+            let _ = n.encode_length_delimited(&mut out);
+        }
+        out
+    }
+
+    /// Decodes framed bytes; `path` names the file in errors.
+    pub fn decode(bytes: &[u8], path: &Path) -> Result<Trace, TraceError> {
+        let mut pos = 0usize;
+        let meta = next_message(bytes, &mut pos, "the metadata")
+            .map_err(|m| err(path, m))?
+            .ok_or_else(|| err(path, "empty file: no GlobalMetadata"))?;
+        let metadata = GlobalMetadata::decode(meta).map_err(|e| err(path, format!("GlobalMetadata: {e}")))?;
+        let mut nodes = Vec::new();
+        while let Some(msg) =
+            next_message(bytes, &mut pos, &format!("node {} (in file order)", nodes.len())).map_err(|m| err(path, m))?
+        {
+            let node =
+                Node::decode(msg).map_err(|e| err(path, format!("node {} (in file order): {e}", nodes.len())))?;
+            nodes.push(node);
+        }
+        Ok(Trace { metadata, nodes })
+    }
+}
+
+/// The next length-delimited message of `bytes` from `pos`, if any.
+fn next_message<'a>(bytes: &'a [u8], pos: &mut usize, what: &str) -> Result<Option<&'a [u8]>, String> {
+    if *pos >= bytes.len() {
+        return Ok(None);
+    }
+    let at = *pos;
+    let mut rest = &bytes[at..];
+    let len = prost::encoding::decode_varint(&mut rest)
+        .map_err(|e| format!("byte {at}: {what}: the length prefix is not a varint ({e})"))?;
+    let start = bytes.len() - rest.len();
+    let len = usize::try_from(len).unwrap_or(usize::MAX);
+    if len > rest.len() {
+        return Err(format!(
+            "byte {at}: {what} is {len} bytes long but the file has {} left (truncated)",
+            rest.len()
+        ));
+    }
+    *pos = start + len;
+    Ok(Some(&bytes[start..start + len]))
+}
+
+/// `<prefix>.<rank>.et`.
+pub fn rank_path(prefix: &Path, rank: u32) -> PathBuf {
+    let mut s = prefix.as_os_str().to_owned();
+    s.push(format!(".{rank}.et"));
+    PathBuf::from(s)
+}
+
+/// Reads `<prefix>.0.et`, `<prefix>.1.et`, ... up to the first that is
+/// missing (at least rank 0).
+pub fn read_traces(prefix: &Path) -> Result<Vec<Trace>, TraceError> {
+    let mut out = Vec::new();
+    loop {
+        let path = rank_path(prefix, out.len() as u32);
+        match std::fs::read(&path) {
+            Ok(bytes) => out.push(Trace::decode(&bytes, &path)?),
+            Err(_) if !out.is_empty() => return Ok(out),
+            Err(e) => return Err(err(&path, format!("cannot read rank 0's trace: {e}"))),
+        }
+    }
+}
+
+fn kind_name(kind: CollectiveKind) -> &'static str {
+    kind.name()
+}
+
+/// The traces of `s`, one per rank.
+pub fn from_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Trace>, String> {
+    if s.transfers.len() > i32::MAX as usize {
+        return Err(format!(
+            "{} transfers: more than comm_tag (int32) can number",
+            s.transfers.len()
+        ));
+    }
+    let n = s.npus as usize;
+    let mut nodes: Vec<Vec<Node>> = vec![Vec::new(); n];
+    // Per transfer: its send node (on src) and the node whose end is its
+    // arrival (on dst: the receive, or the reduction after it).
+    let mut send_of = vec![0u64; s.transfers.len()];
+    let mut done_of = vec![0u64; s.transfers.len()];
+    let mut recv_of = vec![0u64; s.transfers.len()];
+    // Ids first (deps may point forward in transfer order).
+    let mut next_id = vec![0u64; n];
+    for (i, t) in s.transfers.iter().enumerate() {
+        if t.op == Op::Copy {
+            let id = next_id[t.src as usize];
+            next_id[t.src as usize] += 1;
+            send_of[i] = id;
+            recv_of[i] = id;
+            done_of[i] = id;
+            continue;
+        }
+        send_of[i] = next_id[t.src as usize];
+        next_id[t.src as usize] += 1;
+        recv_of[i] = next_id[t.dst as usize];
+        next_id[t.dst as usize] += 1;
+        done_of[i] = recv_of[i];
+        if t.op == Op::Reduce {
+            done_of[i] = next_id[t.dst as usize];
+            next_id[t.dst as usize] += 1;
+        }
+    }
+    for (i, t) in s.transfers.iter().enumerate() {
+        let size = (t.chunk_count() as f64 * chunk_bytes).round() as i64;
+        let runs: Vec<u64> = t
+            .chunks
+            .iter()
+            .flat_map(|r| [u64::from(r.start), u64::from(r.count), u64::from(r.stride)])
+            .collect();
+        let mut common = vec![
+            attr("is_cpu_op", Value::BoolVal(false)),
+            attr("dimsum_transfer", Value::Int64Val(i as i64)),
+            attr("dimsum_chunks", Value::Uint64List(Uint64List { values: runs })),
+        ];
+        if !t.deps.is_empty() {
+            common.push(attr(
+                "dimsum_deps",
+                Value::Int64List(Int64List {
+                    values: t.deps.iter().map(|&d| i64::from(d)).collect(),
+                }),
+            ));
+        }
+        if !t.after.is_empty() {
+            common.push(attr(
+                "dimsum_after",
+                Value::Int64List(Int64List {
+                    values: t.after.iter().map(|&d| i64::from(d)).collect(),
+                }),
+            ));
+        }
+        if !t.route.is_empty() {
+            common.push(attr(
+                "dimsum_route",
+                Value::Int64List(Int64List {
+                    values: t.route.iter().map(|&d| i64::from(d)).collect(),
+                }),
+            ));
+        }
+        // Dependencies local to each side.
+        let (mut at_src, mut at_dst) = (Vec::new(), Vec::new());
+        for &d in &t.deps {
+            let dt = &s.transfers[d as usize];
+            if dt.dst == t.src {
+                at_src.push(done_of[d as usize]);
+            } else if dt.dst == t.dst {
+                at_dst.push(done_of[d as usize]);
+            } else {
+                return Err(format!(
+                    "transfer {i} ({} -> {}) depends on transfer {d} ({} -> {}), which arrives at neither of its NPUs: a trace only orders a rank's own nodes",
+                    t.src, t.dst, dt.src, dt.dst
+                ));
+            }
+        }
+        if t.op == Op::Copy {
+            let mut a = common;
+            a.push(attr("dimsum_op", Value::StringVal("copy".into())));
+            nodes[t.src as usize].push(Node {
+                id: send_of[i],
+                name: format!("copy {i}"),
+                r#type: NodeType::CompNode as i32,
+                data_deps: at_src,
+                attr: a,
+                ..Default::default()
+            });
+            continue;
+        }
+        let mut send_attr = common.clone();
+        send_attr.extend([
+            attr("comm_dst", Value::Int32Val(t.dst as i32)),
+            attr("comm_size", Value::Int64Val(size)),
+            attr("comm_tag", Value::Int32Val(i as i32)),
+        ]);
+        send_attr.push(attr(
+            "dimsum_op",
+            Value::StringVal(if t.op == Op::Reduce { "reduce" } else { "send" }.into()),
+        ));
+        nodes[t.src as usize].push(Node {
+            id: send_of[i],
+            name: format!("send {i} to {}", t.dst),
+            r#type: NodeType::CommSendNode as i32,
+            data_deps: at_src,
+            attr: send_attr,
+            ..Default::default()
+        });
+        let mut recv_attr = vec![attr("is_cpu_op", Value::BoolVal(false))];
+        recv_attr.extend([
+            attr("comm_src", Value::Int32Val(t.src as i32)),
+            attr("comm_size", Value::Int64Val(size)),
+            attr("comm_tag", Value::Int32Val(i as i32)),
+            attr("dimsum_transfer", Value::Int64Val(i as i64)),
+        ]);
+        nodes[t.dst as usize].push(Node {
+            id: recv_of[i],
+            name: format!("recv {i} from {}", t.src),
+            r#type: NodeType::CommRecvNode as i32,
+            data_deps: at_dst,
+            attr: recv_attr,
+            ..Default::default()
+        });
+        if t.op == Op::Reduce {
+            let mut deps = vec![recv_of[i]];
+            deps.extend(t.after.iter().map(|&a| send_of[a as usize]));
+            nodes[t.dst as usize].push(Node {
+                id: done_of[i],
+                name: format!("reduce {i}"),
+                r#type: NodeType::CompNode as i32,
+                data_deps: deps,
+                attr: vec![
+                    attr("is_cpu_op", Value::BoolVal(false)),
+                    attr("dimsum_transfer", Value::Int64Val(i as i64)),
+                ],
+                ..Default::default()
+            });
+        }
+    }
+    let header = vec![
+        attr("dimsum_format", Value::StringVal(s.format.clone())),
+        attr("dimsum_algorithm", Value::StringVal(s.algorithm.clone())),
+        attr("dimsum_topology", Value::StringVal(s.topology.clone())),
+        attr("dimsum_collective", Value::StringVal(kind_name(s.collective).into())),
+        attr("dimsum_npus", Value::Int64Val(i64::from(s.npus))),
+        attr("dimsum_chunks_per_npu", Value::Int64Val(i64::from(s.chunks_per_npu))),
+        attr("dimsum_transfers", Value::Int64Val(s.transfers.len() as i64)),
+    ];
+    Ok(nodes
+        .into_iter()
+        .map(|nodes| Trace {
+            metadata: GlobalMetadata {
+                version: VERSION.into(),
+                attr: header.clone(),
+            },
+            nodes,
+        })
+        .collect())
+}
+
+fn meta_get<'a>(m: &'a GlobalMetadata, name: &str) -> Option<&'a Value> {
+    m.attr.iter().find(|a| a.name == name).and_then(|a| a.value.as_ref())
+}
+
+/// The schedule a set of traces written by [`from_schedule`] describes.
+/// Traces from other producers carry no chunk identities and are refused
+/// here with what they are missing.
+pub fn to_schedule(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceError> {
+    let path0 = rank_path(prefix, 0);
+    let m = &traces[0].metadata;
+    let text = |name: &str| -> Result<String, TraceError> {
+        match meta_get(m, name) {
+            Some(Value::StringVal(s)) => Ok(s.clone()),
+            _ => Err(err(
+                &path0,
+                format!(
+                    "GlobalMetadata has no `{name}`: not written by dimsum, so its chunks are unknown (a trace names sizes, not which data moves)"
+                ),
+            )),
+        }
+    };
+    let int = |name: &str| -> Result<i64, TraceError> {
+        match meta_get(m, name) {
+            Some(Value::Int64Val(v)) => Ok(*v),
+            _ => Err(err(&path0, format!("GlobalMetadata has no integer `{name}`"))),
+        }
+    };
+    let format = text("dimsum_format")?;
+    let collective = text("dimsum_collective")?;
+    let kind = [
+        CollectiveKind::AllGather,
+        CollectiveKind::ReduceScatter,
+        CollectiveKind::AllReduce,
+        CollectiveKind::AllToAll,
+    ]
+    .into_iter()
+    .find(|k| k.name() == collective)
+    .ok_or_else(|| err(&path0, format!("dimsum_collective `{collective}` is not a collective")))?;
+    let npus = int("dimsum_npus")?;
+    if npus != traces.len() as i64 {
+        return Err(err(
+            &path0,
+            format!(
+                "the metadata says {npus} ranks but {} trace files were found",
+                traces.len()
+            ),
+        ));
+    }
+    let count = int("dimsum_transfers")?;
+    let count = usize::try_from(count).map_err(|_| err(&path0, "dimsum_transfers is negative"))?;
+    let mut s = Schedule::new(
+        text("dimsum_algorithm")?,
+        kind,
+        npus as u32,
+        int("dimsum_chunks_per_npu")? as u32,
+    );
+    s.format = format;
+    s.topology = text("dimsum_topology")?;
+    let mut slots: Vec<Option<Transfer>> = vec![None; count];
+    // Receives seen, per transfer (to check every send has one).
+    let mut received: HashMap<usize, u32> = HashMap::new();
+    for (rank, tr) in traces.iter().enumerate() {
+        let path = rank_path(prefix, rank as u32);
+        for node in &tr.nodes {
+            let at = |m: String| err(&path, format!("rank {rank}, node {} (`{}`): {m}", node.id, node.name));
+            let kind = node
+                .kind()
+                .ok_or_else(|| at(format!("unknown node type {}", node.r#type)))?;
+            let idx = node
+                .int("dimsum_transfer")
+                .ok_or_else(|| at("no dimsum_transfer attribute".into()))?;
+            let idx = usize::try_from(idx)
+                .ok()
+                .filter(|&i| i < count)
+                .ok_or_else(|| at(format!("dimsum_transfer {idx} is not below {count}")))?;
+            match kind {
+                NodeType::CommRecvNode => {
+                    let src = node
+                        .int("comm_src")
+                        .ok_or_else(|| at("a receive without comm_src".into()))?;
+                    received.insert(idx, src as u32);
+                    continue;
+                }
+                NodeType::CommSendNode | NodeType::CompNode if node.get("dimsum_chunks").is_some() => {}
+                NodeType::CompNode => continue,
+                other => return Err(at(format!("a {other:?} in a schedule's trace"))),
+            }
+            let runs = node.ints("dimsum_chunks").unwrap_or_default();
+            if runs.len() % 3 != 0 || runs.iter().any(|&v| !(0..=i64::from(u32::MAX)).contains(&v)) {
+                return Err(at("dimsum_chunks is not a list of start, count, stride triples".into()));
+            }
+            let list = |name: &str| -> Vec<u32> {
+                node.ints(name)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|v| v.clamp(0, i64::from(u32::MAX)) as u32)
+                    .collect()
+            };
+            let op = match node.get("dimsum_op") {
+                Some(Value::StringVal(o)) if o == "send" => Op::Send,
+                Some(Value::StringVal(o)) if o == "reduce" => Op::Reduce,
+                Some(Value::StringVal(o)) if o == "copy" => Op::Copy,
+                _ => return Err(at("dimsum_op is not send, reduce or copy".into())),
+            };
+            let dst = if op == Op::Copy {
+                rank as i64
+            } else {
+                node.int("comm_dst")
+                    .ok_or_else(|| at("a send without comm_dst".into()))?
+            };
+            if !(0..npus).contains(&dst) {
+                return Err(at(format!("comm_dst {dst} is not a rank (0..{npus})")));
+            }
+            if slots[idx].is_some() {
+                return Err(at(format!("transfer {idx} is sent twice")));
+            }
+            slots[idx] = Some(Transfer {
+                src: rank as u32,
+                dst: dst as u32,
+                op,
+                chunks: runs
+                    .chunks(3)
+                    .map(|c| Run {
+                        start: c[0] as u32,
+                        count: c[1] as u32,
+                        stride: c[2] as u32,
+                    })
+                    .collect(),
+                deps: list("dimsum_deps"),
+                route: list("dimsum_route"),
+                after: list("dimsum_after"),
+            });
+        }
+    }
+    for (i, slot) in slots.into_iter().enumerate() {
+        let t = slot.ok_or_else(|| err(prefix, format!("transfer {i} has no send node on any rank")))?;
+        if t.op != Op::Copy && received.get(&i) != Some(&t.src) {
+            return Err(err(
+                &rank_path(prefix, t.dst),
+                format!(
+                    "rank {}: no receive matches transfer {i} sent by rank {} (comm_tag {i})",
+                    t.dst, t.src
+                ),
+            ));
+        }
+        s.transfers.push(t);
+    }
+    s.check().map_err(|e| err(prefix, e.to_string()))?;
+    if let Some(t) = cycle(&s) {
+        let tr = &s.transfers[t];
+        return Err(err(
+            &rank_path(prefix, tr.src),
+            format!(
+                "rank {}: transfer {t} (to rank {}) is in a dependency cycle: it waits, through data_deps, for itself",
+                tr.src, tr.dst
+            ),
+        ));
+    }
+    Ok(s)
+}
+
+/// A transfer that can never land, if any: the events are a transfer's
+/// wire arrival (after every `deps` transfer has landed) and its landing
+/// (after its own and every `after` transfer's wire arrival); whatever
+/// Kahn's algorithm never frees sits on or behind a cycle.
+fn cycle(s: &Schedule) -> Option<usize> {
+    let n = s.transfers.len();
+    // Event 2i: wire arrival of i; 2i+1: landing of i.
+    let mut indeg = vec![0u32; 2 * n];
+    let mut out: Vec<Vec<u32>> = vec![Vec::new(); 2 * n];
+    for (i, t) in s.transfers.iter().enumerate() {
+        for &d in &t.deps {
+            out[2 * d as usize + 1].push(2 * i as u32);
+            indeg[2 * i] += 1;
+        }
+        out[2 * i].push(2 * i as u32 + 1);
+        indeg[2 * i + 1] += 1;
+        for &a in &t.after {
+            out[2 * a as usize].push(2 * i as u32 + 1);
+            indeg[2 * i + 1] += 1;
+        }
+    }
+    let mut ready: Vec<usize> = (0..2 * n).filter(|&e| indeg[e] == 0).collect();
+    while let Some(e) = ready.pop() {
+        for &f in &out[e] {
+            indeg[f as usize] -= 1;
+            if indeg[f as usize] == 0 {
+                ready.push(f as usize);
+            }
+        }
+    }
+    (0..2 * n).find(|&e| indeg[e] > 0).map(|e| e / 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The framing is protobuf's: a varint length, then the message.
+    #[test]
+    fn framing_is_length_delimited() {
+        let t = Trace {
+            metadata: GlobalMetadata {
+                version: "0.0.4".into(),
+                attr: vec![],
+            },
+            nodes: vec![Node {
+                id: 1,
+                name: "x".into(),
+                r#type: NodeType::CompNode as i32,
+                ..Default::default()
+            }],
+        };
+        let b = t.encode();
+        // Metadata: tag 1 (0x0a), length 5, "0.0.4" = 7 bytes, prefixed by 7.
+        assert_eq!(&b[..8], &[7, 0x0a, 5, b'0', b'.', b'0', b'.', b'4']);
+        // Node: id (0x08 1), name (0x12 1 'x'), type (0x18 4) = 7 bytes.
+        assert_eq!(&b[8..], &[7, 0x08, 1, 0x12, 1, b'x', 0x18, 4]);
+        assert_eq!(Trace::decode(&b, Path::new("t")).unwrap(), t);
+    }
+}
