@@ -34,10 +34,7 @@ fn main() {
         .expect("synthesis")
         .schedule;
     let synth_secs = t.elapsed().as_secs_f64();
-    let (secs, bytes) = best(|| {
-        let traces = chakra::from_schedule(&s, s.chunk_bytes(64e6)).expect("traces");
-        traces.iter().map(|t| t.encode()).collect::<Vec<_>>()
-    });
+    let (secs, bytes) = best(|| chakra::encode_schedule(&s, s.chunk_bytes(64e6)).expect("traces"));
     let total: usize = bytes.iter().map(|b| b.len()).sum();
     println!(
         "interop/chakra export of a 1024-NPU synthesized all-reduce ({} transfers; synthesized in {:.2} s): {:.3} s for {} traces, {:.1} MB",

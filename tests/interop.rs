@@ -75,6 +75,10 @@ fn astra_sim_custom_ring_all_reduce() {
 
 fn round_trip(s: &Schedule, dir: &Path, name: &str) {
     let traces = chakra::from_schedule(s, 4096.0).unwrap();
+    // The direct writer gives prost's bytes exactly.
+    let fast = chakra::encode_schedule(s, 4096.0).unwrap();
+    let slow: Vec<Vec<u8>> = traces.iter().map(|t| t.encode()).collect();
+    assert!(fast == slow, "{name}: encode_schedule differs from prost's encoding");
     assert_eq!(traces.len(), s.npus as usize);
     let prefix = dir.join(name);
     for (r, t) in traces.iter().enumerate() {

@@ -470,18 +470,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let s = collective::load_schedule(&schedule)?;
             let size = crate::units::parse_bytes(&size).map_err(|m| InputError::arg("--size", m))?;
-            let traces = crate::interop::chakra::from_schedule(&s, s.chunk_bytes(size))
+            let traces = crate::interop::chakra::encode_schedule(&s, s.chunk_bytes(size))
                 .map_err(|m| InputError::at(&schedule, None, "", m))?;
             if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
                 create_dir(dir)?;
             }
             for (rank, t) in traces.iter().enumerate() {
-                report::write_atomic(&crate::interop::chakra::rank_path(&prefix, rank as u32), &t.encode())?;
+                report::write_atomic(&crate::interop::chakra::rank_path(&prefix, rank as u32), t)?;
             }
             println!(
-                "{} traces ({} nodes) written to {}.*.et",
+                "{} traces ({:.1} MB) written to {}.*.et",
                 traces.len(),
-                traces.iter().map(|t| t.nodes.len()).sum::<usize>(),
+                traces.iter().map(|t| t.len()).sum::<usize>() as f64 / 1e6,
                 prefix.display()
             );
             Ok(())
