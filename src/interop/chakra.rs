@@ -604,7 +604,7 @@ mod wire {
     }
 
     pub fn varint_len(v: u64) -> usize {
-        ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+        (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
     }
 
     /// Bytes of a field key (fields from 16 on take two).
