@@ -279,3 +279,165 @@ fn cli_export_and_import_chakra() {
     assert_eq!(String::from_utf8_lossy(&out.stderr).trim().lines().count(), 1);
     assert!(!dir.path().join("x.json").exists());
 }
+
+fn sim(s: &Schedule, spec: &str, size: f64) -> dimsum::simulate::SimResult {
+    dimsum::simulate::simulate(
+        s,
+        &topo(spec),
+        &dimsum::simulate::SimOptions {
+            size_bytes: size,
+            model: dimsum::simulate::LinkModel::AlphaBeta,
+            record: false,
+        },
+    )
+    .unwrap()
+}
+
+/// MSCCLang's ring all-reduce (8 GPUs, 1 MiB): 8 x 14 transfers, rank r
+/// sending to r+1 and receiving from r-1 as in ASTRA-sim's conversion of
+/// it, valid, and on an 8-ring at 50 GB/s and 0.5 us per link 14 steps of
+/// one 131,072-byte chunk: 14 x (131072 / 50 + 500) = 43,700.16 ns.
+#[test]
+fn msccl_ring_all_reduce() {
+    use dimsum::interop::msccl;
+    let xml = std::fs::read_to_string(data("custom_ring_allreduce_8npus_1MB/custom_allreduce.xml")).unwrap();
+    let s = msccl::parse(&xml).unwrap();
+    assert_eq!((s.npus, s.chunks_per_npu, s.transfers.len()), (8, 1, 112));
+    let traces = chakra::read_traces(&data("custom_ring_allreduce_8npus_1MB/custom_allreduce")).unwrap();
+    for r in 0..8u32 {
+        let sends: Vec<_> = s.transfers.iter().filter(|t| t.src == r).collect();
+        let recvs: Vec<_> = s.transfers.iter().filter(|t| t.dst == r).collect();
+        let et = &traces[r as usize].nodes;
+        let count = |k: NodeType| et.iter().filter(|n| n.kind() == Some(k)).count();
+        assert_eq!(sends.len(), count(NodeType::CommSendNode), "rank {r}");
+        assert_eq!(recvs.len(), count(NodeType::CommRecvNode), "rank {r}");
+        assert!(sends.iter().all(|t| t.dst == (r + 1) % 8));
+        assert!(recvs.iter().all(|t| t.src == (r + 7) % 8));
+        // The trace's 7 COMP_NODEs are the 7 reductions.
+        let reduces = recvs.iter().filter(|t| t.op == dimsum::schedule::Op::Reduce).count();
+        assert_eq!(reduces, count(NodeType::CompNode), "rank {r}");
+    }
+    let r = sim(&s, "ring:8", 1048576.0);
+    assert!(r.valid, "{:?}", r.errors);
+    approx::assert_relative_eq!(r.time_ns, 14.0 * (131072.0 / 50.0 + 500.0), max_relative = 1e-12);
+}
+
+/// Every step type in one hand-written chain all-reduce on 3 GPUs (all 3
+/// chunks at once): GPU 0 sends (s) to 1, which reduces and forwards (rrs)
+/// to 2, which reduces, keeps and sends back (rrcs) to 1, which stores and
+/// forwards (rcs, after its rrs: depid) to 0, which stores (r); nop, cpy
+/// and re in place only order. Four whole-vector hops in a row on a
+/// fully-connected group: 4 x (3e6 / 50 + 500) = 242,000 ns.
+#[test]
+fn msccl_every_step_type() {
+    use dimsum::interop::msccl;
+    let step = |s: u32, t: &str, dep: (i32, i32)| {
+        format!(
+            r#"<step s="{s}" type="{t}" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="3" depid="{}" deps="{}" hasdep="0"/>"#,
+            dep.0, dep.1
+        )
+    };
+    let xml = format!(
+        r#"<algo name="chain" proto="Simple" nchannels="1" nchunksperloop="3" ngpus="3" coll="allreduce" inplace="1">
+  <gpu id="0" i_chunks="3" o_chunks="0" s_chunks="0">
+    <tb id="0" send="1" recv="1" chan="0">{}{}{}</tb>
+  </gpu>
+  <gpu id="1" i_chunks="3" o_chunks="0" s_chunks="0">
+    <tb id="0" send="2" recv="0" chan="0">{}</tb>
+    <tb id="1" send="0" recv="2" chan="0">{}{}</tb>
+  </gpu>
+  <gpu id="2" i_chunks="3" o_chunks="0" s_chunks="0">
+    <tb id="0" send="1" recv="1" chan="0">{}{}</tb>
+  </gpu>
+</algo>"#,
+        step(0, "s", (-1, -1)),
+        step(1, "nop", (-1, -1)),
+        step(2, "r", (-1, -1)),
+        step(0, "rrs", (-1, -1)),
+        step(0, "rcs", (0, 0)),
+        step(1, "cpy", (-1, -1)),
+        step(0, "rrcs", (-1, -1)),
+        step(1, "re", (-1, -1)),
+    );
+    let s = msccl::parse(&xml).unwrap();
+    assert_eq!(s.transfers.len(), 4);
+    let r = sim(&s, "fc:3", 3e6);
+    assert!(r.valid, "{:?}", r.errors);
+    approx::assert_relative_eq!(r.time_ns, 4.0 * (3e6 / 50.0 + 500.0), max_relative = 1e-12);
+
+    // Malformed: each refused with the line and what is wrong.
+    for (from, to, needle) in [
+        (
+            r#"srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="3" depid="-1" deps="-1" hasdep="0"/></tb>
+  </gpu>
+  <gpu id="1""#,
+            r#"srcbuf="s" srcoff="0" dstbuf="i" dstoff="0" cnt="3" depid="-1" deps="-1" hasdep="0"/></tb>
+  </gpu>
+  <gpu id="1""#,
+            "scratch",
+        ),
+        (r#"type="rrcs""#, r#"type="rrx""#, "not one of"),
+        (r#"type="r" "#, r#"type="nop" "#, "no receive left"),
+        (
+            r#"<step s="0" type="s" "#,
+            r#"<step s="0" type="nop" "#,
+            "never sends it",
+        ),
+    ] {
+        let bad = xml.replacen(from, to, 1);
+        assert_ne!(bad, xml, "{needle}");
+        let e = msccl::parse(&bad).unwrap_err();
+        assert!(e.message.contains(needle), "{needle}: {e}");
+        assert!(e.line >= 1);
+    }
+}
+
+/// `import msccl` then `collective --schedule-in`: the sample's time; a
+/// malformed file exits 2 with one line naming the line, nothing written.
+#[test]
+fn cli_import_msccl() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ring.json");
+    let ok = dimsum()
+        .args(["import", "msccl"])
+        .arg(data("custom_ring_allreduce_8npus_1MB/custom_allreduce.xml"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let run = dimsum()
+        .args([
+            "collective",
+            "--topology",
+            "ring:8",
+            "--size",
+            "1MiB",
+            "--json",
+            "--schedule-in",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(v["valid"], true);
+    approx::assert_relative_eq!(v["time_us"].as_f64().unwrap(), 43.70016, max_relative = 1e-9);
+    let bad = dir.path().join("bad.xml");
+    std::fs::write(
+        &bad,
+        "<algo ngpus=\"8\" nchunksperloop=\"8\" coll=\"allreduce\">\n<gpu id=\"9\"/>\n</algo>",
+    )
+    .unwrap();
+    let fail = dimsum()
+        .args(["import", "msccl"])
+        .arg(&bad)
+        .arg("--out")
+        .arg(dir.path().join("x.json"))
+        .output()
+        .unwrap();
+    assert_eq!(fail.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&fail.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(":2:") && err.contains("gpu id 9"), "{err}");
+    assert!(!dir.path().join("x.json").exists());
+}

@@ -180,6 +180,14 @@ pub enum ImportFrom {
         #[arg(long)]
         name: Option<String>,
     },
+    /// An MSCCL-IR algorithm (XML, as MSCCLang writes it), into a schedule.
+    Msccl {
+        /// The XML file.
+        file: PathBuf,
+        /// The schedule to write (JSON).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Chakra execution traces written by `dimsum export chakra`, into a schedule.
     Chakra {
         /// The traces' prefix (reads PREFIX.0.et, PREFIX.1.et, ...).
@@ -483,6 +491,22 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 traces.len(),
                 traces.iter().map(|t| t.len()).sum::<usize>() as f64 / 1e6,
                 prefix.display()
+            );
+            Ok(())
+        }
+        Command::Import {
+            from: ImportFrom::Msccl { file, out },
+        } => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| InputError::at(&file, None, "", format!("cannot read: {e}")))?;
+            let s = crate::interop::msccl::parse(&text)
+                .map_err(|e| InputError::at(&file, Some(e.line as usize), "", e.message))?;
+            report::write_atomic(&out, s.to_json().as_bytes())?;
+            println!(
+                "{} transfers on {} NPUs written to {}",
+                s.transfers.len(),
+                s.npus,
+                out.display()
             );
             Ok(())
         }

@@ -3,8 +3,10 @@
 //!
 //! - [`chakra`]: Chakra execution traces (protobuf, one file per rank), to
 //!   and from schedules.
+//! - [`msccl`]: MSCCL-IR XML (MSCCLang's output) into schedules.
 //! - [`libra`]: LIBRA's inputs (astra-sim/libra, ISPASS'24): the ASTRA-sim 1.0
 //!   workload text, and the network, communicator and cost-model YAML.
 
 pub mod chakra;
 pub mod libra;
+pub mod msccl;
