@@ -146,6 +146,14 @@ pub enum Command {
 /// Formats `export` writes.
 #[derive(Debug, Subcommand)]
 pub enum ExportTo {
+    /// MSCCL-IR XML (all-reduce, all-gather, reduce-scatter).
+    Msccl {
+        /// A schedule (JSON, as `collective --schedule-out` writes it).
+        schedule: PathBuf,
+        /// The XML file to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Chakra execution traces, one per rank: PREFIX.0.et, PREFIX.1.et, ...
     Chakra {
         /// A schedule (JSON, as `collective --schedule-out` writes it).
@@ -473,6 +481,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Collective(args) => collective::run(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::Export {
+            to: ExportTo::Msccl { schedule, out },
+        } => {
+            let s = collective::load_schedule(&schedule)?;
+            let xml = crate::interop::msccl::write(&s).map_err(|m| InputError::at(&schedule, None, "", m))?;
+            report::write_atomic(&out, xml.as_bytes())?;
+            println!("{} transfers written to {}", s.transfers.len(), out.display());
+            Ok(())
+        }
         Command::Export {
             to: ExportTo::Chakra { schedule, prefix, size },
         } => {

@@ -48,6 +48,62 @@ struct Step {
     cnt: u32,
     dep: Option<(usize, usize)>,
     line: u32,
+    /// dimsum's own attributes, when dimsum wrote the file.
+    exact: Option<Exact>,
+}
+
+/// A transfer as dimsum wrote it (on the first step that sends it).
+#[derive(Debug, Clone)]
+struct Exact {
+    index: usize,
+    op: Op,
+    chunks: Vec<Run>,
+    deps: Vec<u32>,
+    after: Vec<u32>,
+    route: Vec<u32>,
+}
+
+fn list(text: Option<&str>) -> Option<Vec<u32>> {
+    match text {
+        None => Some(Vec::new()),
+        Some(t) if t.trim().is_empty() => Some(Vec::new()),
+        Some(t) => t.split(',').map(|x| x.trim().parse().ok()).collect(),
+    }
+}
+
+fn exact_of(st: roxmltree::Node) -> Result<Option<Exact>, String> {
+    let Some(index) = st.attribute("dimsum_transfer") else {
+        return Ok(None);
+    };
+    let index = index
+        .parse()
+        .map_err(|_| format!("dimsum_transfer `{index}` is not an index"))?;
+    let op = match st.attribute("dimsum_op") {
+        Some("send") => Op::Send,
+        Some("reduce") => Op::Reduce,
+        Some("copy") => Op::Copy,
+        other => return Err(format!("dimsum_op {other:?} is not send, reduce or copy")),
+    };
+    let runs = list(st.attribute("dimsum_chunks")).ok_or("dimsum_chunks is not a list of numbers")?;
+    if runs.len() % 3 != 0 {
+        return Err("dimsum_chunks is not start, count, stride triples".into());
+    }
+    let field = |a: &str| list(st.attribute(a)).ok_or(format!("{a} is not a list of numbers"));
+    Ok(Some(Exact {
+        index,
+        op,
+        chunks: runs
+            .chunks(3)
+            .map(|c| Run {
+                start: c[0],
+                count: c[1],
+                stride: c[2],
+            })
+            .collect(),
+        deps: field("dimsum_deps")?,
+        after: field("dimsum_after")?,
+        route: field("dimsum_route")?,
+    }))
 }
 
 #[derive(Debug, Clone)]
@@ -170,6 +226,7 @@ pub fn parse(text: &str) -> Result<Schedule, MscclError> {
                     cnt: if kind == "nop" { 0 } else { off("cnt")? },
                     dep: (depid >= 0 && deps >= 0).then_some((depid as usize, deps as usize)),
                     line: line_of(st),
+                    exact: exact_of(st).map_err(|m| bad(st, format!("gpu {id}: step {s}: {m}")))?,
                     kind,
                 };
                 for (b, o) in [(&step.src_buf, step.src_off), (&step.dst_buf, step.dst_off)] {
@@ -312,21 +369,31 @@ pub fn parse(text: &str) -> Result<Schedule, MscclError> {
         }
     }
     // The transfers a step waits for: the steps before it in its tb and its
-    // cross-tb dependency, through nops, copies and local reductions.
-    let mut memo: HashMap<Key, Vec<u32>> = HashMap::new();
+    // cross-tb dependency, through nops, copies and local reductions. A
+    // step that receives is done when its data, and everything before it in
+    // the threadblock, has landed. A step that
+    // only sends is done, for a later send, when it could start (sends
+    // leave in order on their links anyway; waiting for their landing would
+    // deadlock exchanges), and, for a later receive's buffer, when its data
+    // has left (its own transfer's arrival: `after`).
+    let mut memo: HashMap<(Key, bool), Vec<u32>> = HashMap::new();
+    struct Ctx<'a> {
+        gpus: &'a [Vec<Tb>],
+        sent: &'a HashMap<Key, u32>,
+        got: &'a HashMap<Key, u32>,
+    }
     fn done(
         key: Key,
-        gpus: &[Vec<Tb>],
-        sent: &HashMap<Key, u32>,
-        got: &HashMap<Key, u32>,
-        memo: &mut HashMap<Key, Vec<u32>>,
+        for_after: bool,
+        cx: &Ctx,
+        memo: &mut HashMap<(Key, bool), Vec<u32>>,
         depth: usize,
     ) -> Result<Vec<u32>, MscclError> {
-        if let Some(v) = memo.get(&key) {
+        if let Some(v) = memo.get(&(key, for_after)) {
             return Ok(v.clone());
         }
         let (g, t, i) = key;
-        let st = gpus[g]
+        let st = cx.gpus[g]
             .get(t)
             .and_then(|tb| tb.steps.get(i))
             .ok_or_else(|| MscclError {
@@ -339,46 +406,58 @@ pub fn parse(text: &str) -> Result<Schedule, MscclError> {
                 message: format!("gpu {g}: tb {t} step {i} is in a dependency cycle"),
             });
         }
-        // What this step's own completion stands for.
-        let mut own: Vec<u32> = sent.get(&key).into_iter().chain(got.get(&key)).copied().collect();
-        if own.is_empty() {
-            // nop / cpy / re: done when what it waited for is.
-            own = waits(key, gpus, sent, got, memo, depth + 1)?;
+        // A threadblock finishes its steps in order: a step is done once
+        // what it stands for and everything before it in the tb is.
+        let mut own = waits(key, for_after, cx, memo, depth + 1)?;
+        let stands_for = match (cx.got.get(&key), cx.sent.get(&key)) {
+            (Some(&r), _) => Some(r),
+            (None, Some(&x)) if for_after => Some(x),
+            _ => None,
+        };
+        if let Some(x) = stands_for
+            && let Err(at) = own.binary_search(&x)
+        {
+            own.insert(at, x);
         }
-        memo.insert(key, own.clone());
+        memo.insert((key, for_after), own.clone());
         Ok(own)
     }
     fn waits(
         key: Key,
-        gpus: &[Vec<Tb>],
-        sent: &HashMap<Key, u32>,
-        got: &HashMap<Key, u32>,
-        memo: &mut HashMap<Key, Vec<u32>>,
+        for_after: bool,
+        cx: &Ctx,
+        memo: &mut HashMap<(Key, bool), Vec<u32>>,
         depth: usize,
     ) -> Result<Vec<u32>, MscclError> {
         let (g, t, i) = key;
-        let st = &gpus[g][t].steps[i];
+        let st = &cx.gpus[g][t].steps[i];
         let mut out = Vec::new();
         if i > 0 {
-            out.extend(done((g, t, i - 1), gpus, sent, got, memo, depth + 1)?);
+            out.extend(done((g, t, i - 1), for_after, cx, memo, depth + 1)?);
         }
         if let Some((dt, ds)) = st.dep {
-            out.extend(done((g, dt, ds), gpus, sent, got, memo, depth + 1)?);
+            out.extend(done((g, dt, ds), for_after, cx, memo, depth + 1)?);
         }
         out.sort_unstable();
         out.dedup();
         Ok(out)
     }
+    let cx = Ctx {
+        gpus: &gpus,
+        sent: &sent,
+        got: &got,
+    };
     for (g, tbs) in gpus.iter().enumerate() {
         for (t, tb) in tbs.iter().enumerate() {
             for i in 0..tb.steps.len() {
                 let key = (g, t, i);
-                let w = waits(key, &gpus, &sent, &got, &mut memo, 0)?;
                 if let Some(&id) = got.get(&key) {
                     // Applied once the receiving step may run.
-                    s.transfers[id as usize].after = w.iter().copied().filter(|&x| x != id).collect();
+                    let w = waits(key, true, &cx, &mut memo, 0)?;
+                    s.transfers[id as usize].after = w.into_iter().filter(|&x| x != id).collect();
                 }
                 if let Some(&id) = sent.get(&key) {
+                    let w = waits(key, false, &cx, &mut memo, 0)?;
                     let mut deps: Vec<u32> = w.into_iter().filter(|&x| x != id).collect();
                     // A relay sends what it received in the same step.
                     if let Some(&r) = got.get(&key) {
@@ -391,9 +470,243 @@ pub fn parse(text: &str) -> Result<Schedule, MscclError> {
             }
         }
     }
+    // Written by dimsum: its own attributes give the schedule back exactly.
+    if let Some(count) = algo.attribute("dimsum_transfers") {
+        let count: usize = count
+            .parse()
+            .map_err(|_| bad(algo, format!("dimsum_transfers `{count}` is not a count")))?;
+        let mut exact: Vec<Option<Transfer>> = vec![None; count];
+        for (g, tbs) in gpus.iter().enumerate() {
+            for tb in tbs {
+                for st in &tb.steps {
+                    let Some(x) = &st.exact else { continue };
+                    let dst = if x.op == Op::Copy { Some(g as u32) } else { tb.send };
+                    let (Some(dst), Some(slot)) = (dst, exact.get_mut(x.index)) else {
+                        return Err(MscclError {
+                            line: st.line,
+                            message: format!("gpu {g}: dimsum_transfer {} has no place among {count}", x.index),
+                        });
+                    };
+                    *slot = Some(Transfer {
+                        src: g as u32,
+                        dst,
+                        op: x.op,
+                        chunks: x.chunks.clone(),
+                        deps: x.deps.clone(),
+                        route: x.route.clone(),
+                        after: x.after.clone(),
+                    });
+                }
+            }
+        }
+        s.transfers = exact
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| t.ok_or_else(|| bad(algo, format!("dimsum transfer {i} is on no step"))))
+            .collect::<Result<_, _>>()?;
+        s.topology = algo.attribute("dimsum_topology").unwrap_or("").to_string();
+    }
     s.check().map_err(|e| MscclError {
         line: 1,
         message: e.to_string(),
     })?;
     Ok(s)
+}
+
+/// A schedule as MSCCL-IR XML: on every GPU one threadblock per peer it
+/// sends to (`s` steps) and one per peer it receives from (`r`, or `rrc`
+/// for a reduction), plus one for local copies (`cpy`); steps in transfer
+/// order, a transfer's chunks cut into contiguous offset ranges; each
+/// dependency a `nop` step with `depid`/`deps` before the step that waits
+/// (on the sender for data that arrived there, on the receiver for the
+/// receiver's earlier phases and its receive buffer). dimsum's own
+/// attributes (`dimsum_*`) let [`parse`] give the same schedule back;
+/// MSCCL's runtime ignores attributes it does not know.
+pub fn write(s: &Schedule) -> Result<String, String> {
+    use std::fmt::Write as _;
+    let coll = match s.collective {
+        CollectiveKind::AllReduce => "allreduce",
+        CollectiveKind::AllGather => "allgather",
+        CollectiveKind::ReduceScatter => "reducescatter",
+        other => {
+            return Err(format!(
+                "MSCCL-IR has no {} here: all-reduce, all-gather and reduce-scatter",
+                other.name()
+            ));
+        }
+    };
+    let (n, k) = (s.npus, s.chunks_per_npu);
+    let offset = |c: u32| (c % n) * k + c / n;
+    /// A step, or a `nop` waiting for a transfer's last step on the
+    /// sender (`true`) or the receiver, resolved once every step is placed.
+    enum Out {
+        Step(String),
+        Nop(u32, bool),
+    }
+    #[derive(Default)]
+    struct TbOut {
+        send: i64,
+        recv: i64,
+        chan: u32,
+        steps: Vec<Out>,
+    }
+    let mut tbs: Vec<Vec<TbOut>> = (0..n).map(|_| Vec::new()).collect();
+    let mut tb_of: Vec<HashMap<(i64, i64, u32), usize>> = vec![HashMap::new(); n as usize];
+    let mut tb = |g: u32, send: i64, recv: i64, chan: u32, tbs: &mut Vec<Vec<TbOut>>| -> usize {
+        *tb_of[g as usize].entry((send, recv, chan)).or_insert_with(|| {
+            tbs[g as usize].push(TbOut {
+                send,
+                recv,
+                chan,
+                ..Default::default()
+            });
+            tbs[g as usize].len() - 1
+        })
+    };
+    // Where each transfer's last step sits: on the sender and the receiver.
+    let mut send_at: Vec<(usize, usize)> = vec![(0, 0); s.transfers.len()];
+    let mut recv_at: Vec<(usize, usize)> = vec![(0, 0); s.transfers.len()];
+    let join = |v: &[u32]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",");
+    for (i, t) in s.transfers.iter().enumerate() {
+        // Contiguous offset ranges of the chunks, in order.
+        let mut pieces: Vec<(u32, u32)> = Vec::new();
+        for c in t.chunks.iter().flat_map(|r| r.iter()) {
+            let o = offset(c);
+            match pieces.last_mut() {
+                Some(p) if p.0 + p.1 == o => p.1 += 1,
+                _ => pieces.push((o, 1)),
+            }
+        }
+        let runs: Vec<u32> = t.chunks.iter().flat_map(|r| [r.start, r.count, r.stride]).collect();
+        let op = match t.op {
+            Op::Send => "send",
+            Op::Reduce => "reduce",
+            Op::Copy => "copy",
+        };
+        let exact = format!(
+            r#" dimsum_transfer="{i}" dimsum_op="{op}" dimsum_chunks="{}" dimsum_deps="{}" dimsum_after="{}" dimsum_route="{}""#,
+            join(&runs),
+            join(&t.deps),
+            join(&t.after),
+            join(&t.route)
+        );
+        // Each lane on its own channel: lanes are independent, and a
+        // threadblock runs its steps in order.
+        let lane = t.chunks.first().map_or(0, |r| r.start / n);
+        // The sender's waits: data that arrived there.
+        let st = if t.op == Op::Copy {
+            tb(t.src, -1, -1, lane, &mut tbs)
+        } else {
+            tb(t.src, i64::from(t.dst), -1, lane, &mut tbs)
+        };
+        let rt = if t.op == Op::Copy {
+            st
+        } else {
+            tb(t.dst, -1, i64::from(t.src), lane, &mut tbs)
+        };
+        for &d in &t.deps {
+            let dt = &s.transfers[d as usize];
+            let on = if dt.dst == t.src {
+                (t.src, st)
+            } else if dt.dst == t.dst {
+                (t.dst, rt)
+            } else {
+                return Err(format!(
+                    "transfer {i} ({} -> {}) depends on transfer {d} ({} -> {}), which arrives at neither of its GPUs",
+                    t.src, t.dst, dt.src, dt.dst
+                ));
+            };
+            tbs[on.0 as usize][on.1].steps.push(Out::Nop(d, false));
+        }
+        if t.op != Op::Copy {
+            for &a in &t.after {
+                tbs[t.dst as usize][rt].steps.push(Out::Nop(a, true));
+            }
+        }
+        for (p, &(o, c)) in pieces.iter().enumerate() {
+            let extra = if p == 0 { exact.as_str() } else { "" };
+            let kind = if t.op == Op::Copy { "cpy" } else { "s" };
+            let list = &mut tbs[t.src as usize][st].steps;
+            let idx = list.len();
+            list.push(Out::Step(format!(
+                r#"type="{kind}" srcbuf="i" srcoff="{o}" dstbuf="i" dstoff="{o}" cnt="{c}" depid="-1" deps="-1"{extra}"#
+            )));
+            send_at[i] = (st, idx);
+            if t.op == Op::Copy {
+                recv_at[i] = (st, idx);
+                continue;
+            }
+            let kind = if t.op == Op::Reduce { "rrc" } else { "r" };
+            let list = &mut tbs[t.dst as usize][rt].steps;
+            let idx = list.len();
+            list.push(Out::Step(format!(
+                r#"type="{kind}" srcbuf="i" srcoff="{o}" dstbuf="i" dstoff="{o}" cnt="{c}" depid="-1" deps="-1""#
+            )));
+            recv_at[i] = (rt, idx);
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<algo name="{}" proto="Simple" nchannels="1" nchunksperloop="{}" ngpus="{n}" coll="{coll}" inplace="1" dimsum_transfers="{}" dimsum_topology="{}">"#,
+        xml_escape(&s.algorithm),
+        n * k,
+        s.transfers.len(),
+        xml_escape(&s.topology)
+    );
+    for (g, list) in tbs.iter().enumerate() {
+        // Steps some nop waits for.
+        let mut needed: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
+        for tb in list {
+            for st in &tb.steps {
+                if let Out::Nop(x, on_send) = st {
+                    needed.insert(if *on_send {
+                        send_at[*x as usize]
+                    } else {
+                        recv_at[*x as usize]
+                    });
+                }
+            }
+        }
+        let _ = writeln!(
+            out,
+            r#"  <gpu id="{g}" i_chunks="{}" o_chunks="0" s_chunks="0">"#,
+            n * k
+        );
+        for (t, tb) in list.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                r#"    <tb id="{t}" send="{}" recv="{}" chan="{}">"#,
+                tb.send, tb.recv, tb.chan
+            );
+            for (i, st) in tb.steps.iter().enumerate() {
+                let hasdep = u8::from(needed.contains(&(t, i)));
+                let body = match st {
+                    Out::Step(b) => b.replacen(r#" deps="-1""#, &format!(r#" deps="-1" hasdep="{hasdep}""#), 1),
+                    Out::Nop(x, on_send) => {
+                        let (dt, ds) = if *on_send {
+                            send_at[*x as usize]
+                        } else {
+                            recv_at[*x as usize]
+                        };
+                        format!(
+                            r#"type="nop" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="0" depid="{dt}" deps="{ds}" hasdep="{hasdep}""#
+                        )
+                    }
+                };
+                let _ = writeln!(out, r#"      <step s="{i}" {body}/>"#);
+            }
+            let _ = writeln!(out, "    </tb>");
+        }
+        let _ = writeln!(out, "  </gpu>");
+    }
+    out.push_str("</algo>\n");
+    Ok(out)
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
