@@ -490,3 +490,101 @@ fn cli_import_msccl() {
     assert!(err.contains(":2:") && err.contains("gpu id 9"), "{err}");
     assert!(!dir.path().join("x.json").exists());
 }
+
+const STUDY: &str = r#"
+name = "tiny"
+time_model = "pipelined"
+bw = [100, 50]
+
+[[fabric.dims]]
+name = "a"
+block = "ring"
+npus = 4
+latency_ns = 100
+tier = "t"
+
+[[fabric.dims]]
+name = "b"
+block = "switch"
+npus = 8
+latency_ns = 500
+tier = "t"
+
+[cost.tiers.t]
+link_usd_per_gbps = 2.0
+link_pj_per_bit = 1.0
+
+[workload]
+communicator = { weight_grad = [4, 8], forward = [-1, 8] }
+
+[[workload.layers]]
+name = "l0"
+forward = { compute_ns = 1000, collective = "all-gather", bytes = 1e6 }
+input_grad = { compute_ns = 2500 }
+weight_grad = { compute_ns = 3000, collective = "all-reduce", bytes = 64e6 }
+"#;
+
+/// `export astra-sim`: the network file read back gives the per-link
+/// bandwidths of LIBRA's conversion (ring 100 / 2 = 50 GB/s, switch 50
+/// GB/s, through ASTRA-sim's 2^30-byte GB), every rank's workload trace is
+/// the iteration (compute in whole microseconds, rounded up: 1, 3, 3; the
+/// forward all-gather of 1e6 bytes on dimension b only, the weight-gradient
+/// all-reduce of 64e6 bytes on both), and 8 x 4 = 32 traces are written.
+#[test]
+fn astra_sim_input_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let study = dir.path().join("tiny.toml");
+    std::fs::write(&study, STUDY).unwrap();
+    let out = dir.path().join("astra");
+    let r = dimsum()
+        .args(["export", "astra-sim"])
+        .arg(&study)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let net = std::fs::read_to_string(out.join("network.yml")).unwrap();
+    let topo = Topology::parse_astra(&net, &out.join("network.yml")).unwrap();
+    assert_eq!(topo.npus, 32);
+    let gbps = |d: u16| topo.links.iter().find(|l| l.dim == Some(d)).unwrap().gbps;
+    approx::assert_relative_eq!(gbps(0), 50.0, max_relative = 1e-12);
+    approx::assert_relative_eq!(gbps(1), 50.0, max_relative = 1e-12);
+    let traces = chakra::read_traces(&out.join("workload")).unwrap();
+    assert_eq!(traces.len(), 32);
+    let n = &traces[31].nodes;
+    let kinds: Vec<_> = n.iter().map(|x| x.kind().unwrap()).collect();
+    use NodeType::{CommCollNode as Coll, CompNode as Comp};
+    assert_eq!(kinds, vec![Comp, Coll, Comp, Comp, Coll]);
+    assert_eq!(
+        n.iter().map(|x| x.duration_micros).collect::<Vec<_>>(),
+        vec![1, 0, 3, 3, 0]
+    );
+    assert_eq!(n[1].int("comm_type"), Some(2));
+    assert_eq!(n[1].int("comm_size"), Some(1_000_000));
+    assert_eq!(
+        n[1].get("involved_dim"),
+        Some(&Value::BoolList(chakra::BoolList {
+            values: vec![false, true]
+        }))
+    );
+    assert_eq!(n[4].int("comm_type"), Some(0));
+    assert_eq!(n[4].int("comm_size"), Some(64_000_000));
+    assert_eq!(
+        n[4].get("involved_dim"),
+        Some(&Value::BoolList(chakra::BoolList {
+            values: vec![true, true]
+        }))
+    );
+    // The forward collective blocks the next compute; every node waits for
+    // the one before it here (no-overlap loop).
+    for (i, x) in n.iter().enumerate().skip(1) {
+        assert_eq!(x.data_deps, vec![(i - 1) as u64], "node {i}");
+    }
+    for f in ["system.json", "memory.json", "README.md"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let sys: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("system.json")).unwrap()).unwrap();
+    assert_eq!(sys["all-reduce-implementation"], serde_json::json!(["ring", "direct"]));
+}

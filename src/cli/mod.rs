@@ -146,6 +146,18 @@ pub enum Command {
 /// Formats `export` writes.
 #[derive(Debug, Subcommand)]
 pub enum ExportTo {
+    /// An ASTRA-sim input set for the study's fabric: network.yml, system.json,
+    /// memory.json, workload.<rank>.et, README.md.
+    AstraSim {
+        /// Study file (TOML).
+        study: PathBuf,
+        /// GB/s per NPU per dimension (default: the study's `bw`).
+        #[arg(long)]
+        bw: Option<String>,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// MSCCL-IR XML (all-reduce, all-gather, reduce-scatter).
     Msccl {
         /// A schedule (JSON, as `collective --schedule-out` writes it).
@@ -481,6 +493,30 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Collective(args) => collective::run(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::Export {
+            to: ExportTo::AstraSim { study, bw, out },
+        } => {
+            let study = Study::load(&study)?;
+            let bw = match (bw, &study.bw) {
+                (Some(s), _) => study.parse_bw(&s)?,
+                (None, Some(b)) => b.clone(),
+                (None, None) => {
+                    return Err(InputError::arg(
+                        "--bw",
+                        "the study names no allocation (`bw = [...]`): pass --bw with one GB/s value per dimension",
+                    )
+                    .into());
+                }
+            };
+            let files = crate::interop::astra::input_set(&study, &bw, &out.display().to_string())
+                .map_err(|m| InputError::at(&study.path, None, "workload", m))?;
+            create_dir(&out)?;
+            for (name, bytes) in &files {
+                report::write_atomic(&out.join(name), bytes)?;
+            }
+            println!("{} files written to {}", files.len(), out.display());
+            Ok(())
+        }
         Command::Export {
             to: ExportTo::Msccl { schedule, out },
         } => {

@@ -1,12 +1,15 @@
 //! Readers and writers of other tools' formats. Each submodule translates
 //! between a format and dimsum's types and holds no model logic.
 //!
+//! - [`astra`]: an ASTRA-sim input set (network, system, memory, the
+//!   workload as Chakra traces) for a designed fabric.
 //! - [`chakra`]: Chakra execution traces (protobuf, one file per rank), to
 //!   and from schedules.
 //! - [`msccl`]: MSCCL-IR XML (MSCCLang's output) into schedules.
 //! - [`libra`]: LIBRA's inputs (astra-sim/libra, ISPASS'24): the ASTRA-sim 1.0
 //!   workload text, and the network, communicator and cost-model YAML.
 
+pub mod astra;
 pub mod chakra;
 pub mod libra;
 pub mod msccl;

@@ -1,0 +1,219 @@
+//! An ASTRA-sim 2.0 input set for a designed fabric: the analytical
+//! network (`network.yml`), the system configuration (`system.json`), the
+//! remote-memory configuration (`memory.json`) and the study's training
+//! iteration as a Chakra workload, one trace per rank (`workload.<r>.et`).
+//!
+//! - Network: one entry per dimension, `Ring` / `FullyConnected` /
+//!   `Switch`, the NPU count, the per-link bandwidth LIBRA's conversion gives
+//!   for the allocation (ring `B/2` per direction, fully-connected
+//!   `B/(n-1)`, switch `B`) in ASTRA-sim's GB (2^30 bytes) per second, and
+//!   the latency in ns.
+//! - System: per dimension the native implementation of the study's
+//!   algorithm (`ring`, `direct`, `halvingDoubling`; Swing has no native
+//!   ASTRA-sim implementation and is written as `halvingDoubling`, the
+//!   native butterfly with the same steps, which the README notes).
+//! - Workload: every rank runs the same iteration (the study's workload is
+//!   per NPU): forward over the layers, then input and weight gradients
+//!   from the last layer back, each phase a `COMP_NODE` of its compute time
+//!   (`duration_micros`, rounded up to a whole microsecond, the schema's
+//!   unit) and, if it issues one, a `COMM_COLL_NODE` (`comm_type`,
+//!   `comm_size` in bytes as the study gives them, `involved_dim` one entry
+//!   per dimension). Forward and input-gradient collectives block the next
+//!   compute; weight-gradient ones do too in the `no-overlap` loop and run
+//!   beside the rest of the backward pass in the `overlap` loop.
+
+use super::chakra::{self, BoolList, GlobalMetadata, Node, NodeType, Trace, Value, attr};
+use crate::collective::Algorithm;
+use crate::fabric::Block;
+use crate::study::Study;
+use crate::topology::per_link_gbps;
+use crate::training::Loop;
+use crate::workload::{CollectiveKind, PhaseKind};
+use std::fmt::Write as _;
+
+/// The files of an input set, as (name, bytes).
+pub type Files = Vec<(String, Vec<u8>)>;
+
+fn comm_type(kind: CollectiveKind) -> Option<i64> {
+    match kind {
+        CollectiveKind::AllReduce => Some(0),
+        CollectiveKind::AllGather => Some(2),
+        CollectiveKind::AllToAll => Some(6),
+        CollectiveKind::ReduceScatter => Some(7),
+        CollectiveKind::SendRecv => None,
+    }
+}
+
+/// `network.yml` for `study` at allocation `bw` (GB/s per NPU).
+pub fn network_yml(study: &Study, bw: &[f64]) -> String {
+    let dims = &study.fabric.dims;
+    let topo: Vec<&str> = dims
+        .iter()
+        .map(|d| match d.block {
+            Block::Ring => "Ring",
+            Block::FullyConnected => "FullyConnected",
+            Block::Switch => "Switch",
+        })
+        .collect();
+    let npus: Vec<String> = dims.iter().map(|d| d.npus.to_string()).collect();
+    let gib = f64::from(1u32 << 30);
+    let link: Vec<String> = dims
+        .iter()
+        .zip(bw)
+        .map(|(d, b)| format!("{}", per_link_gbps(d.block, d.npus, *b) * 1e9 / gib))
+        .collect();
+    let lat: Vec<String> = dims.iter().map(|d| format!("{}", d.latency_ns)).collect();
+    format!(
+        "# ASTRA-sim analytical network for {} at {:?} GB/s per NPU (dimsum {}).\n\
+         # bandwidth: per link, in ASTRA-sim's GB (2^30 bytes) per second.\n\
+         topology: [ {} ]\nnpus_count: [ {} ]\nbandwidth: [ {} ]  # GB/s\nlatency: [ {} ]  # ns\n",
+        study.name,
+        bw,
+        env!("CARGO_PKG_VERSION"),
+        topo.join(", "),
+        npus.join(", "),
+        link.join(", "),
+        lat.join(", ")
+    )
+}
+
+/// `system.json`: native per-dimension implementations.
+pub fn system_json(study: &Study) -> String {
+    let algos: Vec<String> = study
+        .collective
+        .algorithms
+        .iter()
+        .map(|a| {
+            match a {
+                Algorithm::Ring => "ring",
+                Algorithm::Direct => "direct",
+                Algorithm::HalvingDoubling | Algorithm::Swing => "halvingDoubling",
+            }
+            .to_string()
+        })
+        .collect();
+    let v = serde_json::json!({
+        "scheduling-policy": "LIFO",
+        "endpoint-delay": 10,
+        "active-chunks-per-dimension": 1,
+        "preferred-dataset-splits": 1,
+        "all-reduce-implementation": algos,
+        "all-gather-implementation": algos,
+        "reduce-scatter-implementation": algos,
+        "all-to-all-implementation": algos.iter().map(|_| "direct").collect::<Vec<_>>(),
+        "collective-optimization": "localBWAware",
+        "local-mem-bw": 1600,
+        "boost-mode": 0
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+/// The iteration as one rank's trace (every rank runs the same one).
+pub fn workload_trace(study: &Study) -> Result<Trace, String> {
+    let ndims = study.fabric.dims.len();
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut last: Option<u64> = None;
+    // Weight-gradient collectives nothing waits for (overlap loop).
+    let overlap = study.training_loop == Loop::Overlap;
+    let order: Vec<(usize, PhaseKind)> = (0..study.workload.layers.len())
+        .map(|l| (l, PhaseKind::Forward))
+        .chain(
+            (0..study.workload.layers.len())
+                .rev()
+                .flat_map(|l| [(l, PhaseKind::InputGrad), (l, PhaseKind::WeightGrad)]),
+        )
+        .collect();
+    for (l, kind) in order {
+        let layer = &study.workload.layers[l];
+        let phase = layer.phase(kind);
+        let id = nodes.len() as u64;
+        nodes.push(Node {
+            id,
+            name: format!("{} {}", layer.name, kind.name()),
+            r#type: NodeType::CompNode as i32,
+            data_deps: last.into_iter().collect(),
+            duration_micros: (phase.compute_ns / 1e3).ceil() as u64,
+            attr: vec![attr("is_cpu_op", Value::BoolVal(false))],
+            ..Default::default()
+        });
+        last = Some(id);
+        if let Some(c) = &phase.comm {
+            let ty = comm_type(c.kind).ok_or_else(|| {
+                format!(
+                    "layer {} ({}): a send-recv has no COMM_COLL_NODE; ASTRA-sim export takes workloads without pipeline stages",
+                    layer.name,
+                    kind.name()
+                )
+            })?;
+            let involved: Vec<bool> = (0..ndims)
+                .map(|d| c.group.0.get(d).copied().flatten().is_some_and(|p| p > 1))
+                .collect();
+            let cid = nodes.len() as u64;
+            nodes.push(Node {
+                id: cid,
+                name: format!("{} {} {}", layer.name, kind.name(), c.kind.name()),
+                r#type: NodeType::CommCollNode as i32,
+                data_deps: vec![id],
+                attr: vec![
+                    attr("is_cpu_op", Value::BoolVal(false)),
+                    attr("comm_type", Value::Int64Val(ty)),
+                    attr("comm_size", Value::Int64Val(c.bytes.round() as i64)),
+                    attr("involved_dim", Value::BoolList(BoolList { values: involved })),
+                ],
+                ..Default::default()
+            });
+            if !(kind == PhaseKind::WeightGrad && overlap) {
+                last = Some(cid);
+            }
+        }
+    }
+    Ok(Trace {
+        metadata: GlobalMetadata {
+            version: chakra::VERSION.into(),
+            attr: vec![attr("dimsum_study", Value::StringVal(study.name.clone()))],
+        },
+        nodes,
+    })
+}
+
+/// Every file of the input set for `study` at `bw`, `dir_hint` being where
+/// the README says they are.
+pub fn input_set(study: &Study, bw: &[f64], dir_hint: &str) -> Result<Files, String> {
+    let trace = workload_trace(study)?.encode();
+    let n = study.fabric.npus();
+    let mut files: Files = vec![
+        ("network.yml".into(), network_yml(study, bw).into_bytes()),
+        ("system.json".into(), system_json(study).into_bytes()),
+        (
+            "memory.json".into(),
+            b"{\n  \"memory-type\": \"NO_MEMORY_EXPANSION\"\n}\n".to_vec(),
+        ),
+    ];
+    for r in 0..n {
+        files.push((format!("workload.{r}.et"), trace.clone()));
+    }
+    let mut readme = String::new();
+    let _ = writeln!(
+        readme,
+        "# ASTRA-sim input set for `{}`\n\nWritten by dimsum {} for the allocation {:?} GB/s per NPU: {} ranks.\n",
+        study.name,
+        env!("CARGO_PKG_VERSION"),
+        bw,
+        n
+    );
+    let _ = writeln!(
+        readme,
+        "Run (ASTRA-sim 2.0, analytical congestion-unaware network):\n\n```\n\
+         AstraSim_Analytical_Congestion_Unaware --workload-configuration={dir_hint}/workload \\\n  \
+         --system-configuration={dir_hint}/system.json --network-configuration={dir_hint}/network.yml \\\n  \
+         --remote-memory-configuration={dir_hint}/memory.json\n```\n"
+    );
+    if study.collective.algorithms.contains(&Algorithm::Swing) {
+        let _ = writeln!(
+            readme,
+            "Swing has no native ASTRA-sim implementation: its dimensions are written as `halvingDoubling`."
+        );
+    }
+    files.push(("README.md".into(), readme.into_bytes()));
+    Ok(files)
+}
