@@ -777,7 +777,9 @@ pub fn encode_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Vec<u8>>, S
     let out: Vec<Vec<u8>> = (0..n)
         .into_par_iter()
         .map(|r| {
-            let mut out = meta.clone();
+            // About 200 bytes per node: no regrowth on the way.
+            let mut out = Vec::with_capacity(meta.len() + (touch_at[r + 1] - touch_at[r]) * 240);
+            out.extend_from_slice(&meta);
             let mut b: Vec<u8> = Vec::with_capacity(256);
             let mut name: Vec<u8> = Vec::with_capacity(32);
             let mut deps: Vec<u64> = Vec::new();
