@@ -175,6 +175,16 @@ fn collective_kind(s: &str) -> Result<CollectiveKind, InputError> {
     })
 }
 
+/// The `--link-model` named.
+pub fn link_model(name: &str) -> Result<LinkModel, InputError> {
+    LinkModel::parse(name).ok_or_else(|| {
+        InputError::arg(
+            "--link-model",
+            format!("`{name}` is not a link model: use {}", one_of(&LinkModel::NAMES)),
+        )
+    })
+}
+
 /// Reads a schedule file (`--schedule-out`'s JSON) and checks its structure.
 pub fn load_schedule(path: &Path) -> Result<Schedule, InputError> {
     let text = std::fs::read_to_string(path)
@@ -316,16 +326,7 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
         Some(s) => units::parse_bytes(s).map_err(|m| InputError::arg("--size", m))?,
         None => return Err(InputError::arg("--size", "give the collective's buffer, e.g. --size 64MiB").into()),
     };
-    let model = LinkModel::parse(&args.link_model).ok_or_else(|| {
-        InputError::arg(
-            "--link-model",
-            format!(
-                "`{}` is not a link model: use {}",
-                args.link_model,
-                one_of(&LinkModel::NAMES)
-            ),
-        )
-    })?;
+    let model = link_model(&args.link_model)?;
     let schedule = schedule_of(args, &topo, size)?;
     let opt = SimOptions {
         size_bytes: size,

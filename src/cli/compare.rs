@@ -5,9 +5,9 @@
 
 use super::collective::{CollectiveArgs, schedule_of, topology_of};
 use crate::bounds;
-use crate::error::{InputError, one_of};
+use crate::error::InputError;
 use crate::report::{self, Series, Stamp};
-use crate::simulate::{self, LinkModel, SimOptions};
+use crate::simulate::{self, SimOptions};
 use crate::units;
 use clap::Args;
 use std::fmt::Write as _;
@@ -121,16 +121,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
         return Err(InputError::arg("--algorithms", "list at least one algorithm and one baseline").into());
     }
     let sizes = sizes(&args.sizes)?;
-    let model = LinkModel::parse(&args.link_model).ok_or_else(|| {
-        InputError::arg(
-            "--link-model",
-            format!(
-                "`{}` is not a link model: use {}",
-                args.link_model,
-                one_of(&LinkModel::NAMES)
-            ),
-        )
-    })?;
+    let model = super::collective::link_model(&args.link_model)?;
     let all: Vec<&String> = subjects.iter().chain(&baselines).collect();
     let progress = super::Progress::new(topologies.len() * all.len(), "compare");
     let mut rows = Vec::new();

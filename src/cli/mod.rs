@@ -223,17 +223,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Eval { study, bw, json } => {
             let study = Study::load(&study)?;
-            let bw = match (bw, &study.bw) {
-                (Some(s), _) => study.parse_bw(&s)?,
-                (None, Some(b)) => b.clone(),
-                (None, None) => {
-                    return Err(InputError::arg(
-                        "--bw",
-                        "the study names no allocation (`bw = [...]`): pass --bw with one GB/s value per dimension",
-                    )
-                    .into());
-                }
-            };
+            let bw = bw_of(&study, bw.as_deref())?;
             let e = study.evaluate(&bw);
             if let Some(d) = e.dims.iter().find(|d| d.busy_ms.is_infinite()) {
                 return Err(InputError::arg(
@@ -497,17 +487,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             to: ExportTo::AstraSim { study, bw, out },
         } => {
             let study = Study::load(&study)?;
-            let bw = match (bw, &study.bw) {
-                (Some(s), _) => study.parse_bw(&s)?,
-                (None, Some(b)) => b.clone(),
-                (None, None) => {
-                    return Err(InputError::arg(
-                        "--bw",
-                        "the study names no allocation (`bw = [...]`): pass --bw with one GB/s value per dimension",
-                    )
-                    .into());
-                }
-            };
+            let bw = bw_of(&study, bw.as_deref())?;
             let files = crate::interop::astra::input_set(&study, &bw, &out.display().to_string())
                 .map_err(|m| InputError::at(&study.path, None, "workload", m))?;
             create_dir(&out)?;
@@ -702,6 +682,18 @@ pub fn optimize_table(study: &Study, sol: &Solution, solve_ms: f64) -> String {
         }
     }
     s
+}
+
+/// The allocation `--bw` gives, else the study's `bw`.
+fn bw_of(study: &Study, bw: Option<&str>) -> Result<Vec<f64>, InputError> {
+    match (bw, &study.bw) {
+        (Some(s), _) => study.parse_bw(s),
+        (None, Some(b)) => Ok(b.clone()),
+        (None, None) => Err(InputError::arg(
+            "--bw",
+            "the study names no allocation (`bw = [...]`): pass --bw with one GB/s value per dimension",
+        )),
+    }
 }
 
 fn create_dir(dir: &Path) -> anyhow::Result<()> {

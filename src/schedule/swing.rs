@@ -421,38 +421,14 @@ impl Builder<'_> {
 /// bandwidth variant) on `topo` with Swing's or recursive doubling's peers.
 pub fn build(topo: &Topology, kind: CollectiveKind, opt: &SwingOptions) -> Result<Schedule, BuildError> {
     let n = topo.npus;
-    let (up, down) = match kind {
-        CollectiveKind::AllReduce => (true, true),
-        CollectiveKind::ReduceScatter => (true, false),
-        CollectiveKind::AllGather => (false, true),
-        _ => {
-            return Err(BuildError::Unsupported(format!(
-                "{} builds all-reduce, reduce-scatter and all-gather, not {}",
-                opt.name(),
-                kind.name()
-            )));
-        }
-    };
+    let (up, down) = halves(kind, &opt.name())?;
     if opt.variant == Variant::Latency && kind != CollectiveKind::AllReduce {
         return Err(BuildError::Unsupported(format!(
             "{} is an all-reduce; reduce-scatter and all-gather use the bandwidth-optimal variant",
             opt.name()
         )));
     }
-    let sizes: Vec<u32> = if topo.dims.is_empty() || topo.dims.iter().map(|d| d.size).product::<u32>() != n {
-        vec![n]
-    } else {
-        topo.dims.iter().map(|d| d.size).collect()
-    };
-    let mut stride = 1;
-    let dims: Vec<Dim> = sizes
-        .iter()
-        .map(|&p| {
-            let d = Dim::new(p, stride, opt.peers, opt.variant);
-            stride *= p;
-            d
-        })
-        .collect();
+    let dims = torus_dims(topo, opt.peers, opt.variant);
     let active: Vec<usize> = (0..dims.len()).filter(|&d| dims[d].q > 1).collect();
     let ports = if opt.multiport {
         2 * active.len().max(1) as u32
@@ -461,13 +437,7 @@ pub fn build(topo: &Topology, kind: CollectiveKind, opt: &SwingOptions) -> Resul
     };
     let k = opt.chunks_per_npu.max(1);
     let lanes = ports * k;
-    let chunks = u64::from(n) * u64::from(lanes);
-    if chunks > super::builtin::MAX_CHUNKS || u64::from(n) * chunks > crate::simulate::MAX_STATE {
-        return Err(BuildError::Unsupported(format!(
-            "{n} NPUs x {chunks} chunks is more than the simulator tracks ({} NPU-chunk pairs): use fewer chunks per NPU, --single-port or fewer NPUs",
-            crate::simulate::MAX_STATE
-        )));
-    }
+    check_state(n, lanes)?;
     let coords = |r: u32| -> Vec<u32> { dims.iter().map(|d| (r / d.stride) % d.p).collect() };
     let rank = |xs: &[u32]| -> u32 { xs.iter().zip(&dims).map(|(x, d)| x * d.stride).sum() };
     // Reach tables per (dimension, mirror).
@@ -677,6 +647,52 @@ pub fn build(topo: &Topology, kind: CollectiveKind, opt: &SwingOptions) -> Resul
     Ok(s)
 }
 
+/// Reduce-scatter and all-gather halves of `kind`, or why `name` cannot
+/// build it.
+fn halves(kind: CollectiveKind, name: &str) -> Result<(bool, bool), BuildError> {
+    match kind {
+        CollectiveKind::AllReduce => Ok((true, true)),
+        CollectiveKind::ReduceScatter => Ok((true, false)),
+        CollectiveKind::AllGather => Ok((false, true)),
+        _ => Err(BuildError::Unsupported(format!(
+            "{name} builds all-reduce, reduce-scatter and all-gather, not {}",
+            kind.name()
+        ))),
+    }
+}
+
+/// The torus's dimensions (one of all NPUs when the topology has none),
+/// native sizes as `peers` and `variant` need them.
+fn torus_dims(topo: &Topology, peers: Peers, variant: Variant) -> Vec<Dim> {
+    let n = topo.npus;
+    let sizes: Vec<u32> = if topo.dims.is_empty() || topo.dims.iter().map(|d| d.size).product::<u32>() != n {
+        vec![n]
+    } else {
+        topo.dims.iter().map(|d| d.size).collect()
+    };
+    let mut stride = 1;
+    sizes
+        .iter()
+        .map(|&p| {
+            let d = Dim::new(p, stride, peers, variant);
+            stride *= p;
+            d
+        })
+        .collect()
+}
+
+/// Refuses schedules the simulator could not track.
+fn check_state(n: u32, lanes: u32) -> Result<(), BuildError> {
+    let chunks = u64::from(n) * u64::from(lanes);
+    if chunks > super::builtin::MAX_CHUNKS || u64::from(n) * chunks > crate::simulate::MAX_STATE {
+        return Err(BuildError::Unsupported(format!(
+            "{n} NPUs x {chunks} chunks is more than the simulator tracks ({} NPU-chunk pairs): use fewer chunks per NPU, --single-port or fewer NPUs",
+            crate::simulate::MAX_STATE
+        )));
+    }
+    Ok(())
+}
+
 /// The bucket algorithm (Jain and Sabharwal; the baseline of the Swing
 /// paper): on every dimension in turn a ring reduce-scatter of what the
 /// earlier dimensions left, then ring all-gathers back in the reverse
@@ -691,42 +707,13 @@ pub fn bucket(
     chunks_per_npu: u32,
 ) -> Result<Schedule, BuildError> {
     let n = topo.npus;
-    let (up, down) = match kind {
-        CollectiveKind::AllReduce => (true, true),
-        CollectiveKind::ReduceScatter => (true, false),
-        CollectiveKind::AllGather => (false, true),
-        _ => {
-            return Err(BuildError::Unsupported(format!(
-                "bucket builds all-reduce, reduce-scatter and all-gather, not {}",
-                kind.name()
-            )));
-        }
-    };
-    let sizes: Vec<u32> = if topo.dims.is_empty() || topo.dims.iter().map(|d| d.size).product::<u32>() != n {
-        vec![n]
-    } else {
-        topo.dims.iter().map(|d| d.size).collect()
-    };
-    let mut stride = 1;
-    let dims: Vec<Dim> = sizes
-        .iter()
-        .map(|&p| {
-            let d = Dim::new(p, stride, Peers::Swing, Variant::Bandwidth);
-            stride *= p;
-            d
-        })
-        .collect();
+    let (up, down) = halves(kind, "bucket")?;
+    let dims = torus_dims(topo, Peers::Swing, Variant::Bandwidth);
     let active: Vec<usize> = (0..dims.len()).filter(|&d| dims[d].p > 1).collect();
     let ports = if multiport { 2 * active.len().max(1) as u32 } else { 1 };
     let k = chunks_per_npu.max(1);
     let lanes = ports * k;
-    let chunks = u64::from(n) * u64::from(lanes);
-    if chunks > super::builtin::MAX_CHUNKS || u64::from(n) * chunks > crate::simulate::MAX_STATE {
-        return Err(BuildError::Unsupported(format!(
-            "{n} NPUs x {chunks} chunks is more than the simulator tracks ({} NPU-chunk pairs): use fewer chunks per NPU, --single-port or fewer NPUs",
-            crate::simulate::MAX_STATE
-        )));
-    }
+    check_state(n, lanes)?;
     let coords = |r: u32| -> Vec<u32> { dims.iter().map(|d| (r / d.stride) % d.p).collect() };
     let single = |x: u32, p: u32| CoordSet {
         elems: vec![x],
@@ -843,12 +830,7 @@ pub struct DimModel {
 /// within 20 % of it (tests/swing.rs). Returns `None` for collectives Swing does
 /// not build (all-to-all, send-recv).
 pub fn dim_model(kind: CollectiveKind, p: u32, ring: bool) -> Option<DimModel> {
-    let (up, down) = match kind {
-        CollectiveKind::AllReduce => (true, true),
-        CollectiveKind::ReduceScatter => (true, false),
-        CollectiveKind::AllGather => (false, true),
-        _ => return None,
-    };
+    let (up, down) = halves(kind, "swing").ok()?;
     if p < 2 {
         return Some(DimModel { hops: 0.0, factor: 0.0 });
     }
