@@ -99,8 +99,12 @@ pub struct Hop {
 pub struct SimResult {
     /// When the last transfer arrived, ns.
     pub time_ns: f64,
-    /// The schedule computes its collective and never uses a chunk early.
+    /// The schedule computes its collective and never uses a chunk early
+    /// (for an untracked schedule: only that every transfer runs).
     pub valid: bool,
+    /// Whether the data was checked (false for untracked schedules: a
+    /// foreign trace names sizes, not chunks).
+    pub data_checked: bool,
     /// The first problems found (each names the NPU and the chunk).
     pub errors: Vec<String>,
     /// How many problems there were in all.
@@ -615,7 +619,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
     let bytes: Vec<f64> = s
         .transfers
         .iter()
-        .map(|t| t.chunk_count() as f64 * chunk_bytes)
+        .map(|t| t.bytes.unwrap_or(t.chunk_count() as f64 * chunk_bytes))
         .collect();
     let ndims = topo.dim_names().len().max(1);
     let nlinks = topo.links.len();
@@ -686,7 +690,8 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
             if route_at[t + 1] > route_at[t] {
                 hop!(t, 0, now);
             } else {
-                heap.push(Reverse(key(now, t, 0)));
+                // A local operation: done after its duration.
+                heap.push(Reverse(key(now + s.transfers[t].duration_ns, t, 0)));
             }
         }};
     }
@@ -885,7 +890,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
             s.transfers[t].dst
         ));
     }
-    if never.is_empty() {
+    if never.is_empty() && !s.untracked {
         final_errors(s, &state, &mut errors, &mut error_count);
     }
     let time_ns = arrive.iter().copied().filter(|a| !a.is_nan()).fold(0.0, f64::max);
@@ -935,6 +940,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
     Ok(SimResult {
         time_ns,
         valid: error_count == 0,
+        data_checked: !s.untracked,
         errors,
         error_count,
         transfers: nt as u64,

@@ -246,6 +246,8 @@ fn a_duplicated_reduction_is_named() {
         deps: vec![last],
         route: vec![],
         after: vec![],
+        bytes: None,
+        duration_ns: 0.0,
     });
     let r = run(&s, &t, 4e6, LinkModel::AlphaBeta);
     assert!(!r.valid);

@@ -424,6 +424,7 @@ pub fn json(o: &Outcome) -> serde_json::Value {
             "latency_us": us(o.bounds.latency_ns),
         },
         "valid": o.sim.valid,
+        "data_checked": o.sim.data_checked,
         "errors": o.sim.errors,
         "error_count": o.sim.error_count,
         "transfers": o.sim.transfers,
@@ -483,7 +484,13 @@ pub fn table(o: &Outcome) -> String {
         fmt_us(o.bounds.latency_ns),
         ratio(o)
     );
-    if o.sim.valid {
+    if o.sim.valid && !o.sim.data_checked {
+        let _ = writeln!(
+            s,
+            "valid         every transfer runs ({} transfers, {} link hops); the data is not known, so not checked",
+            o.sim.transfers, o.sim.hops
+        );
+    } else if o.sim.valid {
         let _ = writeln!(
             s,
             "valid         yes ({} transfers, {} link hops)",

@@ -424,6 +424,9 @@ fn kind_name(kind: CollectiveKind) -> &'static str {
 
 /// The traces of `s`, one per rank.
 pub fn from_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Trace>, String> {
+    if s.untracked {
+        return Err("an untracked schedule (read from another producer's trace) has no chunks to write: export the schedule it came from".into());
+    }
     if s.transfers.len() > i32::MAX as usize {
         return Err(format!(
             "{} transfers: more than comm_tag (int32) can number",
@@ -686,6 +689,9 @@ mod wire {
 /// `from_schedule(s, chunk_bytes)` encoded, written directly and in
 /// parallel over ranks (millions of nodes per second).
 pub fn encode_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Vec<u8>>, String> {
+    if s.untracked {
+        return Err("an untracked schedule (read from another producer's trace) has no chunks to write: export the schedule it came from".into());
+    }
     use rayon::prelude::*;
     use std::io::Write as _;
     if s.transfers.len() > i32::MAX as usize {
@@ -922,6 +928,9 @@ pub fn to_schedule(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceErr
             _ => Err(err(&path0, format!("GlobalMetadata has no integer `{name}`"))),
         }
     };
+    if meta_get(m, "dimsum_format").is_none() {
+        return foreign(traces, prefix);
+    }
     let format = text("dimsum_format")?;
     let collective = text("dimsum_collective")?;
     let kind = [
@@ -1026,6 +1035,8 @@ pub fn to_schedule(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceErr
                 deps: list("dimsum_deps"),
                 route: list("dimsum_route"),
                 after: list("dimsum_after"),
+                bytes: None,
+                duration_ns: 0.0,
             });
         }
     }
@@ -1051,6 +1062,168 @@ pub fn to_schedule(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceErr
                 "rank {}: transfer {t} (to rank {}) is in a dependency cycle: it waits, through data_deps, for itself",
                 tr.src, tr.dst
             ),
+        ));
+    }
+    Ok(s)
+}
+
+/// A trace from another producer (ASTRA-sim's, MSCCL's conversion): sends
+/// matched to receives per (sender, receiver, tag) in file order, each
+/// pair a transfer of `comm_size` bytes; a `COMP_NODE` a local operation of
+/// its `duration_micros`; a send's `data_deps` its `deps`, a receive's its
+/// `after` (it completes after them). Which data moves is not in such a
+/// trace, so the schedule is untracked: a replay times it and checks its
+/// structure, not the data.
+fn foreign(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceError> {
+    let n = traces.len() as u32;
+    let m = &traces[0].metadata;
+    let kind = match meta_get(m, "collective") {
+        Some(Value::StringVal(c)) if c == "allgather" => CollectiveKind::AllGather,
+        Some(Value::StringVal(c)) if c == "reducescatter" => CollectiveKind::ReduceScatter,
+        _ => CollectiveKind::AllReduce,
+    };
+    let mut s = Schedule::new("chakra", kind, n.max(2), 1);
+    s.untracked = true;
+    s.topology = String::new();
+    // Per rank: node id -> the transfer that stands for it.
+    let mut of: Vec<HashMap<u64, u32>> = vec![HashMap::new(); traces.len()];
+    // Sends and receives waiting for their match, per (src, dst, tag).
+    let mut sends: HashMap<(u32, u32, i64), std::collections::VecDeque<u32>> = HashMap::new();
+    let mut recvs: HashMap<(u32, u32, i64), std::collections::VecDeque<(usize, u64)>> = HashMap::new();
+    // Pass 1: a transfer per send and per compute node.
+    for (r, tr) in traces.iter().enumerate() {
+        let path = rank_path(prefix, r as u32);
+        for node in &tr.nodes {
+            let at = |m: String| err(&path, format!("rank {r}, node {} (`{}`): {m}", node.id, node.name));
+            match node.kind() {
+                Some(NodeType::CommSendNode) => {
+                    let dst = node
+                        .int("comm_dst")
+                        .ok_or_else(|| at("a send without comm_dst".into()))?;
+                    if !(0..i64::from(n)).contains(&dst) || dst == r as i64 {
+                        return Err(at(format!("comm_dst {dst} is not another rank (0..{n})")));
+                    }
+                    let size = node
+                        .int("comm_size")
+                        .ok_or_else(|| at("a send without comm_size".into()))?;
+                    let id = s.transfers.len() as u32;
+                    s.transfers.push(Transfer {
+                        src: r as u32,
+                        dst: dst as u32,
+                        op: Op::Send,
+                        chunks: Vec::new(),
+                        deps: Vec::new(),
+                        route: Vec::new(),
+                        after: Vec::new(),
+                        bytes: Some(size.max(0) as f64),
+                        duration_ns: 0.0,
+                    });
+                    of[r].insert(node.id, id);
+                    let tag = node.int("comm_tag").unwrap_or(0);
+                    sends.entry((r as u32, dst as u32, tag)).or_default().push_back(id);
+                }
+                Some(NodeType::CommRecvNode) => {
+                    let src = node
+                        .int("comm_src")
+                        .ok_or_else(|| at("a receive without comm_src".into()))?;
+                    if !(0..i64::from(n)).contains(&src) || src == r as i64 {
+                        return Err(at(format!("comm_src {src} is not another rank (0..{n})")));
+                    }
+                    let tag = node.int("comm_tag").unwrap_or(0);
+                    recvs
+                        .entry((src as u32, r as u32, tag))
+                        .or_default()
+                        .push_back((r, node.id));
+                }
+                Some(NodeType::CompNode) => {
+                    let id = s.transfers.len() as u32;
+                    s.transfers.push(Transfer {
+                        src: r as u32,
+                        dst: r as u32,
+                        op: Op::Copy,
+                        chunks: Vec::new(),
+                        deps: Vec::new(),
+                        route: Vec::new(),
+                        after: Vec::new(),
+                        bytes: None,
+                        duration_ns: node.duration_micros as f64 * 1e3,
+                    });
+                    of[r].insert(node.id, id);
+                }
+                Some(NodeType::CommCollNode) => {
+                    return Err(at(
+                        "a collective node: this is a workload trace; import takes traces of point-to-point sends and receives".into(),
+                    ));
+                }
+                other => return Err(at(format!("a {other:?} node has no place in a schedule"))),
+            }
+        }
+    }
+    // Match receives to sends.
+    for (key, q) in &mut recvs {
+        let sq = sends.entry(*key).or_default();
+        while let Some((r, node)) = q.pop_front() {
+            let t = sq.pop_front().ok_or_else(|| {
+                err(
+                    &rank_path(prefix, r as u32),
+                    format!(
+                        "rank {r}, node {node}: a receive from rank {} (tag {}) that rank {} never sends",
+                        key.0, key.2, key.0
+                    ),
+                )
+            })?;
+            of[r].insert(node, t);
+        }
+    }
+    if let Some((key, q)) = sends.iter().find(|(_, q)| !q.is_empty()) {
+        return Err(err(
+            &rank_path(prefix, key.0),
+            format!(
+                "rank {}: a send to rank {} (tag {}, transfer {}) that rank {} never receives",
+                key.0, key.1, key.2, q[0], key.1
+            ),
+        ));
+    }
+    // Pass 2: dependencies.
+    for (r, tr) in traces.iter().enumerate() {
+        let path = rank_path(prefix, r as u32);
+        for node in &tr.nodes {
+            let me = of[r][&node.id];
+            let mut deps = Vec::new();
+            for d in node.data_deps.iter().chain(&node.ctrl_deps) {
+                let t = *of[r].get(d).ok_or_else(|| {
+                    err(
+                        &path,
+                        format!(
+                            "rank {r}, node {}: depends on node {d}, which rank {r} does not have",
+                            node.id
+                        ),
+                    )
+                })?;
+                if t != me {
+                    deps.push(t);
+                }
+            }
+            let t = &mut s.transfers[me as usize];
+            if node.kind() == Some(NodeType::CommRecvNode) {
+                t.after.extend(deps);
+            } else {
+                t.deps.extend(deps);
+            }
+        }
+    }
+    for t in &mut s.transfers {
+        for v in [&mut t.deps, &mut t.after] {
+            v.sort_unstable();
+            v.dedup();
+        }
+    }
+    s.check().map_err(|e| err(prefix, e.to_string()))?;
+    if let Some(t) = cycle(&s) {
+        let tr = &s.transfers[t];
+        return Err(err(
+            &rank_path(prefix, tr.src),
+            format!("rank {}: transfer {t} is in a dependency cycle", tr.src),
         ));
     }
     Ok(s)

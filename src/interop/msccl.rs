@@ -337,6 +337,8 @@ pub fn parse(text: &str) -> Result<Schedule, MscclError> {
                     deps: Vec::new(),
                     route: Vec::new(),
                     after: Vec::new(),
+                    bytes: None,
+                    duration_ns: 0.0,
                 });
                 sent.insert((g, t, i), id);
                 got.insert((to as usize, rt, ri), id);
@@ -495,6 +497,8 @@ pub fn parse(text: &str) -> Result<Schedule, MscclError> {
                         deps: x.deps.clone(),
                         route: x.route.clone(),
                         after: x.after.clone(),
+                        bytes: None,
+                        duration_ns: 0.0,
                     });
                 }
             }
@@ -523,6 +527,9 @@ pub fn parse(text: &str) -> Result<Schedule, MscclError> {
 /// attributes (`dimsum_*`) let [`parse`] give the same schedule back;
 /// MSCCL's runtime ignores attributes it does not know.
 pub fn write(s: &Schedule) -> Result<String, String> {
+    if s.untracked {
+        return Err("an untracked schedule (read from another producer's trace) has no chunks to write: export the schedule it came from".into());
+    }
     use std::fmt::Write as _;
     let coll = match s.collective {
         CollectiveKind::AllReduce => "allreduce",

@@ -214,6 +214,8 @@ impl Builder<'_> {
             deps,
             route,
             after: Vec::new(),
+            bytes: None,
+            duration_ns: 0.0,
         });
         Ok((self.out.len() - 1) as u32)
     }

@@ -108,6 +108,22 @@ pub struct Transfer {
     /// allow and its data is read when it arrives.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub after: Vec<u32>,
+    /// Bytes moved, when the chunks are not known (a foreign trace): used
+    /// instead of the chunk count times the chunk size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<f64>,
+    /// For a local operation (a copy, or a trace's compute node), how long
+    /// it takes, ns.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duration_ns: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+fn is_false(x: &bool) -> bool {
+    !*x
 }
 
 impl Transfer {
@@ -133,6 +149,10 @@ pub struct Schedule {
     pub npus: u32,
     /// Chunks per NPU shard (all-to-all: per destination).
     pub chunks_per_npu: u32,
+    /// The data each transfer moves is not known (a foreign trace, sizes
+    /// only): a replay gives times and checks the structure, not the data.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub untracked: bool,
     /// The transfers.
     pub transfers: Vec<Transfer>,
 }
@@ -177,6 +197,7 @@ impl Schedule {
             collective,
             npus,
             chunks_per_npu,
+            untracked: false,
             transfers: Vec::new(),
         }
     }
@@ -249,6 +270,11 @@ impl Schedule {
                     "depends on transfer {d}, which is not another transfer of the schedule"
                 )));
             }
+            if !(t.duration_ns >= 0.0 && t.duration_ns.is_finite())
+                || t.bytes.is_some_and(|b| !(b >= 0.0 && b.is_finite()))
+            {
+                return Err(bad("durations and byte counts are finite and not negative".into()));
+            }
             if let Some(d) = t.after.iter().find(|&&d| d as usize >= n || d as usize == i) {
                 return Err(bad(format!(
                     "is applied after transfer {d}, which is not another transfer of the schedule"
@@ -312,6 +338,8 @@ mod tests {
             deps: vec![],
             route: vec![],
             after: vec![],
+            bytes: None,
+            duration_ns: 0.0,
         });
         s.transfers.push(Transfer {
             src: 1,
@@ -321,6 +349,8 @@ mod tests {
             deps: vec![0],
             route: vec![],
             after: vec![],
+            bytes: None,
+            duration_ns: 0.0,
         });
         s.check().unwrap();
         assert_eq!(

@@ -412,6 +412,8 @@ impl Builder<'_> {
             deps: self.tokens[src as usize].clone(),
             route,
             after: Vec::new(),
+            bytes: None,
+            duration_ns: 0.0,
         });
         Ok((self.out.len() - 1) as u32)
     }

@@ -692,6 +692,8 @@ impl Core<'_> {
                     deps,
                     route,
                     after: Vec::new(),
+                    bytes: None,
+                    duration_ns: 0.0,
                 }
             })
             .collect()
@@ -769,6 +771,8 @@ fn reduce_scatter(topo: &Topology, opt: &SynthOptions) -> Result<(Vec<Transfer>,
             deps,
             route,
             after: Vec::new(),
+            bytes: None,
+            duration_ns: 0.0,
         });
     }
     Ok((out, end, matches))
