@@ -229,6 +229,26 @@ fn malformed_traces_are_refused() {
     let e = chakra::to_schedule(&chakra::read_traces(&prefix).unwrap(), &prefix).unwrap_err();
     assert!(e.message.contains("rank 1: no receive matches transfer 0"), "{e}");
 
+    // A foreign trace whose receive has no sender: ASTRA-sim's ring trace
+    // with rank 0's first send removed.
+    let mut ring = chakra::read_traces(&data("custom_ring_allreduce_8npus_1MB/custom_allreduce")).unwrap();
+    let first = ring[0]
+        .nodes
+        .iter()
+        .position(|n| n.kind() == Some(NodeType::CommSendNode))
+        .unwrap();
+    let gone = ring[0].nodes.remove(first).id;
+    for n in &mut ring[0].nodes {
+        n.data_deps.retain(|&d| d != gone);
+    }
+    let prefix = dir.path().join("nosender");
+    write_traces(&ring, &prefix);
+    let e = chakra::to_schedule(&chakra::read_traces(&prefix).unwrap(), &prefix).unwrap_err();
+    assert!(
+        e.message.contains("rank 1") && e.message.contains("rank 0 never sends"),
+        "{e}"
+    );
+
     // A cycle.
     let mut s2 = s.clone();
     // Transfers 0 and 4 both go from NPU 0 to NPU 1: each made to wait for
