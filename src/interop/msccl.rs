@@ -128,7 +128,12 @@ pub fn parse(text: &str) -> Result<Schedule, MscclError> {
         line: e.pos().row,
         message: format!("not XML: {e}"),
     })?;
-    let line_of = |n: roxmltree::Node| doc.text_pos_at(n.range().start).row;
+    // Line starts, for the line of an element (text_pos_at scans from the
+    // start of the text, which is quadratic over a large file).
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let line_of = |n: roxmltree::Node| starts.partition_point(|&x| x <= n.range().start) as u32;
     let algo = doc.root_element();
     let bad = |n: roxmltree::Node, m: String| MscclError {
         line: line_of(n),
@@ -370,6 +375,49 @@ pub fn parse(text: &str) -> Result<Schedule, MscclError> {
             }
         }
     }
+    // Written by dimsum: its own attributes give the schedule back exactly.
+    if let Some(count) = algo.attribute("dimsum_transfers") {
+        let count: usize = count
+            .parse()
+            .map_err(|_| bad(algo, format!("dimsum_transfers `{count}` is not a count")))?;
+        let mut exact: Vec<Option<Transfer>> = vec![None; count];
+        for (g, tbs) in gpus.iter().enumerate() {
+            for tb in tbs {
+                for st in &tb.steps {
+                    let Some(x) = &st.exact else { continue };
+                    let dst = if x.op == Op::Copy { Some(g as u32) } else { tb.send };
+                    let (Some(dst), Some(slot)) = (dst, exact.get_mut(x.index)) else {
+                        return Err(MscclError {
+                            line: st.line,
+                            message: format!("gpu {g}: dimsum_transfer {} has no place among {count}", x.index),
+                        });
+                    };
+                    *slot = Some(Transfer {
+                        src: g as u32,
+                        dst,
+                        op: x.op,
+                        chunks: x.chunks.clone(),
+                        deps: x.deps.clone(),
+                        route: x.route.clone(),
+                        after: x.after.clone(),
+                        bytes: None,
+                        duration_ns: 0.0,
+                    });
+                }
+            }
+        }
+        s.transfers = exact
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| t.ok_or_else(|| bad(algo, format!("dimsum transfer {i} is on no step"))))
+            .collect::<Result<_, _>>()?;
+        s.topology = algo.attribute("dimsum_topology").unwrap_or("").to_string();
+        s.check().map_err(|e| MscclError {
+            line: 1,
+            message: e.to_string(),
+        })?;
+        return Ok(s);
+    }
     // The transfers a step waits for: the steps before it in its tb and its
     // cross-tb dependency, through nops, copies and local reductions. A
     // step that receives is done when its data, and everything before it in
@@ -449,6 +497,17 @@ pub fn parse(text: &str) -> Result<Schedule, MscclError> {
         sent: &sent,
         got: &got,
     };
+    // Settle every step in threadblock order first, so the recursion only
+    // follows cross-threadblock dependencies (long threadblocks stay flat).
+    for (g, tbs) in gpus.iter().enumerate() {
+        for (t, tb) in tbs.iter().enumerate() {
+            for i in 0..tb.steps.len() {
+                for mode in [false, true] {
+                    done((g, t, i), mode, &cx, &mut memo, 0)?;
+                }
+            }
+        }
+    }
     for (g, tbs) in gpus.iter().enumerate() {
         for (t, tb) in tbs.iter().enumerate() {
             for i in 0..tb.steps.len() {
@@ -471,44 +530,6 @@ pub fn parse(text: &str) -> Result<Schedule, MscclError> {
                 }
             }
         }
-    }
-    // Written by dimsum: its own attributes give the schedule back exactly.
-    if let Some(count) = algo.attribute("dimsum_transfers") {
-        let count: usize = count
-            .parse()
-            .map_err(|_| bad(algo, format!("dimsum_transfers `{count}` is not a count")))?;
-        let mut exact: Vec<Option<Transfer>> = vec![None; count];
-        for (g, tbs) in gpus.iter().enumerate() {
-            for tb in tbs {
-                for st in &tb.steps {
-                    let Some(x) = &st.exact else { continue };
-                    let dst = if x.op == Op::Copy { Some(g as u32) } else { tb.send };
-                    let (Some(dst), Some(slot)) = (dst, exact.get_mut(x.index)) else {
-                        return Err(MscclError {
-                            line: st.line,
-                            message: format!("gpu {g}: dimsum_transfer {} has no place among {count}", x.index),
-                        });
-                    };
-                    *slot = Some(Transfer {
-                        src: g as u32,
-                        dst,
-                        op: x.op,
-                        chunks: x.chunks.clone(),
-                        deps: x.deps.clone(),
-                        route: x.route.clone(),
-                        after: x.after.clone(),
-                        bytes: None,
-                        duration_ns: 0.0,
-                    });
-                }
-            }
-        }
-        s.transfers = exact
-            .into_iter()
-            .enumerate()
-            .map(|(i, t)| t.ok_or_else(|| bad(algo, format!("dimsum transfer {i} is on no step"))))
-            .collect::<Result<_, _>>()?;
-        s.topology = algo.attribute("dimsum_topology").unwrap_or("").to_string();
     }
     s.check().map_err(|e| MscclError {
         line: 1,
