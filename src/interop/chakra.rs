@@ -606,6 +606,39 @@ mod wire {
         b.push(v as u8);
     }
 
+    /// Decimal digits of `v` (no allocation).
+    pub fn num(mut v: u64) -> NumBuf {
+        let mut b = [0u8; 20];
+        let mut i = 20;
+        loop {
+            i -= 1;
+            b[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        NumBuf(b, i)
+    }
+
+    /// A number's digits, from `num`.
+    pub struct NumBuf([u8; 20], usize);
+
+    impl std::ops::Deref for NumBuf {
+        type Target = [u8];
+        fn deref(&self) -> &[u8] {
+            &self.0[self.1..]
+        }
+    }
+
+    /// `out` = the parts, concatenated.
+    pub fn text(out: &mut Vec<u8>, parts: &[&[u8]]) {
+        out.clear();
+        for p in parts {
+            out.extend_from_slice(p);
+        }
+    }
+
     pub fn varint_len(v: u64) -> usize {
         (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
     }
@@ -693,7 +726,6 @@ pub fn encode_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Vec<u8>>, S
         return Err("an untracked schedule (read from another producer's trace) has no chunks to write: export the schedule it came from".into());
     }
     use rayon::prelude::*;
-    use std::io::Write as _;
     if s.transfers.len() > i32::MAX as usize {
         return Err(format!(
             "{} transfers: more than comm_tag (int32) can number",
@@ -840,8 +872,7 @@ pub fn encode_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Vec<u8>>, S
                 if t.op == Op::Copy {
                     side_deps(&mut deps, t.src);
                     wire::uint(&mut b, 1, send_of[i]);
-                    name.clear();
-                    let _ = write!(name, "copy {i}");
+                    wire::text(&mut name, &[b"copy ", &wire::num(i as u64)]);
                     wire::bytes(&mut b, 2, &name);
                     wire::uint(&mut b, 3, NodeType::CompNode as u64);
                     wire::packed(&mut b, 5, &deps);
@@ -853,8 +884,10 @@ pub fn encode_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Vec<u8>>, S
                 if t.src as usize == r {
                     side_deps(&mut deps, t.src);
                     wire::uint(&mut b, 1, send_of[i]);
-                    name.clear();
-                    let _ = write!(name, "send {i} to {}", t.dst);
+                    wire::text(
+                        &mut name,
+                        &[b"send ", &wire::num(i as u64), b" to ", &wire::num(u64::from(t.dst))],
+                    );
                     wire::bytes(&mut b, 2, &name);
                     wire::uint(&mut b, 3, NodeType::CommSendNode as u64);
                     wire::packed(&mut b, 5, &deps);
@@ -868,8 +901,10 @@ pub fn encode_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Vec<u8>>, S
                 if t.dst as usize == r {
                     side_deps(&mut deps, t.dst);
                     wire::uint(&mut b, 1, recv_of[i]);
-                    name.clear();
-                    let _ = write!(name, "recv {i} from {}", t.src);
+                    wire::text(
+                        &mut name,
+                        &[b"recv ", &wire::num(i as u64), b" from ", &wire::num(u64::from(t.src))],
+                    );
                     wire::bytes(&mut b, 2, &name);
                     wire::uint(&mut b, 3, NodeType::CommRecvNode as u64);
                     wire::packed(&mut b, 5, &deps);
@@ -884,8 +919,7 @@ pub fn encode_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Vec<u8>>, S
                         deps.push(recv_of[i]);
                         deps.extend(t.after.iter().map(|&a| send_of[a as usize]));
                         wire::uint(&mut b, 1, done_of[i]);
-                        name.clear();
-                        let _ = write!(name, "reduce {i}");
+                        wire::text(&mut name, &[b"reduce ", &wire::num(i as u64)]);
                         wire::bytes(&mut b, 2, &name);
                         wire::uint(&mut b, 3, NodeType::CompNode as u64);
                         wire::packed(&mut b, 5, &deps);
