@@ -418,10 +418,6 @@ pub fn read_traces(prefix: &Path) -> Result<Vec<Trace>, TraceError> {
     }
 }
 
-fn kind_name(kind: CollectiveKind) -> &'static str {
-    kind.name()
-}
-
 /// The traces of `s`, one per rank.
 pub fn from_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Trace>, String> {
     if s.untracked {
@@ -578,7 +574,7 @@ pub fn from_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Trace>, Strin
         attr("dimsum_format", Value::StringVal(s.format.clone())),
         attr("dimsum_algorithm", Value::StringVal(s.algorithm.clone())),
         attr("dimsum_topology", Value::StringVal(s.topology.clone())),
-        attr("dimsum_collective", Value::StringVal(kind_name(s.collective).into())),
+        attr("dimsum_collective", Value::StringVal(s.collective.name().into())),
         attr("dimsum_npus", Value::Int64Val(i64::from(s.npus))),
         attr("dimsum_chunks_per_npu", Value::Int64Val(i64::from(s.chunks_per_npu))),
         attr("dimsum_transfers", Value::Int64Val(s.transfers.len() as i64)),
@@ -793,7 +789,7 @@ pub fn encode_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Vec<u8>>, S
             ("dimsum_format", Value::StringVal(s.format.clone())),
             ("dimsum_algorithm", Value::StringVal(s.algorithm.clone())),
             ("dimsum_topology", Value::StringVal(s.topology.clone())),
-            ("dimsum_collective", Value::StringVal(kind_name(s.collective).into())),
+            ("dimsum_collective", Value::StringVal(s.collective.name().into())),
             ("dimsum_npus", Value::Int64Val(i64::from(s.npus))),
             ("dimsum_chunks_per_npu", Value::Int64Val(i64::from(s.chunks_per_npu))),
             ("dimsum_transfers", Value::Int64Val(nt as i64)),

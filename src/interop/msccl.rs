@@ -269,7 +269,23 @@ pub fn parse(text: &str) -> Result<Schedule, MscclError> {
         if tbs.iter().enumerate().any(|(i, t)| t.0 != i as i64) {
             return Err(bad(g, format!("gpu {id}: threadblock ids must run 0, 1, 2, ...")));
         }
-        gpus[id as usize] = tbs.into_iter().map(|t| t.1).collect();
+        let tbs: Vec<Tb> = tbs.into_iter().map(|t| t.1).collect();
+        // Cross-threadblock dependencies name a step that exists.
+        for (t, tb) in tbs.iter().enumerate() {
+            for (i, st) in tb.steps.iter().enumerate() {
+                if let Some((dt, ds)) = st.dep
+                    && tbs.get(dt).is_none_or(|x| ds >= x.steps.len())
+                {
+                    return Err(MscclError {
+                        line: st.line,
+                        message: format!(
+                            "gpu {id}: tb {t} step {i} depends on tb {dt} step {ds}, which does not exist"
+                        ),
+                    });
+                }
+            }
+        }
+        gpus[id as usize] = tbs;
     }
     if let Some(g) = seen.iter().position(|s| !s) {
         return Err(bad(algo, format!("gpu {g} is missing")));
