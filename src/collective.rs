@@ -206,17 +206,33 @@ pub struct Coefficients {
     pub sequential: bool,
     /// The bandwidth lower bound's bytes: no algorithm moves fewer per NPU.
     pub min_bytes: f64,
+    /// More lower envelopes of the time, each a sum over dimensions: the
+    /// time is the largest of `dims`' form and every row's sum. Measured
+    /// coefficients (`scheduled`) put each dimension's busiest-link time
+    /// here; the analytic model leaves it empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<Vec<DimCoeff>>,
 }
 
 impl Coefficients {
     /// The collective's time at allocation `bw`, ns.
     pub fn time_ns(&self, bw: &[f64]) -> f64 {
         let per_dim = self.dims.iter().zip(bw).map(|(c, b)| c.time_ns(*b));
-        if self.sequential {
+        let main = if self.sequential {
             per_dim.sum()
         } else {
             per_dim.fold(0.0, f64::max)
-        }
+        };
+        self.rows
+            .iter()
+            .map(|r| r.iter().zip(bw).map(|(c, b)| c.time_ns(*b)).sum::<f64>())
+            .fold(main, f64::max)
+    }
+
+    /// Whether dimension `d` carries bytes in any form.
+    pub fn uses(&self, d: usize) -> bool {
+        self.dims.get(d).is_some_and(|c| c.bytes > 0.0)
+            || self.rows.iter().any(|r| r.get(d).is_some_and(|c| c.bytes > 0.0))
     }
 
     /// A time no algorithm can beat at allocation `bw`: `min_bytes` through
@@ -225,8 +241,9 @@ impl Coefficients {
         let injection: f64 = self
             .dims
             .iter()
+            .enumerate()
             .zip(bw)
-            .filter(|(c, _)| c.bytes > 0.0)
+            .filter(|((d, _), _)| self.uses(*d))
             .map(|(_, b)| *b)
             .sum();
         units::transfer_ns(self.min_bytes, injection)
@@ -326,6 +343,7 @@ pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Co
         dims,
         sequential: model.time_model == TimeModel::Sequential,
         min_bytes: min_bytes(comm.kind, comm.bytes, &comm.group),
+        rows: Vec::new(),
     }
 }
 

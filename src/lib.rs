@@ -15,6 +15,7 @@ pub mod interop;
 pub mod optimize;
 pub mod report;
 pub mod schedule;
+pub mod scheduled;
 pub mod simulate;
 pub mod study;
 pub mod sweep;

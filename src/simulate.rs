@@ -130,6 +130,15 @@ pub struct SimResult {
     /// latency counts when the next step waited for its arrival (or it is
     /// the last); behind a busy link only its serialization delays the next.
     pub alpha_ns_per_dim: Vec<f64>,
+    /// Per dimension: the serialization time (bytes / link bandwidth) of
+    /// the critical path's hops on the dimension's links, ns. With
+    /// `alpha_ns_per_dim` this splits the completion time by dimension: the
+    /// measured `bytes_d / B_d` of the time-coefficient contract (see
+    /// `scheduled`). Their sum can exceed the time where a multi-hop
+    /// transfer waited for a link after its first hop.
+    pub beta_ns_per_dim: Vec<f64>,
+    /// Local operations (copies, compute of a trace) on the critical path, ns.
+    pub local_ns_on_path: f64,
     /// Every hop, if recorded.
     #[serde(skip)]
     pub timeline: Vec<Hop>,
@@ -919,15 +928,24 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
     }
     critical_path.reverse();
     let mut alpha_ns_per_dim = vec![0.0; ndims];
+    let mut beta_ns_per_dim = vec![0.0; ndims];
+    let mut local_ns = 0.0;
     for (i, step) in critical_path.iter().enumerate() {
-        let next_waited_for_link = critical_path.get(i + 1).is_some_and(|n| n.waited_for == "link");
-        if next_waited_for_link {
-            continue;
-        }
         let t = step.transfer as usize;
-        for &l in &routes[route_at[t] as usize..route_at[t + 1] as usize] {
+        let hops = &routes[route_at[t] as usize..route_at[t + 1] as usize];
+        if hops.is_empty() {
+            local_ns += s.transfers[t].duration_ns;
+        }
+        let next_waited_for_link = critical_path.get(i + 1).is_some_and(|n| n.waited_for == "link");
+        for &l in hops {
             let link = &topo.links[l as usize];
-            alpha_ns_per_dim[link.dim.map_or(0, usize::from).min(ndims - 1)] += link.latency_ns;
+            let d = link.dim.map_or(0, usize::from).min(ndims - 1);
+            if bytes[t] > 0.0 {
+                beta_ns_per_dim[d] += bytes[t] / link.gbps;
+            }
+            if !next_waited_for_link {
+                alpha_ns_per_dim[d] += link.latency_ns;
+            }
         }
     }
     let npus = s.npus as usize;
@@ -952,6 +970,8 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
         mean_bytes_per_dim,
         critical_path,
         alpha_ns_per_dim,
+        beta_ns_per_dim,
+        local_ns_on_path: local_ns,
         timeline,
         transfer_times: issue.into_iter().zip(arrive).collect(),
     })

@@ -20,6 +20,8 @@ use crate::fabric::{Block, Dim, Fabric};
 use crate::interop::libra;
 use crate::optimize::expr::{self, Constraint};
 use crate::optimize::frontier::Axis;
+use crate::scheduled::{self, Evaluator};
+use crate::simulate::LinkModel;
 use crate::training::{IterationModel, Loop};
 use crate::transformer::{ModelSpec, Npu, Par, Strategy};
 use crate::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
@@ -68,6 +70,8 @@ pub struct Study {
     pub npu: Option<Npu>,
     /// The study's default parallelization.
     pub parallelism: Option<Strategy>,
+    /// How collectives are timed (`[evaluator]`).
+    pub evaluator: scheduled::Spec,
 }
 
 /// A `[[frontier]]` to draw.
@@ -562,6 +566,8 @@ impl Study {
             objectives.push(optimize.objective.clone().unwrap_or_else(|| "perf".into()));
         }
 
+        let evaluator = evaluator_spec(&raw.evaluator, text, path)?;
+
         let name = raw.name.unwrap_or_else(|| {
             path.file_stem()
                 .map_or_else(|| "study".to_string(), |s| s.to_string_lossy().into_owned())
@@ -588,6 +594,7 @@ impl Study {
             model,
             npu,
             parallelism,
+            evaluator,
         })
     }
 
@@ -599,6 +606,11 @@ impl Study {
     /// Linear cost and power coefficients.
     pub fn linear_cost(&self) -> Linear {
         Linear::new(&self.fabric, &self.cost)
+    }
+
+    /// The schedule-backed evaluator of this study with `spec`.
+    pub fn backed(&self, spec: &scheduled::Spec) -> scheduled::Backed {
+        scheduled::Backed::new(&self.fabric, &self.workload, &self.collective, self.training_loop, spec)
     }
 
     /// Evaluates one allocation.
@@ -941,6 +953,23 @@ struct RawStudy {
     sweep: Vec<Spanned<RawSweep>>,
     #[serde(default)]
     run: RawRun,
+    #[serde(default)]
+    evaluator: RawEvaluator,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawEvaluator {
+    kind: Option<Spanned<String>>,
+    algorithm: Option<Spanned<String>>,
+    #[serde(default)]
+    algorithms: BTreeMap<String, Spanned<String>>,
+    chunks_per_npu: Option<Spanned<i64>>,
+    link_model: Option<Spanned<String>>,
+    tolerance: Option<Spanned<f64>>,
+    max_iterations: Option<Spanned<i64>>,
+    seed: Option<u64>,
+    restarts: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -1226,4 +1255,131 @@ impl RawCollective {
             RawCollective::SendRecv => Some(CollectiveKind::SendRecv),
         }
     }
+}
+
+/// The `[evaluator]` section, checked.
+fn evaluator_spec(raw: &RawEvaluator, text: &str, path: &Path) -> Result<scheduled::Spec, InputError> {
+    let at = |span: std::ops::Range<usize>, field: &str, msg: String| {
+        InputError::at(
+            path,
+            Some(line_of_offset(text, span.start)),
+            format!("evaluator.{field}"),
+            msg,
+        )
+    };
+    let mut spec = scheduled::Spec::default();
+    if let Some(k) = &raw.kind {
+        spec.evaluator = Evaluator::parse(k.get_ref()).ok_or_else(|| {
+            at(
+                k.span(),
+                "kind",
+                format!(
+                    "`{}` is not an evaluator; allowed: {}",
+                    k.get_ref(),
+                    one_of(&Evaluator::NAMES)
+                ),
+            )
+        })?;
+    }
+    let algorithm = |a: &Spanned<String>, field: &str| -> Result<String, InputError> {
+        if scheduled::ALGORITHMS.contains(&a.get_ref().as_str()) {
+            Ok(a.get_ref().clone())
+        } else {
+            Err(at(
+                a.span(),
+                field,
+                format!(
+                    "`{}` is not a schedule algorithm; allowed: {}",
+                    a.get_ref(),
+                    one_of(&scheduled::ALGORITHMS)
+                ),
+            ))
+        }
+    };
+    if let Some(a) = &raw.algorithm {
+        spec.algorithm = algorithm(a, "algorithm")?;
+    }
+    for (kind, a) in &raw.algorithms {
+        let k = CollectiveKind::NAMES
+            .iter()
+            .position(|n| n == kind)
+            .map(|i| {
+                [
+                    CollectiveKind::AllReduce,
+                    CollectiveKind::ReduceScatter,
+                    CollectiveKind::AllGather,
+                    CollectiveKind::AllToAll,
+                    CollectiveKind::SendRecv,
+                ][i]
+            })
+            .ok_or_else(|| {
+                at(
+                    a.span(),
+                    &format!("algorithms.{kind}"),
+                    format!(
+                        "`{kind}` is not a collective; allowed: {}",
+                        one_of(&CollectiveKind::NAMES)
+                    ),
+                )
+            })?;
+        spec.per_collective
+            .push((k, algorithm(a, &format!("algorithms.{kind}"))?));
+    }
+    if let Some(c) = &raw.chunks_per_npu {
+        let v = *c.get_ref();
+        if !(1..=64).contains(&v) {
+            return Err(at(
+                c.span(),
+                "chunks_per_npu",
+                format!("{v} is not allowed: use 1 to 64"),
+            ));
+        }
+        spec.chunks_per_npu = v as u32;
+    }
+    if let Some(l) = &raw.link_model {
+        spec.link_model = LinkModel::parse(l.get_ref()).ok_or_else(|| {
+            at(
+                l.span(),
+                "link_model",
+                format!(
+                    "`{}` is not a link model; allowed: {}",
+                    l.get_ref(),
+                    one_of(&LinkModel::NAMES)
+                ),
+            )
+        })?;
+    }
+    if let Some(t) = &raw.tolerance {
+        let v = *t.get_ref();
+        if !(v.is_finite() && v > 0.0 && v < 1.0) {
+            return Err(at(
+                t.span(),
+                "tolerance",
+                format!("{v} is not allowed: use a value in (0, 1)"),
+            ));
+        }
+        spec.tolerance = v;
+    }
+    if let Some(m) = &raw.max_iterations {
+        let v = *m.get_ref();
+        if !(1..=1000).contains(&v) {
+            return Err(at(
+                m.span(),
+                "max_iterations",
+                format!("{v} is not allowed: use 1 to 1000"),
+            ));
+        }
+        spec.max_iterations = v as usize;
+    }
+    if let Some(s) = raw.seed {
+        spec.seed = s;
+    }
+    if let Some(r) = &raw.restarts {
+        let v = *r.get_ref();
+        if !(1..=1000).contains(&v) {
+            return Err(at(r.span(), "restarts", format!("{v} is not allowed: use 1 to 1000")));
+        }
+        spec.restarts = v as u32;
+    }
+    Ok(spec)
 }

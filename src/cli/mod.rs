@@ -6,6 +6,7 @@
 
 pub mod collective;
 pub mod compare;
+pub mod scheduled;
 
 use crate::coopt;
 use crate::error::InputError;
@@ -14,6 +15,7 @@ use crate::interop::libra;
 use crate::optimize::frontier::{self, Axis, Frontier};
 use crate::optimize::{self, Objective, Problem, Solution};
 use crate::report::{self, Marker, Stamp};
+use crate::scheduled::Evaluator;
 use crate::study::Study;
 use crate::study::SweepSpec;
 use crate::sweep::{self, Shard};
@@ -42,6 +44,9 @@ pub enum Command {
         /// GB/s per NPU per dimension, comma-separated (default: the study's `bw`).
         #[arg(long, allow_hyphen_values = true)]
         bw: Option<String>,
+        /// How collectives are timed.
+        #[command(flatten)]
+        ev: scheduled::EvaluatorArgs,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
@@ -62,6 +67,9 @@ pub enum Command {
         /// Ignore the study's `[optimize]` constraints (keep the fabric's bounds).
         #[arg(long)]
         no_study_constraints: bool,
+        /// How collectives are timed.
+        #[command(flatten)]
+        ev: scheduled::EvaluatorArgs,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
@@ -80,6 +88,9 @@ pub enum Command {
         /// Directory for the files (default: results/<study>).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// How collectives are timed.
+        #[command(flatten)]
+        ev: scheduled::EvaluatorArgs,
     },
     /// Everything a study declares (cases, objectives, frontiers, sweeps) into results/<study>/.
     Run {
@@ -89,6 +100,9 @@ pub enum Command {
         /// Parent directory of the per-study result directories.
         #[arg(long, default_value = "results")]
         out: PathBuf,
+        /// How collectives are timed.
+        #[command(flatten)]
+        ev: scheduled::EvaluatorArgs,
     },
     /// One sweep of a study (all of them without --name), optionally one shard of it.
     Sweep {
@@ -221,9 +235,10 @@ pub enum ImportFrom {
 /// Runs one command; what it prints goes to stdout.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Eval { study, bw, json } => {
-            let study = Study::load(&study)?;
+        Command::Eval { study, bw, ev, json } => {
+            let mut study = Study::load(&study)?;
             let bw = bw_of(&study, bw.as_deref())?;
+            let evaluator = ev.apply(&mut study)?;
             let e = study.evaluate(&bw);
             if let Some(d) = e.dims.iter().find(|d| d.busy_ms.is_infinite()) {
                 return Err(InputError::arg(
@@ -240,6 +255,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                     "warning: {} GB/s on `{}` is outside the dimension's bounds",
                     d.bw_gbps, d.name
                 );
+            }
+            if evaluator == Evaluator::Schedule {
+                return scheduled::eval(&study, &bw, json);
             }
             if json {
                 let v = serde_json::json!({
@@ -267,6 +285,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             constraints,
             target_ms,
             no_study_constraints,
+            ev,
             json,
         } => {
             let mut study = Study::load(&study)?;
@@ -276,6 +295,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let objective = objective_of(&study, objective.as_deref(), target_ms)?;
             let constraints = study.constraints(&constraints)?;
             let problem = Problem::new(&study.fabric, study.iteration_model(), study.linear_cost(), constraints);
+            if ev.apply(&mut study)? == Evaluator::Schedule {
+                return scheduled::optimize(&study, &problem, objective, json);
+            }
             let started = std::time::Instant::now();
             let sol = optimize::solve(&problem, objective)?;
             let solve_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -302,8 +324,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             points,
             axis,
             out,
+            ev,
         } => {
-            let study = Study::load(&study)?;
+            let mut study = Study::load(&study)?;
+            let evaluator = ev.apply(&mut study)?;
             let spec = study.frontiers.first();
             let axis = match axis.as_deref() {
                 Some(a) => Axis::from_name(a).ok_or_else(|| {
@@ -320,15 +344,19 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
             create_dir(&dir)?;
-            let files = run_frontier(&study, axis, points, &dir)?;
+            let mut files = run_frontier(&study, axis, points, &dir)?;
+            if evaluator == Evaluator::Schedule {
+                files.extend(scheduled::frontier(&study, axis, points, &dir, &stamp_of(&study))?);
+            }
             for f in files {
                 println!("wrote {}", f.display());
             }
             Ok(())
         }
-        Command::Run { studies, out } => {
+        Command::Run { studies, out, ev } => {
             for path in studies {
-                let study = Study::load(&path)?;
+                let mut study = Study::load(&path)?;
+                ev.apply(&mut study)?;
                 let dir = out.join(&study.name);
                 create_dir(&dir)?;
                 let summary = run_study(&study, &dir)?;
@@ -590,7 +618,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// The objective from the command line or the study.
-fn objective_of(study: &Study, name: Option<&str>, target_ms: Option<f64>) -> Result<Objective, InputError> {
+pub(crate) fn objective_of(study: &Study, name: Option<&str>, target_ms: Option<f64>) -> Result<Objective, InputError> {
     let from_cli = name.is_some();
     let name = name.or(study.optimize.objective.as_deref()).unwrap_or("perf");
     let target = target_ms.or(study.optimize.target_ms);
@@ -702,13 +730,13 @@ fn create_dir(dir: &Path) -> anyhow::Result<()> {
 
 /// A progress bar on stderr that appears only once the work has lasted a
 /// second (quick runs print nothing).
-struct Progress {
+pub(crate) struct Progress {
     bar: ProgressBar,
     start: Instant,
 }
 
 impl Progress {
-    fn new(len: usize, what: &str) -> Progress {
+    pub(crate) fn new(len: usize, what: &str) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::hidden());
         if let Ok(style) =
             ProgressStyle::with_template(&format!("{what} {{bar:40}} {{pos}}/{{len}} [{{elapsed}}, eta {{eta}}]"))
@@ -721,14 +749,14 @@ impl Progress {
         }
     }
 
-    fn set(&self, done: usize) {
+    pub(crate) fn set(&self, done: usize) {
         if self.bar.is_hidden() && self.start.elapsed() > Duration::from_secs(1) {
             self.bar.set_draw_target(ProgressDrawTarget::stderr());
         }
         self.bar.set_position(done as u64);
     }
 
-    fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if !self.bar.is_hidden() {
             self.bar.finish_and_clear();
         }
@@ -775,7 +803,7 @@ fn markers(study: &Study, problem: &Problem, axis: Axis) -> Vec<Marker> {
     out
 }
 
-fn compute_frontier(study: &Study, axis: Axis, points: usize) -> anyhow::Result<(Problem, Frontier)> {
+pub(crate) fn compute_frontier(study: &Study, axis: Axis, points: usize) -> anyhow::Result<(Problem, Frontier)> {
     let problem = problem_of(study)?;
     let progress = Progress::new(points, &format!("frontier {}", axis.name()));
     let f = frontier::frontier_with(&problem, axis, points, &|i| progress.set(i))?;
@@ -903,6 +931,10 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
         serde_json::to_string_pretty(&json)?.as_bytes(),
     )?;
 
+    if study.evaluator.evaluator == Evaluator::Schedule {
+        scheduled::run_section(study, &problem, dir, &stamp, &mut md)?;
+    }
+
     // Fixed designs.
     let mut fixed: Vec<(String, Vec<f64>)> = Vec::new();
     if let Some(bw) = &study.bw {
@@ -966,6 +998,14 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
             );
         }
         let _ = writeln!(md, "![allocation](allocation-{axis}.png)\n");
+        if study.evaluator.evaluator == Evaluator::Schedule {
+            scheduled::frontier(study, spec.axis, spec.points, dir, &stamp)?;
+            let _ = writeln!(
+                md,
+                "Against simulated schedules (`frontier-{axis}-schedule.csv`): the analytic optimum replayed and the schedule-backed optimum at every budget.\n"
+            );
+            let _ = writeln!(md, "![schedule-backed frontier](frontier-{axis}-schedule.png)\n");
+        }
         let _ = writeln!(
             md,
             "Every point: `frontier-{axis}.csv` ({} points, {} LP solves; worst gap {:.0e}).",

@@ -552,5 +552,6 @@ pub fn study_from_files(
         model: None,
         npu: None,
         parallelism: None,
+        evaluator: Default::default(),
     })
 }

@@ -156,7 +156,19 @@ impl Master {
                 }
             }
         }
-        for ((dims, seq), tk) in spec.terms.distinct.iter().zip(&t) {
+        for ((dims, seq, rows), tk) in spec.terms.distinct.iter().zip(&t) {
+            for r in rows {
+                // t_k - sum_d MB z_d >= sum_d alpha, one row each.
+                let mut f = vec![(*tk, 1.0)];
+                let mut alpha = 0.0;
+                for (d, (a, mb)) in r.iter().enumerate().filter(|(_, (a, mb))| *a > 0.0 || *mb > 0.0) {
+                    alpha += a;
+                    if let Some(zd) = m.z[d] {
+                        f.push((zd, -mb / sc[d]));
+                    }
+                }
+                row(&mut model, alpha, f64::INFINITY, f);
+            }
             let used = dims.iter().enumerate().filter(|(_, (a, mb))| *a > 0.0 || *mb > 0.0);
             if *seq {
                 // t_k - sum_d MB z_d >= sum_d alpha

@@ -193,7 +193,7 @@ impl Problem {
     /// Dimensions some collective moves bytes over.
     fn traffic(&self) -> Vec<bool> {
         (0..self.n())
-            .map(|d| self.iteration.collectives.iter().any(|c| c.coeffs.dims[d].bytes > 0.0))
+            .map(|d| self.iteration.collectives.iter().any(|c| c.coeffs.uses(d)))
             .collect()
     }
 
@@ -352,11 +352,15 @@ fn row_scale(coeffs: &[f64]) -> f64 {
     if m > 0.0 { 1.0 / m } else { 1.0 }
 }
 
+/// (alpha_ms, mb) per dimension.
+type Row = Vec<(f64, f64)>;
+
 /// Collectives deduplicated: distinct coefficient sets and, per path, how
 /// many times each appears.
 struct Terms {
-    /// (alpha_ms, mb) per dimension, and whether the dims sum.
-    distinct: Vec<(Vec<(f64, f64)>, bool)>,
+    /// (alpha_ms, mb) per dimension, whether the dims sum, and the extra
+    /// rows (each a sum over dimensions).
+    distinct: Vec<(Row, bool, Vec<Row>)>,
     /// Per path: constant ms and (term, count).
     paths: Vec<(f64, Vec<(usize, f64)>)>,
 }
@@ -373,11 +377,21 @@ impl Terms {
                 .iter()
                 .map(|k| (k.alpha_ns / 1e6, k.bytes / 1e6))
                 .collect();
+            let rows: Vec<Vec<(f64, f64)>> = c
+                .coeffs
+                .rows
+                .iter()
+                .map(|r| r.iter().map(|k| (k.alpha_ns / 1e6, k.bytes / 1e6)).collect())
+                .collect();
             let mut key: Vec<u64> = dims.iter().flat_map(|(a, b)| [a.to_bits(), b.to_bits()]).collect();
             key.push(u64::from(c.coeffs.sequential));
+            for r in &rows {
+                key.push(u64::MAX);
+                key.extend(r.iter().flat_map(|(a, b)| [a.to_bits(), b.to_bits()]));
+            }
             let next = distinct.len();
             let i = *index.entry(key).or_insert_with(|| {
-                distinct.push((dims, c.coeffs.sequential));
+                distinct.push((dims, c.coeffs.sequential, rows));
                 next
             });
             of_coll.push(i);
@@ -804,7 +818,7 @@ pub fn solve(p: &Problem, objective: Objective) -> Result<Solution, OptError> {
 }
 
 fn s_traffic(p: &Problem, d: usize) -> bool {
-    p.iteration.collectives.iter().any(|c| c.coeffs.dims[d].bytes > 0.0)
+    p.iteration.collectives.iter().any(|c| c.coeffs.uses(d))
 }
 
 /// Whether `c` holds with equality at `bw` (relative 1e-6).

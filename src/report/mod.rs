@@ -523,7 +523,8 @@ pub fn frontier_charts(
 /// One line of a [`line_chart`]: a label and its points.
 pub type Series = (String, Vec<(f64, f64)>);
 
-/// A line chart (SVG and PNG, `dir/stem.*`): log-scale x in bytes, one line with
+/// A line chart (SVG and PNG, `dir/stem.*`): log-scale x (labelled in bytes
+/// when `x_desc` names bytes or a size), one line with
 /// markers per series, and a dashed reference line at `reference_y` (for
 /// speedups: 1).
 #[allow(clippy::too_many_arguments)]
@@ -609,7 +610,14 @@ where
         .configure_mesh()
         .x_desc(format!("{x_desc}, log scale"))
         .y_desc(format!("{y_desc}{}", if ys.log { ", log scale" } else { "" }))
-        .x_label_formatter(&|t| bytes_label(10f64.powf(*t)))
+        .x_label_formatter(&|t| {
+            // Sizes in bytes get units; other axes (budgets) plain numbers.
+            if x_desc.contains("bytes") || x_desc.contains("size") {
+                bytes_label(10f64.powf(*t))
+            } else {
+                sig3(10f64.powf(*t))
+            }
+        })
         .y_label_formatter(&|t| ys.label(*t))
         .x_labels(10)
         .y_labels(8)

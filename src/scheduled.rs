@@ -1,0 +1,754 @@
+//! Schedule-backed evaluation: every collective of the workload timed by the
+//! schedule it would actually run, replayed in the congestion-aware
+//! simulator, and turned back into the time coefficients the optimizer
+//! reads (DESIGN.md's contract), so the optimizer can work against
+//! schedules instead of formulas.
+//!
+//! **Sub-topology.** A collective runs on its communicator's members only.
+//! For each involved dimension (group size p > 1 on a dimension of n NPUs)
+//! the group sees the links among its members, at the per-link bandwidth of
+//! the whole dimension (LIBRA's conversion, `topology::per_link_gbps`):
+//! a fully-connected dimension gives a fully-connected group of p whose
+//! links carry `B/(n-1)` each (so a group of 4 in a fully-connected 8 can
+//! inject only `3B/7`: LIBRA's formulas assume all of B); a switch gives a
+//! switch of p with `B` per port; a ring gives a ring of p when the group is
+//! the whole ring and otherwise a line of p (the contiguous members and the
+//! links between them, `B/2` each way). Groups of the same shape are
+//! identical by symmetry, so each distinct collective (type, size,
+//! communicator) is built and replayed once.
+//!
+//! **Algorithms.** `hierarchical` (the default) runs each dimension's
+//! algorithm from the study (ring → the bidirectional ring that LIBRA's
+//! ring bytes assume, direct, halving-doubling) one dimension after
+//! another, as `schedule::builtin` builds it; `ring`, `bidirectional-ring`,
+//! `direct`, `halving-doubling` run flat over the group; `swing` is the
+//! multiport bandwidth-optimal Swing; `tacos` synthesizes a schedule for the
+//! group at the current bandwidths (`schedule::synth`). Point-to-point
+//! (`send-recv`) collectives keep their analytic coefficients.
+//!
+//! **Coefficients by measurement.** A replay's critical path is a chain of
+//! transfers; each hop of it costs its latency and its serialization, `bytes
+//! / link bandwidth`, and the link bandwidth of dimension d is proportional
+//! to `B_d`. Summing the chain's hops per dimension gives `alpha_d` and
+//! `beta_d` with `T ≈ sum_d alpha_d + beta_d` (scaled to equal the
+//! simulated `T` exactly where a multi-hop transfer waited between its
+//! hops). The collective becomes the sequential coefficients `alpha_d +
+//! bytes_d / B_d` with `bytes_d = beta_d B_d`: exact at the allocation it was
+//! measured at, and with the critical path's own sensitivity to each `B_d`.
+//! Holding the schedule and its critical path fixed, the simulated time is
+//! the maximum over the schedule's chains of functions of this form, so the
+//! measured coefficients are a tangent to it from below in `z = 1/B`.
+//!
+//! **Optimizing against schedules** is a fixed-point iteration: start from
+//! the analytic optimum, measure the coefficients there, solve the
+//! optimizer's (certified) problem with them, re-measure at the new
+//! allocation, and repeat until the allocation moves less than `tolerance`
+//! (relative to its largest entry). At a fixed point B* the allocation is
+//! optimal for the coefficients measured at B*, which equal the simulated
+//! time at B*; where the tangent bounds the simulated time from below this
+//! makes B* optimal for the simulated time itself (any B: sim(B) >=
+//! model(B) >= model(B*) = sim(B*)). If the allocation returns to one seen
+//! before (the critical path flips between two chains) the cycle is
+//! reported and the best allocation seen, by simulated objective, is
+//! returned.
+//!
+//! Caches: schedules by (collective, group shape, algorithm; for TACOS also
+//! the bandwidths, on a log grid of 1/64 octave, at which it is
+//! synthesized), replays by (collective, exact bandwidths).
+
+use crate::collective::{Algorithm, Coefficients, CollectiveModel, DimCoeff};
+use crate::fabric::{Block, Fabric};
+use crate::optimize::{self, Objective, OptError, Problem, Solution};
+use crate::schedule::Schedule;
+use crate::schedule::builtin::{self, Algo};
+use crate::schedule::swing::{self, Peers, SwingOptions, Variant};
+use crate::schedule::synth::{self, SynthOptions};
+use crate::simulate::{self, LinkModel, SimOptions};
+use crate::topology::{DimKind, Topology, per_link_gbps};
+use crate::training::{IterationModel, Loop};
+use crate::units::ns_to_ms;
+use crate::workload::{CollectiveKind, Comm, Group, Workload};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// How a study's collectives are timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Evaluator {
+    /// The formulas of `collective`.
+    Analytic,
+    /// Schedules replayed in the simulator (this module).
+    Schedule,
+}
+
+impl Evaluator {
+    /// Names in studies and on the command line.
+    pub const NAMES: [&'static str; 2] = ["analytic", "schedule"];
+
+    /// From its name.
+    pub fn parse(s: &str) -> Option<Evaluator> {
+        match s {
+            "analytic" => Some(Evaluator::Analytic),
+            "schedule" => Some(Evaluator::Schedule),
+            _ => None,
+        }
+    }
+
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Evaluator::Analytic => "analytic",
+            Evaluator::Schedule => "schedule",
+        }
+    }
+}
+
+/// The algorithms the schedule evaluator builds (module doc).
+pub const ALGORITHMS: [&str; 7] = [
+    "hierarchical",
+    "ring",
+    "bidirectional-ring",
+    "direct",
+    "halving-doubling",
+    "swing",
+    "tacos",
+];
+
+/// A study's `[evaluator]` section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spec {
+    /// Which evaluator `eval`, `optimize`, `frontier` and `run` use.
+    pub evaluator: Evaluator,
+    /// The algorithm of every collective without its own.
+    pub algorithm: String,
+    /// Per collective type, overriding `algorithm`.
+    pub per_collective: Vec<(CollectiveKind, String)>,
+    /// Chunks per NPU of the built schedules.
+    pub chunks_per_npu: u32,
+    /// Link model of the replays.
+    pub link_model: LinkModel,
+    /// The fixed point stops when the allocation moves less than this,
+    /// relative to its largest entry.
+    pub tolerance: f64,
+    /// Fixed-point iterations at most.
+    pub max_iterations: usize,
+    /// Seed of TACOS synthesis.
+    pub seed: u64,
+    /// TACOS restarts (best of).
+    pub restarts: u32,
+}
+
+impl Default for Spec {
+    fn default() -> Self {
+        Spec {
+            evaluator: Evaluator::Analytic,
+            algorithm: "hierarchical".into(),
+            per_collective: Vec::new(),
+            chunks_per_npu: 1,
+            link_model: LinkModel::AlphaBeta,
+            tolerance: 1e-3,
+            max_iterations: 20,
+            seed: 1,
+            restarts: 1,
+        }
+    }
+}
+
+impl Spec {
+    /// The algorithm `kind` runs with.
+    pub fn algorithm_for(&self, kind: CollectiveKind) -> &str {
+        self.per_collective
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(self.algorithm.as_str(), |(_, a)| a.as_str())
+    }
+}
+
+/// Why a schedule-backed evaluation failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ScheduledError {
+    /// The study's algorithm cannot be built for a collective.
+    #[error("cannot build `{algorithm}` for the {collective}: {message}")]
+    Build {
+        /// The algorithm.
+        algorithm: String,
+        /// Which collective.
+        collective: String,
+        /// Why.
+        message: String,
+    },
+    /// A replay failed or found the schedule wrong.
+    #[error("the `{algorithm}` schedule of the {collective} does not replay: {message}")]
+    Replay {
+        /// The algorithm.
+        algorithm: String,
+        /// Which collective.
+        collective: String,
+        /// Why.
+        message: String,
+    },
+    /// The optimizer failed.
+    #[error(transparent)]
+    Opt(#[from] OptError),
+}
+
+/// The topology a collective over `group` runs on (module doc), and the
+/// fabric dimension of each of its dimensions.
+pub fn group_topology(fabric: &Fabric, group: &Group, bw: &[f64]) -> (Topology, Vec<usize>) {
+    let mut dims = Vec::new();
+    let mut gbps = Vec::new();
+    let mut lat = Vec::new();
+    let mut map = Vec::new();
+    let mut shape = Vec::new();
+    for (d, dim) in fabric.dims.iter().enumerate() {
+        let Some(p) = group.0.get(d).copied().flatten().filter(|p| *p > 1) else {
+            continue;
+        };
+        let kind = match dim.block {
+            Block::Ring if p == dim.npus => DimKind::Ring,
+            Block::Ring => DimKind::Line,
+            Block::FullyConnected => DimKind::FullyConnected,
+            Block::Switch => DimKind::Switch,
+        };
+        shape.push(if p == dim.npus {
+            format!("{}:{}{p}", dim.name, kind.name())
+        } else {
+            format!("{}:{}{p}/{}", dim.name, kind.name(), dim.npus)
+        });
+        dims.push((dim.name.clone(), kind, p));
+        gbps.push(per_link_gbps(dim.block, dim.npus, bw[d]));
+        lat.push(dim.latency_ns);
+        map.push(d);
+    }
+    (Topology::from_dims(&shape.join(" x "), &dims, &gbps, &lat), map)
+}
+
+/// The bytes a schedule's buffer has for `comm` (LIBRA gives an
+/// all-gather's per-NPU contribution; a schedule its output).
+fn schedule_size(comm: &Comm) -> f64 {
+    match comm.kind {
+        CollectiveKind::AllGather => comm.bytes * comm.group.size() as f64,
+        _ => comm.bytes,
+    }
+}
+
+/// A name for a collective in messages and reports.
+pub fn describe(comm: &Comm) -> String {
+    format!(
+        "{} of {} B over {:?}",
+        comm.kind.name(),
+        comm.bytes,
+        comm.group.to_libra()
+    )
+}
+
+/// One replay of one distinct collective.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    /// Simulated time, ns.
+    pub time_ns: f64,
+    /// The measured coefficients (sequential; exact at the allocation).
+    pub coeffs: Coefficients,
+    /// The schedule's name.
+    pub algorithm: String,
+    /// Transfers replayed.
+    pub transfers: u64,
+    /// NPUs of the group.
+    pub npus: u32,
+}
+
+/// One distinct collective at one allocation, for reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CollectiveFigures {
+    /// Type.
+    pub kind: CollectiveKind,
+    /// Size, bytes (LIBRA's convention).
+    pub bytes: f64,
+    /// Communicator, LIBRA's notation.
+    pub group: Vec<i64>,
+    /// How often the iteration issues it.
+    pub count: usize,
+    /// The schedule replayed (or `analytic` for send-recv).
+    pub algorithm: String,
+    /// NPUs of the group.
+    pub npus: u32,
+    /// Transfers of the schedule.
+    pub transfers: u64,
+    /// Simulated time, ms.
+    pub simulated_ms: f64,
+    /// The analytic model's time, ms.
+    pub analytic_ms: f64,
+    /// simulated / analytic (above 1: the analytic model is optimistic).
+    pub ratio: f64,
+    /// A time no algorithm beats, ms.
+    pub lower_bound_ms: f64,
+    /// Measured per-dimension coefficients (fabric dimensions).
+    pub dims: Vec<DimCoeff>,
+}
+
+/// The iteration at one allocation, schedule-backed.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// The allocation.
+    pub bw_gbps: Vec<f64>,
+    /// The iteration with measured coefficients.
+    pub model: IterationModel,
+    /// Iteration time with simulated collectives, ns.
+    pub iteration_ns: f64,
+    /// Iteration time of the analytic model at the same allocation, ns.
+    pub analytic_iteration_ns: f64,
+    /// The lower bound (no algorithm beats it), ns.
+    pub lower_bound_ns: f64,
+    /// Per distinct collective.
+    pub collectives: Vec<CollectiveFigures>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ScheduleKey {
+    distinct: usize,
+    grid: Vec<i64>,
+}
+
+/// A replay: distinct collective and the bits of its dimensions' bandwidths.
+type ReplayKey = (usize, Vec<u64>);
+
+/// The schedule-backed evaluator of one study: its distinct collectives and
+/// the caches.
+pub struct Backed {
+    fabric: Fabric,
+    spec: Spec,
+    algorithms: Vec<Algorithm>,
+    analytic: IterationModel,
+    /// Distinct collectives and how often each occurs.
+    distinct: Vec<(Comm, usize)>,
+    /// Per collective term of `analytic`: its distinct collective.
+    index: Vec<usize>,
+    /// Per distinct collective: its first term in `analytic`.
+    first: Vec<usize>,
+    schedules: Mutex<HashMap<ScheduleKey, Arc<Schedule>>>,
+    replays: Mutex<HashMap<ReplayKey, Arc<Measurement>>>,
+    /// Schedules built so far.
+    pub built: AtomicUsize,
+    /// Replays run so far.
+    pub replayed: AtomicUsize,
+    /// Evaluations answered from the replay cache.
+    pub hits: AtomicUsize,
+}
+
+impl Backed {
+    /// The evaluator for a workload on a fabric. `model` gives each
+    /// dimension's algorithm (for `hierarchical`) and the analytic model
+    /// the figures are compared with.
+    pub fn new(fabric: &Fabric, workload: &Workload, model: &CollectiveModel, lp: Loop, spec: &Spec) -> Backed {
+        let analytic = IterationModel::new(workload, fabric, model, lp);
+        let mut distinct: Vec<(Comm, usize)> = Vec::new();
+        let mut index = Vec::new();
+        for (_, _, comm) in workload.comms() {
+            let at = distinct.iter().position(|(c, _)| {
+                c.kind == comm.kind && c.group == comm.group && c.bytes.to_bits() == comm.bytes.to_bits()
+            });
+            let i = match at {
+                Some(i) => i,
+                None => {
+                    distinct.push((comm.clone(), 0));
+                    distinct.len() - 1
+                }
+            };
+            distinct[i].1 += 1;
+            index.push(i);
+        }
+        let first = (0..distinct.len())
+            .map(|i| index.iter().position(|&x| x == i).unwrap_or(0))
+            .collect();
+        Backed {
+            first,
+            fabric: fabric.clone(),
+            spec: spec.clone(),
+            algorithms: model.algorithms.clone(),
+            analytic,
+            distinct,
+            index,
+            schedules: Mutex::new(HashMap::new()),
+            replays: Mutex::new(HashMap::new()),
+            built: AtomicUsize::new(0),
+            replayed: AtomicUsize::new(0),
+            hits: AtomicUsize::new(0),
+        }
+    }
+
+    /// The analytic iteration model.
+    pub fn analytic(&self) -> &IterationModel {
+        &self.analytic
+    }
+
+    /// The evaluator's settings.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    /// Distinct collectives.
+    pub fn distinct(&self) -> usize {
+        self.distinct.len()
+    }
+
+    fn build(
+        &self,
+        i: usize,
+        topo_at: &dyn Fn(&[f64]) -> Topology,
+        bw: &[f64],
+        map: &[usize],
+    ) -> Result<Arc<Schedule>, ScheduledError> {
+        let comm = &self.distinct[i].0;
+        let algo = self.spec.algorithm_for(comm.kind).to_string();
+        let tacos = algo == "tacos";
+        // TACOS depends on the bandwidths: synthesize at the grid point.
+        let grid: Vec<i64> = if tacos {
+            map.iter().map(|&d| (bw[d].log2() * 64.0).round() as i64).collect()
+        } else {
+            Vec::new()
+        };
+        let key = ScheduleKey { distinct: i, grid };
+        if let Some(s) = self.schedules.lock().map_err(|_| poisoned())?.get(&key) {
+            return Ok(s.clone());
+        }
+        let err = |m: String| ScheduledError::Build {
+            algorithm: algo.clone(),
+            collective: describe(comm),
+            message: m,
+        };
+        let k = self.spec.chunks_per_npu.max(1);
+        let schedule = match algo.as_str() {
+            "hierarchical" => {
+                let topo = topo_at(bw);
+                let algos = map
+                    .iter()
+                    .map(|&d| match self.algorithms[d] {
+                        Algorithm::Ring => Ok(Algo::BidirectionalRing),
+                        Algorithm::Direct => Ok(Algo::Direct),
+                        Algorithm::HalvingDoubling => Ok(Algo::HalvingDoubling),
+                        Algorithm::Swing => Err(err(format!(
+                            "dimension `{}` runs swing, which a hierarchical schedule does not build per dimension: set the evaluator's algorithm to `swing`",
+                            self.fabric.dims[d].name
+                        ))),
+                    })
+                    .collect::<Result<Vec<Algo>, _>>()?;
+                builtin::build(&topo, comm.kind, Algo::Ring, Some(&algos), k).map_err(|e| err(e.to_string()))?
+            }
+            "swing" => {
+                let opt = SwingOptions {
+                    peers: Peers::Swing,
+                    variant: Variant::Bandwidth,
+                    multiport: true,
+                    chunks_per_npu: k,
+                };
+                swing::build(&topo_at(bw), comm.kind, &opt).map_err(|e| err(e.to_string()))?
+            }
+            "tacos" => {
+                let at: Vec<f64> = bw
+                    .iter()
+                    .enumerate()
+                    .map(|(d, b)| match map.iter().position(|&m| m == d) {
+                        Some(j) => (key.grid[j] as f64 / 64.0).exp2(),
+                        None => *b,
+                    })
+                    .collect();
+                let opt = SynthOptions {
+                    seed: self.spec.seed,
+                    size_bytes: schedule_size(comm),
+                    chunks_per_npu: k,
+                };
+                synth::best_of(&topo_at(&at), comm.kind, &opt, self.spec.restarts.max(1))
+                    .map_err(|e| err(e.to_string()))?
+                    .schedule
+            }
+            name => {
+                let a = Algo::parse(name).ok_or_else(|| {
+                    err(format!(
+                        "`{name}` is not an algorithm: use {}",
+                        crate::error::one_of(&ALGORITHMS)
+                    ))
+                })?;
+                builtin::build(&topo_at(bw), comm.kind, a, None, k).map_err(|e| err(e.to_string()))?
+            }
+        };
+        self.built.fetch_add(1, Ordering::Relaxed);
+        let s = Arc::new(schedule);
+        self.schedules.lock().map_err(|_| poisoned())?.insert(key, s.clone());
+        Ok(s)
+    }
+
+    /// Replays distinct collective `i` at `bw` (cached).
+    fn measure_one(&self, i: usize, bw: &[f64]) -> Result<Arc<Measurement>, ScheduledError> {
+        let comm = &self.distinct[i].0;
+        let (_, map) = group_topology(&self.fabric, &comm.group, &vec![1.0; bw.len()]);
+        let key = (i, map.iter().map(|&d| bw[d].to_bits()).collect::<Vec<u64>>());
+        if let Some(m) = self.replays.lock().map_err(|_| poisoned())?.get(&key) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(m.clone());
+        }
+        let ndims = self.fabric.ndims();
+        let analytic = &self.analytic.collectives[self.first[i]].coeffs;
+        let m = if comm.kind == CollectiveKind::SendRecv || map.is_empty() {
+            // No schedule: the analytic coefficients of the study's model.
+            let c = analytic.clone();
+            Measurement {
+                time_ns: c.time_ns(bw),
+                coeffs: c,
+                algorithm: "analytic".into(),
+                transfers: 0,
+                npus: comm.group.size() as u32,
+            }
+        } else {
+            let topo_at = |b: &[f64]| group_topology(&self.fabric, &comm.group, b).0;
+            let schedule = self.build(i, &topo_at, bw, &map)?;
+            let topo = topo_at(bw);
+            let opt = SimOptions {
+                size_bytes: schedule_size(comm),
+                model: self.spec.link_model,
+                record: false,
+            };
+            let replay_err = |m: String| ScheduledError::Replay {
+                algorithm: schedule.algorithm.clone(),
+                collective: describe(comm),
+                message: m,
+            };
+            let r = simulate::simulate(&schedule, &topo, &opt).map_err(|e| replay_err(e.to_string()))?;
+            if !r.valid {
+                return Err(replay_err(r.errors.first().cloned().unwrap_or_default()));
+            }
+            self.replayed.fetch_add(1, Ordering::Relaxed);
+            let raw: f64 =
+                r.alpha_ns_per_dim.iter().sum::<f64>() + r.beta_ns_per_dim.iter().sum::<f64>() + r.local_ns_on_path;
+            let scale = if raw > 0.0 { r.time_ns / raw } else { 0.0 };
+            let mut dims = vec![DimCoeff::default(); ndims];
+            for (j, &d) in map.iter().enumerate() {
+                dims[d] = DimCoeff {
+                    alpha_ns: scale
+                        * (r.alpha_ns_per_dim.get(j).copied().unwrap_or(0.0)
+                            + if j == 0 { r.local_ns_on_path } else { 0.0 }),
+                    bytes: scale * r.beta_ns_per_dim.get(j).copied().unwrap_or(0.0) * bw[d],
+                };
+            }
+            // Floors: no replay ends before its busiest link on each
+            // dimension has sent its bytes, whatever the bandwidths.
+            let mut busiest = vec![0.0f64; map.len()];
+            for (l, link) in topo.links.iter().enumerate() {
+                if let Some(j) = link.dim.map(usize::from).filter(|j| *j < map.len())
+                    && link.gbps > 0.0
+                {
+                    busiest[j] = busiest[j].max(r.link_bytes[l] / link.gbps);
+                }
+            }
+            let rows = busiest
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b > 0.0)
+                .map(|(j, b)| {
+                    let mut row = vec![DimCoeff::default(); ndims];
+                    row[map[j]].bytes = b * bw[map[j]];
+                    row
+                })
+                .collect();
+            Measurement {
+                time_ns: r.time_ns,
+                coeffs: Coefficients {
+                    dims,
+                    sequential: true,
+                    min_bytes: analytic.min_bytes,
+                    rows,
+                },
+                algorithm: schedule.algorithm.clone(),
+                transfers: r.transfers,
+                npus: topo.npus,
+            }
+        };
+        let m = Arc::new(m);
+        self.replays.lock().map_err(|_| poisoned())?.insert(key, m.clone());
+        Ok(m)
+    }
+
+    /// The iteration at `bw`, every collective replayed (module doc).
+    pub fn measure(&self, bw: &[f64]) -> Result<Measured, ScheduledError> {
+        let ms: Vec<Arc<Measurement>> = (0..self.distinct.len())
+            .into_par_iter()
+            .map(|i| self.measure_one(i, bw))
+            .collect::<Result<_, _>>()?;
+        let mut model = self.analytic.clone();
+        for (term, &i) in model.collectives.iter_mut().zip(&self.index) {
+            term.coeffs = ms[i].coeffs.clone();
+        }
+        let times: Vec<f64> = self.index.iter().map(|&i| ms[i].time_ns).collect();
+        let collectives = self
+            .distinct
+            .iter()
+            .enumerate()
+            .map(|(i, (comm, count))| {
+                let term = &self.analytic.collectives[self.first[i]];
+                let analytic_ns = term.coeffs.time_ns(bw);
+                CollectiveFigures {
+                    kind: comm.kind,
+                    bytes: comm.bytes,
+                    group: comm.group.to_libra(),
+                    count: *count,
+                    algorithm: ms[i].algorithm.clone(),
+                    npus: ms[i].npus,
+                    transfers: ms[i].transfers,
+                    simulated_ms: ns_to_ms(ms[i].time_ns),
+                    analytic_ms: ns_to_ms(analytic_ns),
+                    ratio: if analytic_ns > 0.0 {
+                        ms[i].time_ns / analytic_ns
+                    } else {
+                        1.0
+                    },
+                    lower_bound_ms: ns_to_ms(term.coeffs.lower_bound_ns(bw)),
+                    dims: ms[i].coeffs.dims.clone(),
+                }
+            })
+            .collect();
+        Ok(Measured {
+            bw_gbps: bw.to_vec(),
+            iteration_ns: model.iteration_ns_from(&times),
+            analytic_iteration_ns: self.analytic.iteration_ns(bw),
+            lower_bound_ns: self.analytic.lower_bound_ns(bw),
+            model,
+            collectives,
+        })
+    }
+}
+
+fn poisoned() -> ScheduledError {
+    ScheduledError::Replay {
+        algorithm: String::new(),
+        collective: String::new(),
+        message: "a replay thread panicked".into(),
+    }
+}
+
+/// One step of the fixed point.
+#[derive(Debug, Clone, Serialize)]
+pub struct Iterate {
+    /// The allocation measured.
+    pub bw_gbps: Vec<f64>,
+    /// Its schedule-backed iteration time, ms.
+    pub iteration_time_ms: f64,
+    /// Its analytic iteration time, ms.
+    pub analytic_iteration_time_ms: f64,
+    /// Its schedule-backed objective value.
+    pub objective_value: f64,
+    /// How far the next allocation is from this one (relative to the largest entry).
+    pub moved: f64,
+}
+
+/// A schedule-backed optimum.
+#[derive(Debug, Clone)]
+pub struct FixedPoint {
+    /// The analytic optimum the iteration started from.
+    pub analytic: Solution,
+    /// The optimizer's solve on the coefficients measured at `measured`'s
+    /// allocation (its gap certifies the allocation for that model).
+    pub solution: Solution,
+    /// The iteration at the returned allocation.
+    pub measured: Measured,
+    /// The analytic optimum, replayed.
+    pub analytic_measured: Measured,
+    /// Every step.
+    pub history: Vec<Iterate>,
+    /// Whether the allocation stopped moving.
+    pub converged: bool,
+    /// Whether the iteration came back to an allocation seen before.
+    pub cycle: bool,
+}
+
+impl FixedPoint {
+    /// Fixed-point iterations (allocations measured).
+    pub fn iterations(&self) -> usize {
+        self.history.len()
+    }
+}
+
+/// The largest change between two allocations, relative to `b`'s largest entry.
+pub fn moved(a: &[f64], b: &[f64]) -> f64 {
+    let scale = b.iter().copied().fold(0.0, f64::max).max(1e-12);
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / scale
+}
+
+/// The objective's value at a measured allocation (`None` if a time target
+/// is missed).
+pub fn objective_value(problem: &Problem, objective: Objective, m: &Measured) -> Option<f64> {
+    let t = ns_to_ms(m.iteration_ns);
+    let bw = &m.bw_gbps;
+    match objective {
+        Objective::Perf => Some(t),
+        Objective::PerfPerCost => Some(t * problem.cost.cost(bw) / 1e6),
+        Objective::MinCost { target_ms } => (t <= target_ms * (1.0 + 1e-6)).then(|| problem.cost.cost(bw) / 1e6),
+        Objective::MinPower { target_ms } => (t <= target_ms * (1.0 + 1e-6)).then(|| problem.cost.power(bw) / 1e3),
+    }
+}
+
+/// Optimizes `problem` (its constraints and cost; its iteration model is
+/// replaced by measured ones) against schedules (module doc). `progress` is
+/// called with the number of allocations measured.
+pub fn optimize(
+    backed: &Backed,
+    problem: &Problem,
+    objective: Objective,
+    progress: &dyn Fn(usize),
+) -> Result<FixedPoint, ScheduledError> {
+    let mut base = problem.clone();
+    base.iteration = backed.analytic().clone();
+    let analytic = optimize::solve(&base, objective)?;
+    let mut bw = analytic.bw_gbps.clone();
+    let mut steps: Vec<(Measured, Solution)> = Vec::new();
+    let mut history = Vec::new();
+    let (mut converged, mut cycle) = (false, false);
+    for _ in 0..backed.spec.max_iterations.max(1) {
+        let m = backed.measure(&bw)?;
+        let mut p = base.clone();
+        p.iteration = m.model.clone();
+        let sol = optimize::solve(&p, objective)?;
+        let step = moved(&sol.bw_gbps, &bw);
+        history.push(Iterate {
+            bw_gbps: bw.clone(),
+            iteration_time_ms: ns_to_ms(m.iteration_ns),
+            analytic_iteration_time_ms: ns_to_ms(m.analytic_iteration_ns),
+            objective_value: objective_value(problem, objective, &m).unwrap_or(f64::INFINITY),
+            moved: step,
+        });
+        progress(history.len());
+        let next = sol.bw_gbps.clone();
+        steps.push((m, sol));
+        if step <= backed.spec.tolerance {
+            converged = true;
+            break;
+        }
+        if steps
+            .iter()
+            .any(|(m, _)| moved(&next, &m.bw_gbps) <= backed.spec.tolerance)
+        {
+            cycle = true;
+            break;
+        }
+        bw = next;
+    }
+    let best = if converged {
+        steps.len() - 1
+    } else {
+        (0..history.len())
+            .min_by(|&a, &b| history[a].objective_value.total_cmp(&history[b].objective_value))
+            .unwrap_or(0)
+    };
+    let analytic_measured = steps[0].0.clone();
+    let (measured, solution) = steps.swap_remove(best);
+    Ok(FixedPoint {
+        analytic,
+        solution,
+        measured,
+        analytic_measured,
+        history,
+        converged,
+        cycle,
+    })
+}

@@ -1,0 +1,439 @@
+//! Schedule-backed evaluation and optimization (`scheduled`): agreement
+//! with the analytic model where its assumptions hold, hand-worked times
+//! where they do not, the fixed point, and the command line.
+
+use assert_cmd::Command;
+use dimsum::optimize::{self, Objective, Problem};
+use dimsum::scheduled::{self, Spec};
+use dimsum::study::Study;
+use std::path::{Path, PathBuf};
+
+fn root(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
+}
+
+fn study(text: &str) -> Study {
+    Study::parse(text, Path::new("inline.toml")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// One dimension of `block` with `npus` NPUs, latency `lat`, one collective.
+fn one_dim(block: &str, npus: u32, lat: f64, kind: &str, bytes: f64, algorithm: &str) -> String {
+    format!(
+        r#"
+time_model = "pipelined"
+[[fabric.dims]]
+name = "x"
+block = "{block}"
+npus = {npus}
+latency_ns = {lat}
+tier = "t"
+algorithm = "{algorithm}"
+[cost.tiers.t]
+link_usd_per_gbps = 1.0
+[workload]
+[[workload.layers]]
+name = "l"
+forward = {{ compute_ns = 1000 }}
+weight_grad = {{ compute_ns = 0, collective = "{kind}", bytes = {bytes}, group = [{npus}] }}
+"#
+    )
+}
+
+fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / b.abs().max(1e-300)
+}
+
+/// Where the analytic model's assumptions hold exactly (one dimension, a
+/// bandwidth-optimal algorithm, no latency) the evaluators agree to 1e-6.
+#[test]
+fn one_dimension_bandwidth_optimal_no_latency_agrees() {
+    let cases = [
+        // Ring of 8, all-reduce of 64 MB at 100 GB/s: 2 * 64e6 * 7/8 / 100
+        // = 1_120_000 ns (bidirectional ring: 14 steps of 4e6 B each way at
+        // 50 GB/s = 80_000 ns).
+        ("ring", 8, "all-reduce", 64e6, "ring", 1_120_000.0),
+        // Reduce-scatter: 64e6 * 7/8 / 100 = 560_000 ns.
+        ("ring", 8, "reduce-scatter", 64e6, "ring", 560_000.0),
+        // All-gather of 8e6 B per NPU: 8e6 * 7 / 100 = 560_000 ns.
+        ("ring", 8, "all-gather", 8e6, "ring", 560_000.0),
+        // Fully-connected 8, direct all-reduce: 7 pieces of 8e6 B, each on
+        // its own link of 100/7 GB/s: 560_000 ns per half, 1_120_000 ns.
+        ("fully-connected", 8, "all-reduce", 64e6, "direct", 1_120_000.0),
+        // Ring of 16, all-reduce 32 MB: 2 * 32e6 * 15/16 / 100 = 600_000 ns.
+        ("ring", 16, "all-reduce", 32e6, "ring", 600_000.0),
+    ];
+    for (block, n, kind, bytes, algo, hand_ns) in cases {
+        let s = study(&one_dim(block, n, 0.0, kind, bytes, algo));
+        let backed = s.backed(&Spec::default());
+        let m = backed.measure(&[100.0]).unwrap();
+        let analytic = s.iteration_model().iteration_ns(&[100.0]);
+        // 1000 ns of compute plus the collective.
+        assert!(
+            rel(analytic, 1000.0 + hand_ns) < 1e-12,
+            "{block} {kind}: analytic {analytic}"
+        );
+        assert!(
+            rel(m.iteration_ns, analytic) < 1e-6,
+            "{block} {kind}: simulated {} vs analytic {analytic}",
+            m.iteration_ns
+        );
+        assert!((m.collectives[0].ratio - 1.0).abs() < 1e-6);
+        // The measured coefficients reproduce the replay at the allocation.
+        assert!(rel(m.model.iteration_ns(&[100.0]), m.iteration_ns) < 1e-9);
+    }
+}
+
+/// Latency breaks the agreement the way the formulas say: a ring all-reduce
+/// of 8 takes 14 steps, each paying the link latency once more than the
+/// analytic pipelined model's alpha (which it also counts: 14 x 500 ns), so
+/// both are 1_120_000 + 7_000 ns.
+#[test]
+fn ring_latency_counted_per_step() {
+    let s = study(&one_dim("ring", 8, 500.0, "all-reduce", 64e6, "ring"));
+    let m = s.backed(&Spec::default()).measure(&[100.0]).unwrap();
+    assert!(rel(m.iteration_ns, 1000.0 + 1_127_000.0) < 1e-9, "{}", m.iteration_ns);
+    assert!(rel(m.analytic_iteration_ns, 1000.0 + 1_127_000.0) < 1e-9);
+    // Measured alpha: 14 latencies on the critical path.
+    let c = &m.model.collectives[0].coeffs;
+    assert!(rel(c.dims[0].alpha_ns, 7_000.0) < 1e-9, "{}", c.dims[0].alpha_ns);
+    assert!(rel(c.dims[0].bytes / 100.0, 1_120_000.0) < 1e-9);
+}
+
+/// A group of 4 in a fully-connected 8 has only the 3 links among its
+/// members, each B/7: LIBRA's formula assumes all of B.
+/// Direct all-reduce of S = 64e6 B at B = 250 GB/s: each half sends 3
+/// pieces of S/4 = 16e6 B, one per link at 250/7 GB/s: 16e6 * 7 / 250 =
+/// 448_000 ns; the all-reduce 896_000 ns. Analytic: 2 S 3/4 / 250 =
+/// 384_000 ns. Ratio 7/3.
+#[test]
+fn partial_fully_connected_group_is_slower_than_libra_says() {
+    let text = one_dim("fully-connected", 8, 0.0, "all-reduce", 64e6, "direct").replace("group = [8]", "group = [4]");
+    let s = study(&text);
+    let m = s.backed(&Spec::default()).measure(&[250.0]).unwrap();
+    let c = &m.collectives[0];
+    assert!(rel(c.simulated_ms, 0.896) < 1e-9, "{}", c.simulated_ms);
+    assert!(rel(c.analytic_ms, 0.384) < 1e-9, "{}", c.analytic_ms);
+    assert!(rel(c.ratio, 7.0 / 3.0) < 1e-9);
+    // Never below the bound: 2 S 3/4 through 250 GB/s.
+    assert!(c.lower_bound_ms <= c.simulated_ms);
+}
+
+/// The hierarchical schedule runs dimension after dimension, where LIBRA's
+/// model pipelines them perfectly. Ring(4) x Ring(4), all-reduce of S =
+/// 64e6 B over both at B = (100, 100) (50 GB/s per link direction), no
+/// latency, one chunk per NPU (split in two halves, one per direction):
+/// - reduce-scatter on x: S 3/4 = 48e6 B per NPU, 24e6 B per link direction
+///   as 6 transfers of 4e6 B (80_000 ns each); the data of the transfer
+///   that goes last is not needed by the other half, which is complete
+///   after 5 of them (400_000 ns) and goes on to y;
+/// - y: reduce-scatter and all-gather of S/4: 2 (S/4) 3/4 = 24e6 B per NPU,
+///   12e6 B per link direction: 240_000 ns;
+/// - all-gather on x: 24e6 B per link direction: 480_000 ns.
+///
+/// 400_000 + 240_000 + 480_000 = 1_120_000 ns. Analytic (libra, max):
+/// 2 S 3/4 / 100 = 960_000 ns.
+#[test]
+fn hierarchical_dimensions_run_one_after_another() {
+    let text = r#"
+[[fabric.dims]]
+name = "x"
+block = "ring"
+npus = 4
+tier = "t"
+[[fabric.dims]]
+name = "y"
+block = "ring"
+npus = 4
+tier = "t"
+[cost.tiers.t]
+link_usd_per_gbps = 1.0
+[workload]
+[[workload.layers]]
+name = "l"
+weight_grad = { compute_ns = 0, collective = "all-reduce", bytes = 64e6, group = [4, 4] }
+"#;
+    let s = study(text);
+    let m = s.backed(&Spec::default()).measure(&[100.0, 100.0]).unwrap();
+    assert!(rel(m.iteration_ns, 1_120_000.0) < 1e-9, "{}", m.iteration_ns);
+    assert!(rel(m.analytic_iteration_ns, 960_000.0) < 1e-9);
+    // Measured coefficients: the critical path's serialization per
+    // dimension, 880_000 ns on x and 240_000 ns on y, as bytes at 100 GB/s.
+    let c = &m.model.collectives[0].coeffs;
+    assert!(c.sequential);
+    assert!(rel(c.dims[0].bytes, 88e6) < 1e-9, "{}", c.dims[0].bytes);
+    assert!(rel(c.dims[1].bytes, 24e6) < 1e-9, "{}", c.dims[1].bytes);
+    // Busiest links: 48e6 B per link direction on x, 24e6 on y, at 50 GB/s.
+    let floors: Vec<f64> = c.rows.iter().map(|r| r.iter().map(|k| k.bytes).sum()).collect();
+    assert_eq!(floors.len(), 2);
+    assert!(
+        rel(floors[0], 0.96e6 * 100.0) < 1e-9 && rel(floors[1], 0.24e6 * 100.0) < 1e-9,
+        "{floors:?}"
+    );
+    // Tangent: at B_x = 200 the model says 440_000 + 240_000 = 680_000 ns,
+    // and the replay there agrees (the critical path does not change).
+    let m2 = s.backed(&Spec::default()).measure(&[200.0, 100.0]).unwrap();
+    assert!(rel(m.model.iteration_ns(&[200.0, 100.0]), 680_000.0) < 1e-9);
+    assert!(rel(m2.iteration_ns, 680_000.0) < 1e-9, "{}", m2.iteration_ns);
+}
+
+/// The busiest-link rows bound every replay of the same schedule from
+/// below, at any allocation.
+#[test]
+fn busiest_link_rows_bound_other_allocations() {
+    let s = Study::load(&root("studies/gpt3-4d.toml")).unwrap();
+    let backed = s.backed(&Spec::default());
+    let at = [500.0, 300.0, 150.0, 50.0];
+    let m = backed.measure(&at).unwrap();
+    for other in [
+        [250.0, 250.0, 250.0, 250.0],
+        [500.0, 300.0, 20.0, 180.0],
+        [100.0, 100.0, 400.0, 400.0],
+    ] {
+        let o = backed.measure(&other).unwrap();
+        for (term, oterm) in m.model.collectives.iter().zip(&o.model.collectives) {
+            for row in &term.coeffs.rows {
+                let floor: f64 = row.iter().zip(&other).map(|(c, b)| c.time_ns(*b)).sum();
+                let sim = oterm.coeffs.time_ns(&other);
+                assert!(floor <= sim * (1.0 + 1e-9), "floor {floor} above replay {sim}");
+            }
+        }
+    }
+}
+
+fn problem(s: &Study) -> Problem {
+    Problem::new(
+        &s.fabric,
+        s.iteration_model(),
+        s.linear_cost(),
+        s.constraints(&[]).unwrap(),
+    )
+}
+
+/// The fixed point is a fixed point: one more iteration from the returned
+/// allocation moves it less than the tolerance, and a fresh evaluation at
+/// it reproduces the reported time exactly.
+#[test]
+fn fixed_point_is_fixed_and_reproducible() {
+    for path in ["studies/gpt3-4d.toml", "studies/gpt3-3d.toml"] {
+        let s = Study::load(&root(path)).unwrap();
+        let spec = Spec::default();
+        let backed = s.backed(&spec);
+        let p = problem(&s);
+        let fp = scheduled::optimize(&backed, &p, Objective::Perf, &|_| ()).unwrap();
+        assert!(fp.converged, "{path}: {:?}", fp.history);
+        let bw = fp.measured.bw_gbps.clone();
+        // One more iteration.
+        let again = s.backed(&spec).measure(&bw).unwrap();
+        let mut q = p.clone();
+        q.iteration = again.model.clone();
+        let next = optimize::solve(&q, Objective::Perf).unwrap();
+        assert!(
+            scheduled::moved(&next.bw_gbps, &bw) <= spec.tolerance,
+            "{path}: {:?} -> {:?}",
+            bw,
+            next.bw_gbps
+        );
+        // Reproduced by a fresh evaluator.
+        assert_eq!(again.iteration_ns, fp.measured.iteration_ns);
+        // The schedule-backed optimum is no slower, simulated, than the
+        // analytic optimum simulated (both are feasible; the fixed point
+        // started there).
+        assert!(fp.measured.iteration_ns <= fp.analytic_measured.iteration_ns * (1.0 + 1e-9));
+        // Feasible for the study's constraints.
+        for c in &p.constraints {
+            let lhs = c.lhs(&bw);
+            let ok = match c.sense {
+                dimsum::optimize::expr::Sense::Le => lhs <= c.rhs + 1e-6,
+                dimsum::optimize::expr::Sense::Ge => lhs >= c.rhs - 1e-6,
+                dimsum::optimize::expr::Sense::Eq => (lhs - c.rhs).abs() <= 1e-6,
+            };
+            assert!(ok, "{path}: {} at {bw:?}", c.text);
+        }
+        // Every time keeps its lower bound beside it.
+        assert!(fp.measured.lower_bound_ns <= fp.measured.iteration_ns);
+    }
+}
+
+/// On one dimension with the analytic model exact, both optima are the
+/// same allocation (two dimensions that do not share a collective: each
+/// collective's time is exactly LIBRA's, so the fixed point is the
+/// analytic optimum).
+#[test]
+fn exact_model_fixed_point_is_the_analytic_optimum() {
+    let text = r#"
+[[fabric.dims]]
+name = "x"
+block = "ring"
+npus = 8
+tier = "t"
+[[fabric.dims]]
+name = "y"
+block = "ring"
+npus = 4
+tier = "t"
+[cost.tiers.t]
+link_usd_per_gbps = 1.0
+[workload]
+[[workload.layers]]
+name = "l"
+input_grad = { compute_ns = 0, collective = "all-reduce", bytes = 64e6, group = [8, -1] }
+weight_grad = { compute_ns = 0, collective = "all-reduce", bytes = 16e6, group = [-1, 4] }
+[optimize]
+constraints = ["x + y == 100"]
+"#;
+    let s = study(text);
+    let p = problem(&s);
+    let fp = scheduled::optimize(&s.backed(&Spec::default()), &p, Objective::Perf, &|_| ()).unwrap();
+    assert!(fp.converged);
+    // No overlap: T = 2 * 64e6 * 7/8 / x + 2 * 16e6 * 3/4 / y = 112e6/x + 24e6/y
+    // under x + y = 100: x / y = sqrt(112/24), x = 100 sqrt(112) /
+    // (sqrt(112) + sqrt(24)).
+    let x = 100.0 * 112f64.sqrt() / (112f64.sqrt() + 24f64.sqrt());
+    assert!(
+        (fp.measured.bw_gbps[0] - x).abs() < 1e-3 * x,
+        "{:?} vs {x}",
+        fp.measured.bw_gbps
+    );
+    assert!(rel(fp.measured.iteration_ns, fp.measured.analytic_iteration_ns) < 1e-6);
+}
+
+fn dimsum() -> Command {
+    Command::cargo_bin("dimsum").unwrap()
+}
+
+/// `eval --evaluator schedule` at the allocation `optimize --evaluator
+/// schedule` returns reproduces the reported time.
+#[test]
+fn cli_eval_reproduces_optimize() {
+    let study = root("studies/gpt3-4d.toml");
+    let out = dimsum()
+        .args(["optimize", study.to_str().unwrap(), "--evaluator", "schedule", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "iteration_time_ms",
+        "analytic_iteration_time_ms",
+        "bw_gbps",
+        "iterations",
+        "converged",
+        "collectives",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["converged"], true);
+    let bw: Vec<String> = v["bw_gbps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_f64().unwrap().to_string())
+        .collect();
+    let e = dimsum()
+        .args([
+            "eval",
+            study.to_str().unwrap(),
+            "--evaluator",
+            "schedule",
+            "--json",
+            "--bw",
+            &bw.join(","),
+        ])
+        .output()
+        .unwrap();
+    assert!(e.status.success(), "{}", String::from_utf8_lossy(&e.stderr));
+    let ev: serde_json::Value = serde_json::from_slice(&e.stdout).unwrap();
+    let a = v["iteration_time_ms"].as_f64().unwrap();
+    let b = ev["iteration_time_ms"].as_f64().unwrap();
+    assert_eq!(a, b);
+    assert_eq!(ev["evaluator"], "schedule");
+    for c in ev["collectives"].as_array().unwrap() {
+        assert!(c["simulated_ms"].as_f64().unwrap() >= c["lower_bound_ms"].as_f64().unwrap());
+    }
+    // The table names where the analytic model is optimistic.
+    let t = dimsum()
+        .args(["eval", study.to_str().unwrap(), "--evaluator", "schedule"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&t.stdout).contains("analytic optimistic by"));
+}
+
+#[test]
+fn cli_bad_evaluator_input_is_one_line_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = one_dim("ring", 8, 0.0, "all-reduce", 64e6, "ring");
+    let bad_algo = dir.path().join("a.toml");
+    std::fs::write(
+        &bad_algo,
+        format!("{base}\n[evaluator]\nkind = \"schedule\"\nalgorithm = \"fastest\"\n"),
+    )
+    .unwrap();
+    let bad_kind = dir.path().join("b.toml");
+    std::fs::write(&bad_kind, format!("{base}\n[evaluator]\nkind = \"simulated\"\n")).unwrap();
+    let swing_dim = dir.path().join("c.toml");
+    std::fs::write(
+        &swing_dim,
+        format!(
+            "{}\n[evaluator]\nkind = \"schedule\"\n",
+            base.replace("algorithm = \"ring\"", "algorithm = \"swing\"")
+        ),
+    )
+    .unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "eval".into(),
+                bad_algo.display().to_string(),
+                "--bw".into(),
+                "100".into(),
+            ],
+            "evaluator.algorithm",
+        ),
+        (
+            vec![
+                "eval".into(),
+                bad_kind.display().to_string(),
+                "--bw".into(),
+                "100".into(),
+            ],
+            "evaluator.kind",
+        ),
+        (
+            vec![
+                "eval".into(),
+                swing_dim.display().to_string(),
+                "--bw".into(),
+                "100".into(),
+            ],
+            "swing",
+        ),
+        (
+            vec![
+                "optimize".into(),
+                root("studies/gpt3-4d.toml").display().to_string(),
+                "--evaluator".into(),
+                "simulated".into(),
+            ],
+            "--evaluator",
+        ),
+        (
+            vec![
+                "optimize".into(),
+                root("studies/gpt3-4d.toml").display().to_string(),
+                "--evaluator".into(),
+                "schedule".into(),
+                "--schedule-algorithm".into(),
+                "magic".into(),
+            ],
+            "--schedule-algorithm",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = dimsum().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(out.stdout.is_empty());
+    }
+}
