@@ -26,18 +26,23 @@
 //! group at the current bandwidths (`schedule::synth`). Point-to-point
 //! (`send-recv`) collectives keep their analytic coefficients.
 //!
-//! **Coefficients by measurement.** A replay's critical path is a chain of
-//! transfers; each hop of it costs its latency and its serialization, `bytes
-//! / link bandwidth`, and the link bandwidth of dimension d is proportional
-//! to `B_d`. Summing the chain's hops per dimension gives `alpha_d` and
-//! `beta_d` with `T ≈ sum_d alpha_d + beta_d` (scaled to equal the
-//! simulated `T` exactly where a multi-hop transfer waited between its
-//! hops). The collective becomes the sequential coefficients `alpha_d +
-//! bytes_d / B_d` with `bytes_d = beta_d B_d`: exact at the allocation it was
-//! measured at, and with the critical path's own sensitivity to each `B_d`.
-//! Holding the schedule and its critical path fixed, the simulated time is
-//! the maximum over the schedule's chains of functions of this form, so the
-//! measured coefficients are a tangent to it from below in `z = 1/B`.
+//! **Coefficients by measurement.** A replay's critical path (`simulate`)
+//! is a chain of hops that tiles the completion time `T`: each hop costs
+//! its latency and its serialization, `bytes / link bandwidth`, and the link
+//! bandwidth of dimension d is proportional to `B_d`. Summing the chain's
+//! hops per dimension gives `alpha_d` and `beta_d` with `T = sum_d alpha_d +
+//! beta_d` (waits for receive buffers, which the chain does not cover, are
+//! spread over both in proportion). The collective becomes the sequential
+//! coefficients `alpha_d + bytes_d / B_d` with `bytes_d = beta_d B_d`: exact
+//! at the allocation it was measured at, with the critical path's own
+//! sensitivity to each `B_d`. Holding the schedule and the order in which
+//! links serve transfers fixed, the simulated time is the maximum over the
+//! schedule's chains of functions of this form, so the measured
+//! coefficients are a tangent to it from below in `z = 1/B`. Each
+//! dimension's busiest link adds a row `link bytes / link bandwidth`: no
+//! replay of the schedule at any allocation ends before that link has sent
+//! its bytes, so the rows keep a dimension the critical path does not cross
+//! from being starved.
 //!
 //! **Optimizing against schedules** is a fixed-point iteration: start from
 //! the analytic optimum, measure the coefficients there, solve the
@@ -50,7 +55,9 @@
 //! model(B) >= model(B*) = sim(B*)). If the allocation returns to one seen
 //! before (the critical path flips between two chains) the cycle is
 //! reported and the best allocation seen, by simulated objective, is
-//! returned.
+//! returned (also when an allocation seen on the way replayed faster than
+//! the fixed point, which the tangents cannot rule out when link orders
+//! change).
 //!
 //! Caches: schedules by (collective, group shape, algorithm; for TACOS also
 //! the bandwidths, on a log grid of 1/64 octave, at which it is
@@ -660,6 +667,10 @@ pub struct FixedPoint {
     pub converged: bool,
     /// Whether the iteration came back to an allocation seen before.
     pub cycle: bool,
+    /// Whether the returned allocation is the best one seen rather than
+    /// the last (after a cycle, without convergence, or when an earlier
+    /// allocation replayed faster than the fixed point).
+    pub best_seen: bool,
 }
 
 impl FixedPoint {
@@ -733,13 +744,18 @@ pub fn optimize(
         }
         bw = next;
     }
-    let best = if converged {
-        steps.len() - 1
+    // The fixed point, unless an allocation seen on the way was better
+    // (the tangents do not bound a replay everywhere; see the module doc).
+    let seen = (0..history.len())
+        .min_by(|&a, &b| history[a].objective_value.total_cmp(&history[b].objective_value))
+        .unwrap_or(0);
+    let last = history.len() - 1;
+    let best = if converged && history[last].objective_value <= history[seen].objective_value * (1.0 + 1e-12) {
+        last
     } else {
-        (0..history.len())
-            .min_by(|&a, &b| history[a].objective_value.total_cmp(&history[b].objective_value))
-            .unwrap_or(0)
+        seen
     };
+    let best_seen = best != last;
     let analytic_measured = steps[0].0.clone();
     let (measured, solution) = steps.swap_remove(best);
     Ok(FixedPoint {
@@ -750,5 +766,6 @@ pub fn optimize(
         history,
         converged,
         cycle,
+        best_seen,
     })
 }

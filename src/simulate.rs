@@ -126,16 +126,17 @@ pub struct SimResult {
     /// The critical path, first transfer first.
     pub critical_path: Vec<PathStep>,
     /// Per dimension: the link latency on the critical path, ns — the
-    /// measured `alpha_d` of the time-coefficient contract. A transfer's
-    /// latency counts when the next step waited for its arrival (or it is
-    /// the last); behind a busy link only its serialization delays the next.
+    /// measured `alpha_d` of the time-coefficient contract. A hop's latency
+    /// counts when the next step waited for the transfer's arrival (or it
+    /// is the last); where the next waited for the link, only the hops up
+    /// to that link count, and of that link only its serialization.
     pub alpha_ns_per_dim: Vec<f64>,
     /// Per dimension: the serialization time (bytes / link bandwidth) of
     /// the critical path's hops on the dimension's links, ns. With
     /// `alpha_ns_per_dim` this splits the completion time by dimension: the
     /// measured `bytes_d / B_d` of the time-coefficient contract (see
-    /// `scheduled`). Their sum can exceed the time where a multi-hop
-    /// transfer waited for a link after its first hop.
+    /// `scheduled`). With `local_ns_on_path` they sum to the time, except
+    /// for time spent waiting for receive buffers.
     pub beta_ns_per_dim: Vec<f64>,
     /// Local operations (copies, compute of a trace) on the critical path, ns.
     pub local_ns_on_path: f64,
@@ -640,7 +641,8 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
     let mut issue = vec![f64::NAN; nt];
     let mut arrive = vec![f64::NAN; nt];
     let mut cause = vec![NONE; nt];
-    let mut blocked = vec![NONE; nt];
+    // Every wait for a link: (transfer, its hop, link, the transfer ahead).
+    let mut blocks: Vec<(u32, u32, u32, u32)> = Vec::new();
     let mut timeline = Vec::new();
     let mut state = initial_state(s, topo);
     let mut errors = Vec::new();
@@ -662,7 +664,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
             let link = &topo.links[l];
             let start = now.max(free_at[l]);
             if start > now {
-                blocked[t] = last_on[l];
+                blocks.push((t as u32, h, l as u32, last_on[l]));
             }
             let ser = if bytes[t] > 0.0 { bytes[t] / link.gbps } else { 0.0 };
             let hold = match opt.model {
@@ -903,19 +905,62 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
         final_errors(s, &state, &mut errors, &mut error_count);
     }
     let time_ns = arrive.iter().copied().filter(|a| !a.is_nan()).fold(0.0, f64::max);
-    // Critical path.
+    // Critical path, walked back from the last arrival. A transfer on it
+    // owns the time from when it got going (its issue, or its start on the
+    // last link it waited for before the hop that matters) to when the next
+    // one got going (its arrival, or the end of its serialization on the
+    // link the next one waited for): the path tiles [0, time], and each
+    // piece is the latency and serialization of the hops in between, per
+    // dimension (waits for receive buffers and local operations aside).
+    blocks.sort_by_key(|b| b.0);
+    let blocks_of = |t: usize| {
+        let lo = blocks.partition_point(|b| (b.0 as usize) < t);
+        let hi = blocks.partition_point(|b| (b.0 as usize) <= t);
+        &blocks[lo..hi]
+    };
     let mut critical_path = Vec::new();
-    let mut cur = (0..nt)
+    let mut alpha_ns_per_dim = vec![0.0; ndims];
+    let mut beta_ns_per_dim = vec![0.0; ndims];
+    let mut local_ns = 0.0;
+    // (transfer, the hop whose link the next step waited for; None: arrival)
+    let mut cur: Option<(usize, Option<usize>)> = (0..nt)
         .filter(|&t| !arrive[t].is_nan())
-        .max_by(|&a, &b| arrive[a].total_cmp(&arrive[b]).then(b.cmp(&a)));
-    while let Some(t) = cur {
-        let (next, why) = if blocked[t] != NONE {
-            (Some(blocked[t] as usize), "link")
-        } else if cause[t] != NONE {
-            (Some(cause[t] as usize), "dependency")
-        } else {
-            (None, "start")
+        .max_by(|&a, &b| arrive[a].total_cmp(&arrive[b]).then(b.cmp(&a)))
+        .map(|t| (t, None));
+    let limit = nt + blocks.len();
+    while let Some((t, until)) = cur {
+        let hops = &routes[route_at[t] as usize..route_at[t + 1] as usize];
+        if hops.is_empty() {
+            local_ns += s.transfers[t].duration_ns;
+        }
+        let block = blocks_of(t)
+            .iter()
+            .rev()
+            .find(|b| until.is_none_or(|j| b.1 as usize <= j));
+        let (from, next, why) = match block {
+            Some(&(_, h, l, ahead)) => {
+                let a = ahead as usize;
+                let at = routes[route_at[a] as usize..route_at[a + 1] as usize]
+                    .iter()
+                    .position(|&x| x == l);
+                (h as usize, Some((a, at)), "link")
+            }
+            None if cause[t] != NONE => (0, Some((cause[t] as usize, None)), "dependency"),
+            None => (0, None, "start"),
         };
+        for (h, &l) in hops.iter().enumerate().skip(from) {
+            if until.is_some_and(|j| h > j) {
+                break;
+            }
+            let link = &topo.links[l as usize];
+            let d = link.dim.map_or(0, usize::from).min(ndims - 1);
+            if bytes[t] > 0.0 {
+                beta_ns_per_dim[d] += bytes[t] / link.gbps;
+            }
+            if until != Some(h) || opt.model == LinkModel::Tacos {
+                alpha_ns_per_dim[d] += link.latency_ns;
+            }
+        }
         critical_path.push(PathStep {
             transfer: t as u32,
             src: s.transfers[t].src,
@@ -924,30 +969,9 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
             arrive_ns: arrive[t],
             waited_for: why,
         });
-        cur = next.filter(|&n| n != t && critical_path.len() < nt);
+        cur = next.filter(|_| critical_path.len() < limit);
     }
     critical_path.reverse();
-    let mut alpha_ns_per_dim = vec![0.0; ndims];
-    let mut beta_ns_per_dim = vec![0.0; ndims];
-    let mut local_ns = 0.0;
-    for (i, step) in critical_path.iter().enumerate() {
-        let t = step.transfer as usize;
-        let hops = &routes[route_at[t] as usize..route_at[t + 1] as usize];
-        if hops.is_empty() {
-            local_ns += s.transfers[t].duration_ns;
-        }
-        let next_waited_for_link = critical_path.get(i + 1).is_some_and(|n| n.waited_for == "link");
-        for &l in hops {
-            let link = &topo.links[l as usize];
-            let d = link.dim.map_or(0, usize::from).min(ndims - 1);
-            if bytes[t] > 0.0 {
-                beta_ns_per_dim[d] += bytes[t] / link.gbps;
-            }
-            if !next_waited_for_link {
-                alpha_ns_per_dim[d] += link.latency_ns;
-            }
-        }
-    }
     let npus = s.npus as usize;
     let bytes_per_dim = (0..ndims)
         .map(|d| (0..npus).map(|r| sent[r * ndims + d]).fold(0.0, f64::max))

@@ -437,3 +437,67 @@ fn cli_bad_evaluator_input_is_one_line_exit_2() {
         assert!(out.stdout.is_empty());
     }
 }
+
+/// The critical path tiles the completion time: its latency and
+/// serialization per dimension add up to the simulated time, for flat and
+/// hierarchical built-in schedules, Swing and TACOS, on rings, switches,
+/// fully-connected groups and tori, with and without latency.
+#[test]
+fn critical_path_tiles_the_time() {
+    use dimsum::schedule::builtin::{self, Algo};
+    use dimsum::schedule::swing::{self, Peers, SwingOptions, Variant};
+    use dimsum::schedule::synth::{self, SynthOptions};
+    use dimsum::simulate::{LinkModel, SimOptions, simulate};
+    use dimsum::topology::from_spec;
+    use dimsum::workload::CollectiveKind;
+    for spec in ["ring:8", "switch:8", "fc:6", "torus:4x4", "mesh:3x4"] {
+        for lat in [0.0, 500.0] {
+            let topo = from_spec(spec, &[50.0], &[lat]).unwrap();
+            let hier: Vec<Algo> = topo.dims.iter().map(|d| Algo::default_for(d.kind)).collect();
+            let mut schedules = vec![
+                builtin::build(&topo, CollectiveKind::AllReduce, Algo::Ring, None, 1).unwrap(),
+                builtin::build(&topo, CollectiveKind::AllReduce, Algo::Direct, None, 1).unwrap(),
+                builtin::build(&topo, CollectiveKind::ReduceScatter, Algo::HalvingDoubling, None, 2).unwrap(),
+                builtin::build(&topo, CollectiveKind::AllGather, Algo::Ring, Some(&hier), 2).unwrap(),
+                synth::synthesize(
+                    &topo,
+                    CollectiveKind::AllReduce,
+                    &SynthOptions {
+                        seed: 1,
+                        size_bytes: 64e6,
+                        chunks_per_npu: 1,
+                    },
+                )
+                .unwrap()
+                .schedule,
+            ];
+            if spec != "fc:6" {
+                let opt = SwingOptions {
+                    peers: Peers::Swing,
+                    variant: Variant::Bandwidth,
+                    multiport: true,
+                    chunks_per_npu: 1,
+                };
+                schedules.push(swing::build(&topo, CollectiveKind::AllReduce, &opt).unwrap());
+            }
+            for sch in &schedules {
+                for model in [LinkModel::AlphaBeta, LinkModel::Tacos] {
+                    let opt = SimOptions {
+                        size_bytes: 64e6,
+                        model,
+                        record: false,
+                    };
+                    let r = simulate(sch, &topo, &opt).unwrap();
+                    assert!(r.valid, "{spec} {}: {:?}", sch.algorithm, r.errors);
+                    let sum: f64 = r.alpha_ns_per_dim.iter().sum::<f64>() + r.beta_ns_per_dim.iter().sum::<f64>();
+                    assert!(
+                        rel(sum, r.time_ns) < 1e-9,
+                        "{spec} lat {lat} {} {model:?}: path {sum} vs time {}",
+                        sch.algorithm,
+                        r.time_ns
+                    );
+                }
+            }
+        }
+    }
+}

@@ -432,6 +432,7 @@ pub fn json(o: &Outcome) -> serde_json::Value {
         "dims": dims,
         "bytes_per_dim": o.sim.bytes_per_dim,
         "alpha_us_per_dim": o.sim.alpha_ns_per_dim.iter().map(|a| us(*a)).collect::<Vec<f64>>(),
+        "critical_serialization_us_per_dim": o.sim.beta_ns_per_dim.iter().map(|a| us(*a)).collect::<Vec<f64>>(),
         "mean_bytes_per_dim": o.sim.mean_bytes_per_dim,
         "max_utilization": util.iter().copied().fold(0.0, f64::max),
         "mean_utilization": if util.is_empty() { 0.0 } else { util.iter().sum::<f64>() / util.len() as f64 },

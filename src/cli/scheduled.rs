@@ -201,6 +201,7 @@ pub fn fixed_point_json(study: &Study, problem: &Problem, fp: &FixedPoint, solve
         "iterations": fp.iterations(),
         "converged": fp.converged,
         "cycle": fp.cycle,
+        "best_seen": fp.best_seen,
         "model": {
             "objective_value": fp.solution.objective_value,
             "lower_bound": fp.solution.lower_bound,
@@ -243,7 +244,9 @@ pub fn fixed_point_table(study: &Study, problem: &Problem, fp: &FixedPoint, solv
     let _ = writeln!(
         s,
         "fixed point  {} after {} iteration(s){} ({:.0} ms)",
-        if fp.converged {
+        if fp.converged && fp.best_seen {
+            "converged, but an earlier allocation replayed faster: best allocation seen"
+        } else if fp.converged {
             "converged"
         } else if fp.cycle {
             "cycled: best allocation seen"
