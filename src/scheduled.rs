@@ -48,7 +48,10 @@
 //! the analytic optimum, measure the coefficients there, solve the
 //! optimizer's (certified) problem with them, re-measure at the new
 //! allocation, and repeat until the allocation moves less than `tolerance`
-//! (relative to its largest entry). At a fixed point B* the allocation is
+//! (relative to its largest entry). The tangents measured at earlier
+//! allocations stay in the model as more rows (Kelley's cutting planes on
+//! the replayed time): where the critical path flips between chains, the
+//! iterates then close in on the kink instead of jumping between its sides. At a fixed point B* the allocation is
 //! optimal for the coefficients measured at B*, which equal the simulated
 //! time at B*; where the tangent bounds the simulated time from below this
 //! makes B* optimal for the simulated time itself (any B: sim(B) >=
@@ -715,11 +718,21 @@ pub fn optimize(
     let mut steps: Vec<(Measured, Solution)> = Vec::new();
     let mut history = Vec::new();
     let (mut converged, mut cycle) = (false, false);
+    // Tangents measured at earlier allocations, per collective term.
+    let mut past: Vec<Vec<Vec<DimCoeff>>> = vec![Vec::new(); base.iteration.collectives.len()];
     for _ in 0..backed.spec.max_iterations.max(1) {
         let m = backed.measure(&bw)?;
         let mut p = base.clone();
         p.iteration = m.model.clone();
+        for (term, rows) in p.iteration.collectives.iter_mut().zip(&past) {
+            term.coeffs.rows.extend(rows.iter().cloned());
+        }
         let sol = optimize::solve(&p, objective)?;
+        for (term, rows) in m.model.collectives.iter().zip(past.iter_mut()) {
+            if term.coeffs.sequential && !rows.contains(&term.coeffs.dims) {
+                rows.push(term.coeffs.dims.clone());
+            }
+        }
         let step = moved(&sol.bw_gbps, &bw);
         history.push(Iterate {
             bw_gbps: bw.clone(),
