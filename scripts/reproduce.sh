@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates results/ from studies/: `dimsum run` on every study, then the
-# LIBRA reproduction table and the built-in collectives table. Only calls
+# LIBRA reproduction table, the built-in collectives table, Swing against
+# its baselines and the analytic against the schedule-backed optimum. Only calls
 # the CLI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,3 +12,4 @@ done
 scripts/libra-reproduce.sh
 scripts/collectives.sh
 scripts/swing.sh
+scripts/schedule-backed.sh

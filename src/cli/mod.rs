@@ -947,24 +947,42 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
             "
 ## Fixed designs\n"
         );
+        let backed = (study.evaluator.evaluator == Evaluator::Schedule).then(|| study.backed(&study.evaluator));
         let _ = writeln!(
             md,
-            "| design | GB/s per NPU | iteration (ms) | lower bound (ms) | cost ($M) | power (kW) |"
+            "| design | GB/s per NPU | iteration (ms) | lower bound (ms) | cost ($M) | power (kW) |{}",
+            if backed.is_some() { " simulated (ms) |" } else { "" }
         );
-        let _ = writeln!(md, "|---|---|---|---|---|---|");
+        let _ = writeln!(
+            md,
+            "|---|---|---|---|---|---|{}",
+            if backed.is_some() { "---|" } else { "" }
+        );
         let mut evals = Vec::new();
         for (name, bw) in &fixed {
             let e = study.evaluate(bw);
+            let simulated = match &backed {
+                Some(b) => Some(b.measure(bw)?),
+                None => None,
+            };
             let _ = writeln!(
                 md,
-                "| {name} | {} | {:.4} | {:.4} | {:.3} | {:.2} |",
+                "| {name} | {} | {:.4} | {:.4} | {:.3} | {:.2} |{}",
                 fmt_bw(bw),
                 e.iteration_time_ms,
                 e.iteration_lower_bound_ms,
                 e.network_cost_usd / 1e6,
-                e.network_power_w / 1e3
+                e.network_power_w / 1e3,
+                simulated
+                    .as_ref()
+                    .map_or(String::new(), |m| format!(" {:.4} |", m.iteration_ns / 1e6))
             );
-            evals.push(serde_json::json!({ "design": name, "evaluation": e }));
+            let mut j = serde_json::json!({ "design": name, "evaluation": e });
+            if let Some(m) = &simulated {
+                j["simulated_iteration_time_ms"] = (m.iteration_ns / 1e6).into();
+                j["simulated_collectives"] = serde_json::to_value(&m.collectives)?;
+            }
+            evals.push(j);
         }
         let json = serde_json::json!({ "stamp": &stamp, "study": study.name, "designs": evals });
         report::write_atomic(&dir.join("eval.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
