@@ -3,7 +3,9 @@
 //! it evaluates (and, in later modules, optimizes) how much bandwidth each
 //! dimension gets. docs/ARCHITECTURE.md is the map of these modules.
 
+pub mod bom;
 pub mod bounds;
+pub mod catalog;
 pub mod cli;
 pub mod collective;
 pub mod coopt;

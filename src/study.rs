@@ -12,6 +12,8 @@
 //! The format is documented in README.md; `to_toml` writes it back, which is
 //! how `dimsum import libra` produces a study.
 
+use crate::bom::{DimSpec, Procurement};
+use crate::catalog::Catalog;
 use crate::collective::{Algorithm, CollectiveModel, TimeModel};
 use crate::cost::{CostModel, Linear, Tier};
 use crate::error::{InputError, line_of_offset, one_of};
@@ -72,6 +74,8 @@ pub struct Study {
     pub parallelism: Option<Strategy>,
     /// How collectives are timed (`[evaluator]`).
     pub evaluator: scheduled::Spec,
+    /// What the fabric is bought from (`[procurement]`), if the study says.
+    pub procurement: Option<Procurement>,
 }
 
 /// A `[[frontier]]` to draw.
@@ -567,6 +571,16 @@ impl Study {
         }
 
         let evaluator = evaluator_spec(&raw.evaluator, text, path)?;
+        let procurement = match &raw.procurement {
+            None => None,
+            Some(p) => {
+                let (proc, file) = procurement_spec(p, &fabric, text, path)?;
+                if let Some(f) = file {
+                    hashed.extend(std::fs::read(f).unwrap_or_default());
+                }
+                Some(proc)
+            }
+        };
 
         let name = raw.name.unwrap_or_else(|| {
             path.file_stem()
@@ -595,6 +609,7 @@ impl Study {
             npu,
             parallelism,
             evaluator,
+            procurement,
         })
     }
 
@@ -606,6 +621,14 @@ impl Study {
     /// Linear cost and power coefficients.
     pub fn linear_cost(&self) -> Linear {
         Linear::new(&self.fabric, &self.cost)
+    }
+
+    /// The study's `[procurement]`, else the built-in catalog with every
+    /// dimension's defaults.
+    pub fn procurement(&self) -> Procurement {
+        self.procurement
+            .clone()
+            .unwrap_or_else(|| Procurement::defaults(&self.fabric))
     }
 
     /// The schedule-backed evaluator of this study with `spec`.
@@ -955,6 +978,26 @@ struct RawStudy {
     run: RawRun,
     #[serde(default)]
     evaluator: RawEvaluator,
+    procurement: Option<RawProcurement>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProcurement {
+    catalog: Option<Spanned<String>>,
+    budget_usd: Option<Spanned<f64>>,
+    budget_w: Option<Spanned<f64>>,
+    #[serde(default)]
+    dims: BTreeMap<String, Spanned<RawProcDim>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProcDim {
+    ports: Option<Spanned<Vec<String>>>,
+    reach_m: Option<Spanned<f64>>,
+    spine_reach_m: Option<Spanned<f64>>,
+    max_ports: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -1382,4 +1425,126 @@ fn evaluator_spec(raw: &RawEvaluator, text: &str, path: &Path) -> Result<schedul
         spec.restarts = v as u32;
     }
     Ok(spec)
+}
+
+/// The `[procurement]` section, checked; and the catalog file it names.
+fn procurement_spec(
+    raw: &RawProcurement,
+    fabric: &Fabric,
+    text: &str,
+    path: &Path,
+) -> Result<(Procurement, Option<PathBuf>), InputError> {
+    let at = |span: std::ops::Range<usize>, field: String, msg: String| {
+        InputError::at(
+            path,
+            Some(line_of_offset(text, span.start)),
+            format!("procurement.{field}"),
+            msg,
+        )
+    };
+    let mut file = None;
+    let catalog = match &raw.catalog {
+        None => Catalog::builtin(),
+        Some(c) => {
+            let f = path.parent().unwrap_or(Path::new(".")).join(c.get_ref());
+            let cat = Catalog::load(&f)
+                .map_err(|e| at(c.span(), "catalog".into(), format!("cannot use `{}`: {e}", c.get_ref())))?;
+            file = Some(f);
+            cat
+        }
+    };
+    let budget = |b: &Option<Spanned<f64>>, field: &str| -> Result<Option<f64>, InputError> {
+        match b {
+            None => Ok(None),
+            Some(v) => {
+                let x = *v.get_ref();
+                if x.is_finite() && x > 0.0 {
+                    Ok(Some(x))
+                } else {
+                    Err(at(
+                        v.span(),
+                        field.into(),
+                        format!("{x} is not allowed: use a budget > 0"),
+                    ))
+                }
+            }
+        }
+    };
+    let mut dims: Vec<DimSpec> = fabric.dims.iter().map(|d| DimSpec::default_for(d.block)).collect();
+    for (name, sd) in &raw.dims {
+        let field = |f: &str| format!("dims.{name}.{f}");
+        let Some(d) = fabric.dims.iter().position(|x| &x.name == name) else {
+            let names: Vec<&str> = fabric.dims.iter().map(|x| x.name.as_str()).collect();
+            return Err(at(
+                sd.span(),
+                format!("dims.{name}"),
+                format!("`{name}` is not a dimension; the fabric has {}", one_of(&names)),
+            ));
+        };
+        let r = sd.get_ref();
+        if let Some(ports) = &r.ports {
+            for p in ports.get_ref() {
+                match catalog.port(p) {
+                    None => {
+                        let known: Vec<&str> = catalog.ports.iter().map(|x| x.name.as_str()).collect();
+                        return Err(at(
+                            ports.span(),
+                            field("ports"),
+                            format!("`{p}` is not a port in the catalog; it has {}", one_of(&known)),
+                        ));
+                    }
+                    Some(port) if !port.blocks.contains(&fabric.dims[d].block) => {
+                        return Err(at(
+                            ports.span(),
+                            field("ports"),
+                            format!(
+                                "`{p}` does not build a {} dimension (it builds {})",
+                                fabric.dims[d].block.name(),
+                                port.blocks.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
+                            ),
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+            dims[d].ports = ports.get_ref().clone();
+        }
+        for (f, v, slot) in [("reach_m", &r.reach_m, 0), ("spine_reach_m", &r.spine_reach_m, 1)] {
+            if let Some(v) = v {
+                let x = *v.get_ref();
+                if !(x.is_finite() && x > 0.0) {
+                    return Err(at(
+                        v.span(),
+                        field(f),
+                        format!("{x} is not allowed: use a length > 0 m"),
+                    ));
+                }
+                if slot == 0 {
+                    dims[d].reach_m = x;
+                } else {
+                    dims[d].spine_reach_m = x;
+                }
+            }
+        }
+        if let Some(m) = &r.max_ports {
+            let x = *m.get_ref();
+            if !(1..=4096).contains(&x) {
+                return Err(at(
+                    m.span(),
+                    field("max_ports"),
+                    format!("{x} is not allowed: use 1 to 4096"),
+                ));
+            }
+            dims[d].max_ports = x as u32;
+        }
+    }
+    Ok((
+        Procurement {
+            catalog,
+            dims,
+            budget_usd: budget(&raw.budget_usd, "budget_usd")?,
+            budget_w: budget(&raw.budget_w, "budget_w")?,
+        },
+        file,
+    ))
 }

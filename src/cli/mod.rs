@@ -6,6 +6,7 @@
 
 pub mod collective;
 pub mod compare;
+pub mod procure;
 pub mod scheduled;
 
 use crate::coopt;
@@ -91,6 +92,18 @@ pub enum Command {
         /// How collectives are timed.
         #[command(flatten)]
         ev: scheduled::EvaluatorArgs,
+    },
+    /// The bill of materials of an allocation: ports, switches and cables
+    /// from the study's catalog (or the built-in one), capex and power.
+    Bom {
+        /// Study file (TOML).
+        study: PathBuf,
+        /// GB/s per NPU per dimension, comma-separated (default: the study's `bw`).
+        #[arg(long, allow_hyphen_values = true)]
+        bw: Option<String>,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Everything a study declares (cases, objectives, frontiers, sweeps) into results/<study>/.
     Run {
@@ -352,6 +365,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("wrote {}", f.display());
             }
             Ok(())
+        }
+        Command::Bom { study, bw, json } => {
+            let study = Study::load(&study)?;
+            let bw = bw_of(&study, bw.as_deref())?;
+            procure::run_bom(&study, &bw, json)
         }
         Command::Run { studies, out, ev } => {
             for path in studies {

@@ -553,5 +553,6 @@ pub fn study_from_files(
         npu: None,
         parallelism: None,
         evaluator: Default::default(),
+        procurement: None,
     })
 }

@@ -1,0 +1,505 @@
+//! The bill of materials of a fabric: an allocation (GB/s per NPU per
+//! dimension) turned into the ports, switches and cables of a catalog that
+//! buy it, with their capex and power, and the per-dimension options the
+//! catalog-constrained optimizer chooses from.
+//!
+//! Per dimension of n NPUs per group (G = N/n groups), with a port class of
+//! s GB/s per direction and k ports per link (LIBRA's per-link conversion,
+//! `topology::per_link_gbps`):
+//! - ring: each NPU links to its two neighbours at B/2 each way:
+//!   k = ceil(B / 2s) per neighbour, 2k ports per NPU, N k links;
+//!   bought 2 k s;
+//! - fully-connected: n - 1 neighbours at B/(n-1): k = ceil(B / ((n-1) s)),
+//!   (n-1) k ports per NPU, N (n-1) k / 2 links; bought (n-1) k s;
+//! - switch: k = ceil(B / s) ports per NPU, one switch plane per port
+//!   (rails), N k NPU links. A plane of a group that fits a switch of radix R
+//!   (n <= R) takes one switch, and floor(R / n) groups share it (their
+//!   traffic never meets); a larger group takes a non-blocking two-tier
+//!   leaf-spine: L = ceil(n / (R/2)) leaves, each with R/2 ports down and
+//!   R/2 up, and ceil(L R/2 / R) spines, L R/2 leaf-spine links (L <= R, so
+//!   at most R^2/2 NPUs; beyond that the catalog needs a bigger switch).
+//!   Of the catalog's switches with the port's kind and speed, the cheapest
+//!   design is taken; bought k s.
+//!
+//! Cables: the cheapest cable of the port's speed that reaches the
+//! dimension's `reach_m` (leaf-spine links: `spine_reach_m`); on-package
+//! ports use package traces only. Capex and power are the sums of the items;
+//! more bandwidth never buys fewer parts (every count is non-decreasing in
+//! k and k in B).
+
+use crate::catalog::{Cable, Catalog, Port, Switch};
+use crate::fabric::{Block, Fabric};
+use serde::Serialize;
+
+/// What a study says about buying one dimension.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DimSpec {
+    /// Port classes it may use (empty: every catalog port for its block).
+    pub ports: Vec<String>,
+    /// Length of a link to a neighbour or a leaf switch, m.
+    pub reach_m: f64,
+    /// Length of a leaf-spine link, m.
+    pub spine_reach_m: f64,
+    /// Ports per NPU at most (default 64).
+    pub max_ports: u32,
+}
+
+impl DimSpec {
+    /// Defaults by block: rings and fully-connected groups inside a package
+    /// (0.05 m), NPU to switch 3 m, leaf to spine 50 m.
+    pub fn default_for(block: Block) -> DimSpec {
+        DimSpec {
+            ports: Vec::new(),
+            reach_m: match block {
+                Block::Ring | Block::FullyConnected => 0.05,
+                Block::Switch => 3.0,
+            },
+            spine_reach_m: 50.0,
+            max_ports: 64,
+        }
+    }
+}
+
+/// A study's `[procurement]` section.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Procurement {
+    /// The catalog.
+    pub catalog: Catalog,
+    /// Per fabric dimension.
+    pub dims: Vec<DimSpec>,
+    /// Capex budget of the catalog-constrained optimum, $.
+    pub budget_usd: Option<f64>,
+    /// Power budget, W.
+    pub budget_w: Option<f64>,
+}
+
+impl Procurement {
+    /// The built-in catalog with every dimension's defaults.
+    pub fn defaults(fabric: &Fabric) -> Procurement {
+        Procurement {
+            catalog: Catalog::builtin(),
+            dims: fabric.dims.iter().map(|d| DimSpec::default_for(d.block)).collect(),
+            budget_usd: None,
+            budget_w: None,
+        }
+    }
+}
+
+/// One line of a bill of materials.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Item {
+    /// Catalog part.
+    pub component: String,
+    /// `port`, `switch` or `cable`.
+    pub kind: &'static str,
+    /// Where it goes: NPU ports, leaf or spine switches, NPU or leaf-spine links.
+    pub role: String,
+    /// Fabric dimension.
+    pub dimension: String,
+    /// How many.
+    pub quantity: u64,
+    /// Unit price, $.
+    pub unit_price_usd: f64,
+    /// Unit power, W.
+    pub unit_power_w: f64,
+}
+
+impl Item {
+    /// quantity x unit price.
+    pub fn capex_usd(&self) -> f64 {
+        self.quantity as f64 * self.unit_price_usd
+    }
+
+    /// quantity x unit power.
+    pub fn power_w(&self) -> f64 {
+        self.quantity as f64 * self.unit_power_w
+    }
+}
+
+/// One dimension, bought.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DimBom {
+    /// Dimension name.
+    pub dimension: String,
+    /// Port class (`none` when nothing is bought).
+    pub port: String,
+    /// Ports per NPU.
+    pub ports_per_npu: u32,
+    /// The bandwidth asked for, GB/s per NPU.
+    pub asked_gbps: f64,
+    /// The bandwidth bought, GB/s per NPU (at least the asked).
+    pub bought_gbps: f64,
+    /// Switch model, leaves and spines (all planes and groups).
+    pub switch: Option<SwitchPlan>,
+    /// Its parts.
+    pub items: Vec<Item>,
+    /// Capex, $.
+    pub capex_usd: f64,
+    /// Power, W.
+    pub power_w: f64,
+}
+
+/// The switches of a switch dimension.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SwitchPlan {
+    /// Model.
+    pub model: String,
+    /// Tiers: 1 (one switch per plane and group) or 2 (leaf-spine).
+    pub tiers: u32,
+    /// Leaf (or single-tier) switches.
+    pub leaves: u64,
+    /// Spine switches.
+    pub spines: u64,
+}
+
+/// A whole bill of materials.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bom {
+    /// The catalog's name and date.
+    pub catalog: String,
+    /// Per dimension.
+    pub dims: Vec<DimBom>,
+    /// Every item.
+    pub items: Vec<Item>,
+    /// Total capex, $.
+    pub capex_usd: f64,
+    /// Total power, W.
+    pub power_w: f64,
+    /// NPUs.
+    pub npus: u64,
+    /// Capex per NPU, $.
+    pub cost_per_npu_usd: f64,
+    /// Bandwidth bought per dimension, GB/s per NPU.
+    pub bought_gbps: Vec<f64>,
+}
+
+/// Why an allocation cannot be bought.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("dimension `{dimension}`: {message}")]
+pub struct BomError {
+    /// The dimension.
+    pub dimension: String,
+    /// What is missing.
+    pub message: String,
+}
+
+/// Links per NPU-port pattern of a block: (ports per NPU, links, bought
+/// GB/s) for k ports per link at `s` GB/s.
+fn pattern(block: Block, n: u32, npus: u64, k: u32, s: f64) -> (u32, u64, f64) {
+    match block {
+        Block::Ring => (2 * k, npus * u64::from(k), 2.0 * f64::from(k) * s),
+        Block::FullyConnected => {
+            let m = n - 1;
+            (m * k, npus * u64::from(m) * u64::from(k) / 2, f64::from(m * k) * s)
+        }
+        Block::Switch => (k, npus * u64::from(k), f64::from(k) * s),
+    }
+}
+
+/// Ports per link needed for `gbps` per NPU.
+fn ports_for(block: Block, n: u32, gbps: f64, s: f64) -> u32 {
+    let per_link = match block {
+        Block::Ring => gbps / 2.0,
+        Block::FullyConnected => gbps / f64::from(n - 1),
+        Block::Switch => gbps,
+    };
+    // A hair of tolerance so 50.000000001 GB/s of rounding noise is one port.
+    ((per_link / s) * (1.0 - 1e-12)).ceil().max(0.0) as u32
+}
+
+fn cable_for<'a>(catalog: &'a Catalog, port: &Port, reach: f64) -> Option<&'a Cable> {
+    catalog
+        .cables
+        .iter()
+        .filter(|c| c.gbits == port.gbits && c.reach_m >= reach)
+        .filter(|c| (c.medium == "trace") == (port.kind == "on-package"))
+        .min_by(|a, b| a.usd.total_cmp(&b.usd).then(a.watts.total_cmp(&b.watts)))
+}
+
+/// The switches of `k` planes of `groups` groups of `n` NPUs on `sw`:
+/// (tiers, leaves, spines, leaf-spine links), or `None` beyond two tiers.
+fn switches(sw: &Switch, n: u32, groups: u64, k: u32) -> Option<(u32, u64, u64, u64)> {
+    let r = sw.ports;
+    let k = u64::from(k);
+    if n <= r {
+        let share = u64::from(r / n);
+        Some((1, k * groups.div_ceil(share), 0, 0))
+    } else {
+        let half = r / 2;
+        let leaves = u64::from(n.div_ceil(half));
+        if leaves > u64::from(r) {
+            return None;
+        }
+        let uplinks = leaves * u64::from(half);
+        let spines = uplinks.div_ceil(u64::from(r));
+        Some((2, k * groups * leaves, k * groups * spines, k * groups * uplinks))
+    }
+}
+
+/// The bill of materials of dimension `d` with `k` ports per link of
+/// `port` (k = 0: nothing).
+pub fn dim_bom(
+    fabric: &Fabric,
+    spec: &Procurement,
+    d: usize,
+    port: &Port,
+    k: u32,
+    asked: f64,
+) -> Result<DimBom, BomError> {
+    let dim = &fabric.dims[d];
+    let ds = &spec.dims[d];
+    let err = |m: String| BomError {
+        dimension: dim.name.clone(),
+        message: m,
+    };
+    let npus = fabric.npus();
+    let n = dim.npus;
+    let groups = npus / u64::from(n);
+    let (per_npu, links, bought) = pattern(dim.block, n, npus, k, port.gbps());
+    let mut items = Vec::new();
+    let mut plan = None;
+    if k > 0 {
+        items.push(Item {
+            component: port.name.clone(),
+            kind: "port",
+            role: "NPU ports".into(),
+            dimension: dim.name.clone(),
+            quantity: npus * u64::from(per_npu),
+            unit_price_usd: port.usd,
+            unit_power_w: port.watts,
+        });
+        let cable = cable_for(&spec.catalog, port, ds.reach_m).ok_or_else(|| {
+            err(format!(
+                "no cable in the catalog carries {} Gb/s over {} m for `{}`",
+                port.gbits, ds.reach_m, port.name
+            ))
+        })?;
+        items.push(Item {
+            component: cable.name.clone(),
+            kind: "cable",
+            role: if dim.block == Block::Switch {
+                "NPU-switch links".into()
+            } else {
+                "NPU-NPU links".into()
+            },
+            dimension: dim.name.clone(),
+            quantity: links,
+            unit_price_usd: cable.usd,
+            unit_power_w: cable.watts,
+        });
+        if dim.block == Block::Switch {
+            // The cheapest design over the catalog's matching switches.
+            let mut best: Option<(f64, Vec<Item>, SwitchPlan)> = None;
+            for sw in spec
+                .catalog
+                .switches
+                .iter()
+                .filter(|s| s.kind == port.kind && s.gbits == port.gbits)
+            {
+                let Some((tiers, leaves, spines, uplinks)) = switches(sw, n, groups, k) else {
+                    continue;
+                };
+                let mut its = vec![Item {
+                    component: sw.name.clone(),
+                    kind: "switch",
+                    role: if tiers == 1 {
+                        "switches".into()
+                    } else {
+                        "leaf switches".into()
+                    },
+                    dimension: dim.name.clone(),
+                    quantity: leaves,
+                    unit_price_usd: sw.usd,
+                    unit_power_w: sw.watts,
+                }];
+                if tiers == 2 {
+                    its.push(Item {
+                        component: sw.name.clone(),
+                        kind: "switch",
+                        role: "spine switches".into(),
+                        dimension: dim.name.clone(),
+                        quantity: spines,
+                        unit_price_usd: sw.usd,
+                        unit_power_w: sw.watts,
+                    });
+                    let Some(c) = cable_for(&spec.catalog, port, ds.spine_reach_m) else {
+                        continue;
+                    };
+                    its.push(Item {
+                        component: c.name.clone(),
+                        kind: "cable",
+                        role: "leaf-spine links".into(),
+                        dimension: dim.name.clone(),
+                        quantity: uplinks,
+                        unit_price_usd: c.usd,
+                        unit_power_w: c.watts,
+                    });
+                }
+                let capex: f64 = its.iter().map(Item::capex_usd).sum();
+                if best.as_ref().is_none_or(|b| capex < b.0) {
+                    best = Some((
+                        capex,
+                        its,
+                        SwitchPlan {
+                            model: sw.name.clone(),
+                            tiers,
+                            leaves,
+                            spines,
+                        },
+                    ));
+                }
+            }
+            let (_, its, p) = best.ok_or_else(|| {
+                err(format!(
+                    "no switch in the catalog has {} Gb/s {} ports for groups of {n} (two tiers at most)",
+                    port.gbits, port.kind
+                ))
+            })?;
+            items.extend(its);
+            plan = Some(p);
+        }
+    }
+    let capex_usd = items.iter().map(Item::capex_usd).sum();
+    let power_w = items.iter().map(Item::power_w).sum();
+    Ok(DimBom {
+        dimension: dim.name.clone(),
+        port: if k > 0 { port.name.clone() } else { "none".into() },
+        ports_per_npu: per_npu,
+        asked_gbps: asked,
+        bought_gbps: bought,
+        switch: plan,
+        items,
+        capex_usd,
+        power_w,
+    })
+}
+
+/// The port classes dimension `d` may use.
+pub fn allowed_ports<'a>(fabric: &Fabric, spec: &'a Procurement, d: usize) -> Vec<&'a Port> {
+    let dim = &fabric.dims[d];
+    spec.catalog
+        .ports
+        .iter()
+        .filter(|p| p.blocks.contains(&dim.block))
+        .filter(|p| spec.dims[d].ports.is_empty() || spec.dims[d].ports.contains(&p.name))
+        .collect()
+}
+
+/// The cheapest way to buy at least `bw[d]` on every dimension.
+pub fn bom(fabric: &Fabric, spec: &Procurement, bw: &[f64]) -> Result<Bom, BomError> {
+    let mut dims = Vec::new();
+    for (d, dim) in fabric.dims.iter().enumerate() {
+        let ports = allowed_ports(fabric, spec, d);
+        let err = |m: String| BomError {
+            dimension: dim.name.clone(),
+            message: m,
+        };
+        if ports.is_empty() {
+            return Err(err(format!(
+                "no port class in the catalog builds a {} dimension",
+                dim.block.name()
+            )));
+        }
+        let mut best: Option<DimBom> = None;
+        let mut last_err = None;
+        for p in ports {
+            let k = ports_for(dim.block, dim.npus, bw[d], p.gbps());
+            let (per_npu, _, _) = pattern(dim.block, dim.npus, fabric.npus(), k, p.gbps());
+            if per_npu > spec.dims[d].max_ports {
+                last_err = Some(err(format!(
+                    "{} GB/s per NPU needs {per_npu} `{}` ports per NPU, more than max_ports = {}",
+                    bw[d], p.name, spec.dims[d].max_ports
+                )));
+                continue;
+            }
+            match dim_bom(fabric, spec, d, p, k, bw[d]) {
+                Ok(b) => {
+                    if best.as_ref().is_none_or(|x| {
+                        b.capex_usd < x.capex_usd || (b.capex_usd == x.capex_usd && b.power_w < x.power_w)
+                    }) {
+                        best = Some(b);
+                    }
+                }
+                Err(e) => last_err = Some(e),
+            }
+        }
+        dims.push(best.ok_or_else(|| last_err.unwrap_or_else(|| err("nothing in the catalog buys it".into())))?);
+    }
+    let items: Vec<Item> = dims.iter().flat_map(|d| d.items.clone()).collect();
+    let capex_usd: f64 = items.iter().map(Item::capex_usd).sum();
+    let power_w = items.iter().map(Item::power_w).sum();
+    let npus = fabric.npus();
+    Ok(Bom {
+        catalog: format!("{} ({})", spec.catalog.name, spec.catalog.date),
+        bought_gbps: dims.iter().map(|d| d.bought_gbps).collect(),
+        dims,
+        items,
+        capex_usd,
+        power_w,
+        npus,
+        cost_per_npu_usd: capex_usd / npus as f64,
+    })
+}
+
+/// One purchasable design of one dimension.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DimOption {
+    /// Port class (`none`: nothing bought).
+    pub port: String,
+    /// Ports per link.
+    pub k: u32,
+    /// Bandwidth bought, GB/s per NPU.
+    pub gbps: f64,
+    /// Capex, $.
+    pub capex_usd: f64,
+    /// Power, W.
+    pub power_w: f64,
+}
+
+/// Every purchasable design of dimension `d`: each allowed port class with
+/// 1, 2, ... ports per link up to `max_ports` ports per NPU, those that some
+/// design of lower or equal bandwidth does not beat on both capex and
+/// power dropped; with `zero`, buying nothing too.
+pub fn options(fabric: &Fabric, spec: &Procurement, d: usize, zero: bool) -> Vec<DimOption> {
+    let dim = &fabric.dims[d];
+    let mut out = Vec::new();
+    if zero {
+        out.push(DimOption {
+            port: "none".into(),
+            k: 0,
+            gbps: 0.0,
+            capex_usd: 0.0,
+            power_w: 0.0,
+        });
+    }
+    for p in allowed_ports(fabric, spec, d) {
+        for k in 1.. {
+            let (per_npu, _, _) = pattern(dim.block, dim.npus, fabric.npus(), k, p.gbps());
+            if per_npu > spec.dims[d].max_ports {
+                break;
+            }
+            if let Ok(b) = dim_bom(fabric, spec, d, p, k, 0.0) {
+                out.push(DimOption {
+                    port: p.name.clone(),
+                    k,
+                    gbps: b.bought_gbps,
+                    capex_usd: b.capex_usd,
+                    power_w: b.power_w,
+                });
+            }
+        }
+    }
+    // Drop dominated designs: another with at least the bandwidth for no
+    // more capex and no more power.
+    let all = out.clone();
+    out.retain(|o| {
+        !all.iter().any(|x| {
+            x.gbps >= o.gbps
+                && x.capex_usd <= o.capex_usd
+                && x.power_w <= o.power_w
+                && (x.gbps > o.gbps || x.capex_usd < o.capex_usd || x.power_w < o.power_w)
+        })
+    });
+    out.sort_by(|a, b| a.gbps.total_cmp(&b.gbps).then(a.capex_usd.total_cmp(&b.capex_usd)));
+    out
+}

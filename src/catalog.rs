@@ -1,0 +1,360 @@
+//! The component catalog: the ports, switches and cables a fabric is bought
+//! from, each with a unit price, a power draw and where those figures come
+//! from (TOML; `catalog/default.toml` is built in).
+//!
+//! A *port* is what one NPU needs to drive one link of a dimension (a NIC,
+//! a PHY, a SerDes block), at `gbits` Gb/s per direction; `blocks` says
+//! which building blocks it can form (on-package die-to-die links make
+//! rings and fully-connected groups, NICs need a switch). A *switch* has
+//! `ports` ports of `gbits` of one `kind`. A *cable* is one link with both
+//! ends, `gbits` at most `reach_m` metres. Validation keeps the line of
+//! every value it checks, so a bad catalog is named to the line.
+
+use crate::error::{InputError, line_of_offset, one_of};
+use crate::fabric::Block;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use toml::Spanned;
+
+/// The built-in catalog's text.
+pub const DEFAULT: &str = include_str!("../catalog/default.toml");
+
+/// Port and switch kinds.
+pub const KINDS: [&str; 5] = ["on-package", "scale-up", "pcie", "ethernet", "infiniband"];
+
+/// Cable media.
+pub const MEDIA: [&str; 4] = ["trace", "copper", "active", "optical"];
+
+/// A port class.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Port {
+    /// Name.
+    pub name: String,
+    /// One of [`KINDS`].
+    pub kind: String,
+    /// Blocks it can build.
+    pub blocks: Vec<Block>,
+    /// Gb/s per direction.
+    pub gbits: f64,
+    /// Unit price, $.
+    pub usd: f64,
+    /// Typical power, W.
+    pub watts: f64,
+    /// Where the figures come from.
+    pub source: String,
+    /// When.
+    pub date: String,
+}
+
+impl Port {
+    /// GB/s per direction (dimsum's bandwidth unit).
+    pub fn gbps(&self) -> f64 {
+        self.gbits / 8.0
+    }
+}
+
+/// A switch model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Switch {
+    /// Name.
+    pub name: String,
+    /// One of [`KINDS`].
+    pub kind: String,
+    /// Radix.
+    pub ports: u32,
+    /// Gb/s per port per direction.
+    pub gbits: f64,
+    /// Unit price, $.
+    pub usd: f64,
+    /// Typical power, W.
+    pub watts: f64,
+    /// Where the figures come from.
+    pub source: String,
+    /// When.
+    pub date: String,
+}
+
+/// A cable (or a pair of transceivers and fibre): one link, both ends.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cable {
+    /// Name.
+    pub name: String,
+    /// One of [`MEDIA`].
+    pub medium: String,
+    /// Gb/s per direction.
+    pub gbits: f64,
+    /// Longest link, m.
+    pub reach_m: f64,
+    /// Price per link, $.
+    pub usd: f64,
+    /// Power per link, W.
+    pub watts: f64,
+    /// Where the figures come from.
+    pub source: String,
+    /// When.
+    pub date: String,
+}
+
+/// A validated catalog.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Catalog {
+    /// Its name.
+    pub name: String,
+    /// When its figures were collected.
+    pub date: String,
+    /// Port classes.
+    pub ports: Vec<Port>,
+    /// Switch models.
+    pub switches: Vec<Switch>,
+    /// Cables.
+    pub cables: Vec<Cable>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCatalog {
+    meta: RawMeta,
+    #[serde(default)]
+    port: Vec<Spanned<RawPort>>,
+    #[serde(default)]
+    switch: Vec<Spanned<RawSwitch>>,
+    #[serde(default)]
+    cable: Vec<Spanned<RawCable>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMeta {
+    name: String,
+    date: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPort {
+    name: String,
+    kind: Spanned<String>,
+    blocks: Vec<Block>,
+    gbits: Spanned<f64>,
+    usd: Spanned<f64>,
+    watts: Spanned<f64>,
+    source: Spanned<String>,
+    date: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSwitch {
+    name: String,
+    kind: Spanned<String>,
+    ports: Spanned<i64>,
+    gbits: Spanned<f64>,
+    usd: Spanned<f64>,
+    watts: Spanned<f64>,
+    source: Spanned<String>,
+    date: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCable {
+    name: String,
+    medium: Spanned<String>,
+    gbits: Spanned<f64>,
+    reach_m: Spanned<f64>,
+    usd: Spanned<f64>,
+    watts: Spanned<f64>,
+    source: Spanned<String>,
+    date: String,
+}
+
+impl Catalog {
+    /// The built-in catalog.
+    pub fn builtin() -> Catalog {
+        // The built-in text is checked by a test; a broken one is a bug.
+        Catalog::parse(DEFAULT, Path::new("catalog/default.toml")).unwrap_or_else(|e| panic!("built-in catalog: {e}"))
+    }
+
+    /// Reads a catalog file.
+    pub fn load(path: &Path) -> Result<Catalog, InputError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::at(path, None, "", format!("cannot read the catalog: {e}")))?;
+        Catalog::parse(&text, path)
+    }
+
+    /// Parses and checks a catalog.
+    pub fn parse(text: &str, path: &Path) -> Result<Catalog, InputError> {
+        let raw: RawCatalog = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_of_offset(text, s.start));
+            InputError::at(path, line, "", e.message().replace('\n', " "))
+        })?;
+        let at = |span: std::ops::Range<usize>, field: String, msg: String| {
+            InputError::at(path, Some(line_of_offset(text, span.start)), field, msg)
+        };
+        let positive = |v: &Spanned<f64>, field: String, zero_ok: bool| -> Result<f64, InputError> {
+            let x = *v.get_ref();
+            if x.is_finite() && (x > 0.0 || (zero_ok && x == 0.0)) {
+                Ok(x)
+            } else {
+                Err(at(
+                    v.span(),
+                    field,
+                    format!(
+                        "{x} is not allowed: use a number {}",
+                        if zero_ok { ">= 0" } else { "> 0" }
+                    ),
+                ))
+            }
+        };
+        let kind = |k: &Spanned<String>, field: String| -> Result<String, InputError> {
+            if KINDS.contains(&k.get_ref().as_str()) {
+                Ok(k.get_ref().clone())
+            } else {
+                Err(at(
+                    k.span(),
+                    field,
+                    format!("`{}` is not a kind; allowed: {}", k.get_ref(), one_of(&KINDS)),
+                ))
+            }
+        };
+        let cited = |s: &Spanned<String>, field: String| -> Result<String, InputError> {
+            if s.get_ref().trim().is_empty() {
+                Err(at(s.span(), field, "say where the figures come from".into()))
+            } else {
+                Ok(s.get_ref().clone())
+            }
+        };
+        let mut names: Vec<String> = Vec::new();
+        let mut unique = |name: &str, span: std::ops::Range<usize>, field: String| -> Result<(), InputError> {
+            if names.iter().any(|n| n == name) {
+                return Err(at(
+                    span,
+                    field,
+                    format!("`{name}` names two parts: names must be unique"),
+                ));
+            }
+            names.push(name.to_string());
+            Ok(())
+        };
+        let mut ports = Vec::new();
+        for (i, sp) in raw.port.iter().enumerate() {
+            let p = sp.get_ref();
+            let f = |x: &str| format!("port[{i}].{x}");
+            unique(&p.name, sp.span(), f("name"))?;
+            if p.blocks.is_empty() {
+                return Err(at(sp.span(), f("blocks"), "list the blocks the port can build".into()));
+            }
+            ports.push(Port {
+                name: p.name.clone(),
+                kind: kind(&p.kind, f("kind"))?,
+                blocks: p.blocks.clone(),
+                gbits: positive(&p.gbits, f("gbits"), false)?,
+                usd: positive(&p.usd, f("usd"), true)?,
+                watts: positive(&p.watts, f("watts"), true)?,
+                source: cited(&p.source, f("source"))?,
+                date: p.date.clone(),
+            });
+        }
+        let mut switches = Vec::new();
+        for (i, ss) in raw.switch.iter().enumerate() {
+            let s = ss.get_ref();
+            let f = |x: &str| format!("switch[{i}].{x}");
+            unique(&s.name, ss.span(), f("name"))?;
+            let radix = *s.ports.get_ref();
+            if !(2..=100_000).contains(&radix) {
+                return Err(at(
+                    s.ports.span(),
+                    f("ports"),
+                    format!("{radix} is not allowed: a switch has 2 to 100000 ports"),
+                ));
+            }
+            switches.push(Switch {
+                name: s.name.clone(),
+                kind: kind(&s.kind, f("kind"))?,
+                ports: radix as u32,
+                gbits: positive(&s.gbits, f("gbits"), false)?,
+                usd: positive(&s.usd, f("usd"), true)?,
+                watts: positive(&s.watts, f("watts"), true)?,
+                source: cited(&s.source, f("source"))?,
+                date: s.date.clone(),
+            });
+        }
+        let mut cables = Vec::new();
+        for (i, sc) in raw.cable.iter().enumerate() {
+            let c = sc.get_ref();
+            let f = |x: &str| format!("cable[{i}].{x}");
+            unique(&c.name, sc.span(), f("name"))?;
+            if !MEDIA.contains(&c.medium.get_ref().as_str()) {
+                return Err(at(
+                    c.medium.span(),
+                    f("medium"),
+                    format!("`{}` is not a medium; allowed: {}", c.medium.get_ref(), one_of(&MEDIA)),
+                ));
+            }
+            cables.push(Cable {
+                name: c.name.clone(),
+                medium: c.medium.get_ref().clone(),
+                gbits: positive(&c.gbits, f("gbits"), false)?,
+                reach_m: positive(&c.reach_m, f("reach_m"), false)?,
+                usd: positive(&c.usd, f("usd"), true)?,
+                watts: positive(&c.watts, f("watts"), true)?,
+                source: cited(&c.source, f("source"))?,
+                date: c.date.clone(),
+            });
+        }
+        Ok(Catalog {
+            name: raw.meta.name,
+            date: raw.meta.date,
+            ports,
+            switches,
+            cables,
+        })
+    }
+
+    /// The port class called `name`.
+    pub fn port(&self, name: &str) -> Option<&Port> {
+        self.ports.iter().find(|p| p.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_catalog_parses_and_cites_every_part() {
+        let c = Catalog::builtin();
+        assert!(c.ports.len() >= 6 && c.switches.len() >= 4 && c.cables.len() >= 6);
+        for s in c
+            .ports
+            .iter()
+            .map(|p| &p.source)
+            .chain(c.switches.iter().map(|s| &s.source))
+            .chain(c.cables.iter().map(|c| &c.source))
+        {
+            assert!(s.len() > 20, "{s}");
+        }
+        // NICs at 200, 400 and 800 Gb/s.
+        for g in [200.0, 400.0, 800.0] {
+            assert!(
+                c.ports
+                    .iter()
+                    .any(|p| p.gbits == g && p.blocks.contains(&Block::Switch))
+            );
+        }
+    }
+
+    #[test]
+    fn bad_catalog_values_name_the_line() {
+        let text = DEFAULT.replacen("gbits = 400\nusd = 1580.0", "gbits = -400\nusd = 1580.0", 1);
+        let e = Catalog::parse(&text, Path::new("c.toml")).unwrap_err();
+        assert!(e.to_string().contains("gbits"), "{e}");
+        assert!(e.line.is_some());
+        let text = DEFAULT.replacen("kind = \"infiniband\"", "kind = \"carrier-pigeon\"", 1);
+        let e = Catalog::parse(&text, Path::new("c.toml")).unwrap_err();
+        assert!(
+            e.to_string().contains("carrier-pigeon") && e.to_string().contains("allowed"),
+            "{e}"
+        );
+    }
+}
