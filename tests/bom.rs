@@ -208,3 +208,229 @@ fn options_are_purchasable_and_undominated() {
         assert_eq!(b.capex_usd, o.capex_usd);
     }
 }
+
+mod milp {
+    use super::study;
+    use dimsum::bom;
+    use dimsum::optimize::catalog::{self, Goal};
+    use dimsum::optimize::{Objective, Problem};
+
+    /// Ring(4) x FC(4) x Switch(8), three collectives, a few ports each.
+    const SMALL: &str = r#"
+[[fabric.dims]]
+name = "a"
+block = "ring"
+npus = 4
+tier = "t"
+[[fabric.dims]]
+name = "b"
+block = "fully-connected"
+npus = 4
+tier = "t"
+[[fabric.dims]]
+name = "c"
+block = "switch"
+npus = 8
+tier = "t"
+[cost.tiers.t]
+link_usd_per_gbps = 1.0
+[workload]
+[[workload.layers]]
+name = "l0"
+forward = { compute_ns = 1e6, collective = "all-reduce", bytes = 64e6, group = [4, 4, -1] }
+input_grad = { compute_ns = 1e6, collective = "all-gather", bytes = 4e6, group = [4, -1, 8] }
+weight_grad = { compute_ns = 1e6, collective = "all-reduce", bytes = 256e6, group = [-1, 4, 8] }
+[procurement.dims.a]
+ports = ["nvlink4"]
+reach_m = 1
+max_ports = 8
+[procurement.dims.b]
+ports = ["nvlink4", "ucie-x64"]
+reach_m = 0.05
+max_ports = 9
+[procurement.dims.c]
+ports = ["eth-200", "ib-ndr-400", "eth-800"]
+reach_m = 3
+max_ports = 4
+"#;
+
+    fn setup() -> (dimsum::study::Study, Problem, Vec<Vec<bom::DimOption>>) {
+        let s = study(SMALL);
+        let p = Problem::new(&s.fabric, s.iteration_model(), s.linear_cost(), vec![]);
+        let spec = s.procurement();
+        let opts = (0..3).map(|d| bom::options(&s.fabric, &spec, d, false)).collect();
+        (s, p, opts)
+    }
+
+    /// Every combination of options, by brute force: (time ms, capex).
+    fn brute(p: &Problem, opts: &[Vec<bom::DimOption>]) -> Vec<(f64, f64, f64)> {
+        let mut out = Vec::new();
+        for a in &opts[0] {
+            for b in &opts[1] {
+                for c in &opts[2] {
+                    let bw = [a.gbps, b.gbps, c.gbps];
+                    out.push((
+                        p.iteration.iteration_ns(&bw) / 1e6,
+                        a.capex_usd + b.capex_usd + c.capex_usd,
+                        a.power_w + b.power_w + c.power_w,
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn milp_equals_brute_force() {
+        let (_, p, opts) = setup();
+        let all = brute(&p, &opts);
+        assert!(all.len() > 100, "{}", all.len());
+        let cheapest = all.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+        let dearest = all.iter().map(|x| x.1).fold(0.0, f64::max);
+        for f in [1.0, 1.1, 1.5, 2.0, 4.0, 1e3] {
+            let budget = (cheapest * f).min(dearest);
+            let (cp, _) = catalog::CatalogProblem::new(&p, opts.clone(), Some(budget), None);
+            let s = catalog::solve(&cp, Goal::Perf).unwrap();
+            let best = all
+                .iter()
+                .filter(|x| x.1 <= budget * (1.0 + 1e-12))
+                .map(|x| x.0)
+                .fold(f64::INFINITY, f64::min);
+            assert!(
+                (s.iteration_time_ms - best).abs() <= 1e-6 * best,
+                "budget {budget}: {} vs {best}",
+                s.iteration_time_ms
+            );
+            assert!(s.capex_usd <= budget * (1.0 + 1e-12));
+        }
+        // Least capex meeting a time target.
+        let fastest = all.iter().map(|x| x.0).fold(f64::INFINITY, f64::min);
+        for f in [1.0001, 1.01, 1.1, 1.5] {
+            let target = fastest * f;
+            let (cp, _) = catalog::CatalogProblem::new(&p, opts.clone(), None, None);
+            let s = catalog::solve(&cp, Goal::MinCapex { target_ms: target }).unwrap();
+            let best = all
+                .iter()
+                .filter(|x| x.0 <= target)
+                .map(|x| x.1)
+                .fold(f64::INFINITY, f64::min);
+            assert!(
+                (s.capex_usd - best).abs() <= 1e-6 * best,
+                "target {target}: {} vs {best}",
+                s.capex_usd
+            );
+        }
+    }
+
+    /// Never better than the continuous relaxation; never worse than
+    /// rounding it up when that fits the same budget.
+    #[test]
+    fn catalog_between_continuous_and_rounded() {
+        let (s, p, opts) = setup();
+        let all = brute(&p, &opts);
+        let cheapest = all.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+        let mut rounded_fit = 0;
+        let dearest = all.iter().map(|x| x.1).fold(0.0, f64::max);
+        for budget in [1.05, 1.2, 1.5, 2.0, 3.0, 5.0, 8.0]
+            .iter()
+            .map(|f| cheapest * f)
+            .chain([dearest * 0.9, dearest, dearest * 2.0])
+        {
+            let c = catalog::compare(&p, opts.clone(), Some(budget), None, Goal::Perf).unwrap();
+            assert!(
+                c.catalog.iteration_time_ms >= c.continuous.iteration_time_ms * (1.0 - 1e-7),
+                "budget {budget}: catalog {} below continuous {}",
+                c.catalog.iteration_time_ms,
+                c.continuous.iteration_time_ms
+            );
+            // The continuous bound is certified.
+            assert!(c.continuous.gap <= 1e-6);
+            if let Some(r) = c.rounded.as_ref().filter(|r| r.feasible) {
+                rounded_fit += 1;
+                assert!(c.catalog.iteration_time_ms <= r.iteration_time_ms * (1.0 + 1e-9));
+            }
+        }
+        assert!(rounded_fit > 0, "no budget let the rounded design fit");
+        let _ = s;
+    }
+
+    #[test]
+    fn cli_catalog_optimum_and_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, format!("{SMALL}\n[optimize]\ntarget_ms = 10\n")).unwrap();
+        let bin = || assert_cmd::Command::cargo_bin("dimsum").unwrap();
+        let out = bin()
+            .args([
+                "optimize",
+                path.to_str().unwrap(),
+                "--catalog",
+                "--budget-usd",
+                "2e6",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let capex = v["capex_usd"].as_f64().unwrap();
+        assert!(capex <= 2e6);
+        let items: f64 = v["bom"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["quantity"].as_f64().unwrap() * i["unit_price_usd"].as_f64().unwrap())
+            .sum();
+        assert!((items - capex).abs() < 1e-6 * capex);
+        assert!(
+            v["iteration_time_ms"].as_f64().unwrap()
+                >= v["continuous"]["iteration_time_ms"].as_f64().unwrap() * (1.0 - 1e-7)
+        );
+        // No budget for perf: one line, exit 2.
+        let out = bin()
+            .args(["optimize", path.to_str().unwrap(), "--catalog"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--budget-usd"));
+        // perf-per-cost is not offered.
+        let out = bin()
+            .args([
+                "optimize",
+                path.to_str().unwrap(),
+                "--catalog",
+                "--objective",
+                "perf-per-cost",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        // `dimsum bom` JSON: capex is the sum of the items.
+        let out = bin()
+            .args(["bom", path.to_str().unwrap(), "--bw", "100,100,50", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for k in ["capex_usd", "power_w", "items"] {
+            assert!(v.get(k).is_some());
+        }
+        for i in v["items"].as_array().unwrap() {
+            for k in ["component", "dimension", "quantity", "unit_price_usd", "unit_power_w"] {
+                assert!(i.get(k).is_some(), "{k}");
+            }
+        }
+        // A port the catalog does not sell: one line with the line number, exit 2.
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, SMALL.replace("\"eth-800\"", "\"token-ring-4\"")).unwrap();
+        let out = bin()
+            .args(["bom", bad.to_str().unwrap(), "--bw", "1,1,1"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("token-ring-4") && err.contains("bad.toml:"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1);
+        let _ = Objective::Perf;
+    }
+}

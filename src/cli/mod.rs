@@ -68,6 +68,16 @@ pub enum Command {
         /// Ignore the study's `[optimize]` constraints (keep the fabric's bounds).
         #[arg(long)]
         no_study_constraints: bool,
+        /// Buy only what the study's catalog (or the built-in one) sells:
+        /// the best purchasable fabric (a MILP), beside the continuous optimum.
+        #[arg(long)]
+        catalog: bool,
+        /// Capex budget for --catalog, $ (default: the study's [procurement] budget_usd).
+        #[arg(long)]
+        budget_usd: Option<f64>,
+        /// Power budget for --catalog, W (default: the study's [procurement] budget_w).
+        #[arg(long)]
+        budget_w: Option<f64>,
         /// How collectives are timed.
         #[command(flatten)]
         ev: scheduled::EvaluatorArgs,
@@ -298,6 +308,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             constraints,
             target_ms,
             no_study_constraints,
+            catalog,
+            budget_usd,
+            budget_w,
             ev,
             json,
         } => {
@@ -308,6 +321,19 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let objective = objective_of(&study, objective.as_deref(), target_ms)?;
             let constraints = study.constraints(&constraints)?;
             let problem = Problem::new(&study.fabric, study.iteration_model(), study.linear_cost(), constraints);
+            for (flag, v) in [("--budget-usd", budget_usd), ("--budget-w", budget_w)] {
+                if let Some(x) = v {
+                    if !(x.is_finite() && x > 0.0) {
+                        return Err(InputError::arg(flag, format!("{x} is not allowed: use a budget > 0")).into());
+                    }
+                    if !catalog {
+                        return Err(InputError::arg(flag, "a capex or power budget applies with --catalog").into());
+                    }
+                }
+            }
+            if catalog {
+                return procure::run_catalog(&study, &problem, objective, budget_usd, budget_w, json);
+            }
             if ev.apply(&mut study)? == Evaluator::Schedule {
                 return scheduled::optimize(&study, &problem, objective, json);
             }

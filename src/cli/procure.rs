@@ -3,6 +3,8 @@
 
 use crate::bom::{self, Bom};
 use crate::error::InputError;
+use crate::optimize::Problem;
+use crate::optimize::catalog::{self, Comparison, Goal};
 use crate::report::sig3;
 use crate::study::Study;
 use serde_json::json;
@@ -15,6 +17,13 @@ pub fn bom_table(study: &Study, b: &Bom) -> String {
     let _ = writeln!(s, "fabric       {} = {} NPUs", study.fabric.shape(), b.npus);
     let _ = writeln!(s, "catalog      {}", b.catalog);
     let _ = writeln!(s);
+    s.push_str(&bom_body(b));
+    s
+}
+
+/// The per-dimension and per-item tables and the totals.
+pub fn bom_body(b: &Bom) -> String {
+    let mut s = String::new();
     let _ = writeln!(
         s,
         "{:<12} {:<18} {:>9} {:>12} {:>12} {:<34} {:>14} {:>12}",
@@ -99,6 +108,193 @@ pub fn run_bom(study: &Study, bw: &[f64], json_out: bool) -> anyhow::Result<()> 
         println!("{}", bom_json(study, bw, &b));
     } else {
         print!("{}", bom_table(study, &b));
+    }
+    Ok(())
+}
+
+/// The catalog goal of an objective.
+pub fn goal_of(objective: crate::optimize::Objective) -> Result<Goal, InputError> {
+    use crate::optimize::Objective;
+    match objective {
+        Objective::Perf => Ok(Goal::Perf),
+        Objective::MinCost { target_ms } => Ok(Goal::MinCapex { target_ms }),
+        Objective::MinPower { target_ms } => Ok(Goal::MinPower { target_ms }),
+        Objective::PerfPerCost => Err(InputError::arg(
+            "--objective",
+            "perf-per-cost is not offered against the catalog: use perf with a budget, min-cost or min-power",
+        )),
+    }
+}
+
+/// The catalog-constrained optimum with its comparison, for a study.
+pub fn catalog_compare(
+    study: &Study,
+    problem: &Problem,
+    goal: Goal,
+    budget_usd: Option<f64>,
+    budget_w: Option<f64>,
+) -> anyhow::Result<(Comparison, Bom)> {
+    let spec = study.procurement();
+    let options: Vec<_> = (0..study.fabric.ndims())
+        .map(|d| bom::options(&study.fabric, &spec, d, true))
+        .collect();
+    let budget_usd = budget_usd.or(spec.budget_usd);
+    let budget_w = budget_w.or(spec.budget_w);
+    if goal == Goal::Perf && budget_usd.is_none() && budget_w.is_none() {
+        return Err(InputError::arg(
+            "--budget-usd",
+            "the fastest purchasable fabric needs a budget: pass --budget-usd (or --budget-w) or set budget_usd in [procurement]",
+        )
+        .into());
+    }
+    let c = catalog::compare(problem, options, budget_usd, budget_w, goal)?;
+    let b = bom::bom(&study.fabric, &spec, &c.catalog.bw_gbps)?;
+    Ok((c, b))
+}
+
+fn design_line(name: &str, bw: &[f64], t: f64, capex: f64, power: f64, note: &str) -> String {
+    format!(
+        "{:<34} {:<40} {:>14.6} {:>14.0} {:>12.1}  {note}",
+        name,
+        format!("[{}]", bw.iter().map(|b| sig3(*b)).collect::<Vec<_>>().join(", ")),
+        t,
+        capex,
+        power
+    )
+}
+
+/// The table of `optimize --catalog`.
+pub fn catalog_table(study: &Study, c: &Comparison, b: &Bom, budget: Option<f64>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "study        {}", study.name);
+    let _ = writeln!(s, "fabric       {}", study.fabric.shape());
+    let _ = writeln!(
+        s,
+        "catalog      {} ({} purchasable designs)",
+        b.catalog, c.catalog.options
+    );
+    if let Some(x) = budget {
+        let _ = writeln!(s, "budget       {x:.0} $ capex");
+    }
+    if !c.skipped.is_empty() {
+        let _ = writeln!(
+            s,
+            "not applied  {} (the catalog's prices replace the linear cost model)",
+            c.skipped.join("; ")
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<34} {:<40} {:>14} {:>14} {:>12}",
+        "design", "GB/s per NPU", "iteration ms", "capex $", "power W"
+    );
+    let _ = writeln!(
+        s,
+        "{}",
+        design_line(
+            "catalog optimum (MILP, gap 1e-9)",
+            &c.catalog.bw_gbps,
+            c.catalog.iteration_time_ms,
+            c.catalog.capex_usd,
+            c.catalog.power_w,
+            ""
+        )
+    );
+    let cont = &c.continuous;
+    let _ = writeln!(
+        s,
+        "{}",
+        design_line(
+            "continuous relaxation",
+            &cont.bw_gbps,
+            cont.iteration_time_ms,
+            cont.network_cost_usd,
+            cont.network_power_w,
+            "a lower bound: cheapest $ per GB/s, not purchasable as such"
+        )
+    );
+    match &c.rounded {
+        Some(r) => {
+            let _ = writeln!(
+                s,
+                "{}",
+                design_line(
+                    "continuous rounded up to parts",
+                    &r.bw_gbps,
+                    r.iteration_time_ms,
+                    r.capex_usd,
+                    r.power_w,
+                    if r.feasible {
+                        "fits the budget"
+                    } else {
+                        "over the budget or a constraint"
+                    }
+                )
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "continuous rounded up to parts     (the catalog does not sell that much)"
+            );
+        }
+    }
+    let _ = writeln!(s);
+    let gap = 100.0 * (c.catalog.iteration_time_ms / cont.iteration_time_ms - 1.0);
+    let _ = writeln!(
+        s,
+        "buying only what the catalog sells costs {gap:.3}% of iteration time against the continuous bound{}",
+        match &c.rounded {
+            Some(r) if r.feasible => format!(
+                "; rounding the continuous design up instead would take {:.3}% more time than the catalog optimum",
+                100.0 * (r.iteration_time_ms / c.catalog.iteration_time_ms - 1.0)
+            ),
+            _ => String::new(),
+        }
+    );
+    let _ = writeln!(s, "bill of materials of the catalog optimum ({} NPUs):", b.npus);
+    s.push_str(&bom_body(b));
+    s
+}
+
+/// `dimsum optimize --catalog`.
+pub fn run_catalog(
+    study: &Study,
+    problem: &Problem,
+    objective: crate::optimize::Objective,
+    budget_usd: Option<f64>,
+    budget_w: Option<f64>,
+    json_out: bool,
+) -> anyhow::Result<()> {
+    let goal = goal_of(objective)?;
+    let started = std::time::Instant::now();
+    let (c, b) = catalog_compare(study, problem, goal, budget_usd, budget_w)?;
+    let solve_ms = started.elapsed().as_secs_f64() * 1e3;
+    let budget = budget_usd.or(study.procurement().budget_usd);
+    if json_out {
+        let mut v = json!({
+            "study": study.name,
+            "dimsum_version": env!("CARGO_PKG_VERSION"),
+            "fabric": study.fabric.shape(),
+            "objective": objective.name(),
+            "budget_usd": budget,
+            "budget_w": budget_w.or(study.procurement().budget_w),
+            "bw_gbps": c.catalog.bw_gbps,
+            "iteration_time_ms": c.catalog.iteration_time_ms,
+            "capex_usd": c.catalog.capex_usd,
+            "power_w": c.catalog.power_w,
+            "mip_rel_gap": c.catalog.mip_rel_gap,
+            "choice": c.catalog.choice,
+            "continuous": c.continuous,
+            "rounded": c.rounded,
+            "skipped_constraints": c.skipped,
+            "solve_ms": solve_ms,
+        });
+        v["bom"] = bom_json(study, &c.catalog.bw_gbps, &b);
+        println!("{v}");
+    } else {
+        print!("{}", catalog_table(study, &c, &b, budget));
     }
     Ok(())
 }

@@ -61,6 +61,7 @@
 //! grid plus the pooled tangents nearest the last answer. Only `optimize`
 //! uses good_lp, highs and argmin.
 
+pub mod catalog;
 pub mod expr;
 pub mod frontier;
 mod master;
