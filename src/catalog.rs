@@ -102,6 +102,8 @@ pub struct Catalog {
     pub name: String,
     /// When its figures were collected.
     pub date: String,
+    /// What the abbreviations in its sources stand for.
+    pub legend: String,
     /// Port classes.
     pub ports: Vec<Port>,
     /// Switch models.
@@ -127,6 +129,8 @@ struct RawCatalog {
 struct RawMeta {
     name: String,
     date: String,
+    #[serde(default)]
+    legend: String,
 }
 
 #[derive(Deserialize)]
@@ -305,6 +309,7 @@ impl Catalog {
         Ok(Catalog {
             name: raw.meta.name,
             date: raw.meta.date,
+            legend: raw.meta.legend,
             ports,
             switches,
             cables,

@@ -941,6 +941,7 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
     let mut solutions = Vec::new();
+    let mut recommended: Vec<(String, Vec<f64>)> = Vec::new();
     for name in &study.objectives {
         let objective = objective_of(study, Some(name), None)?;
         match optimize::solve(&problem, objective) {
@@ -961,6 +962,7 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
+                recommended.push((name.clone(), s.bw_gbps.clone()));
                 solutions.push(serde_json::json!({ "objective": name, "solution": s }));
             }
             Err(e) => {
@@ -977,6 +979,9 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
 
     if study.evaluator.evaluator == Evaluator::Schedule {
         scheduled::run_section(study, &problem, dir, &stamp, &mut md)?;
+    }
+    if study.procurement.is_some() {
+        procure::run_section(study, &problem, &recommended, dir, &stamp, &mut md)?;
     }
 
     // Fixed designs.
@@ -1187,6 +1192,8 @@ All of them: `{}`.",
     }
     let summary = dir.join("summary.md");
     report::write_atomic(&summary, md.as_bytes())?;
+    let page = report::html::render(&format!("{}: network fabric design review", study.name), &md, dir);
+    report::write_atomic(&dir.join("report.html"), page.as_bytes())?;
     Ok(summary)
 }
 

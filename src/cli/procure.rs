@@ -298,3 +298,235 @@ pub fn run_catalog(
     }
     Ok(())
 }
+
+/// The `run` section of a study with `[procurement]`: the parts of each
+/// recommended design, and the catalog-constrained optimum under the
+/// study's budget; `bom.json`.
+pub fn run_section(
+    study: &Study,
+    problem: &Problem,
+    recommended: &[(String, Vec<f64>)],
+    dir: &std::path::Path,
+    stamp: &crate::report::Stamp,
+    md: &mut String,
+) -> anyhow::Result<()> {
+    let spec = study.procurement();
+    let fmt_bw = |bw: &[f64]| bw.iter().map(|b| sig3(*b)).collect::<Vec<_>>().join(", ");
+    let _ = writeln!(md, "\n## Bill of materials\n");
+    let _ = writeln!(
+        md,
+        "Each recommended allocation bought from the catalog (`{} ({})`; every price and power figure cites its source there): ports per NPU rounded up, switches by radix (a leaf-spine where a group outgrows one switch), cables by reach. `bom.json` has every item.\n",
+        spec.catalog.name, spec.catalog.date
+    );
+    let _ = writeln!(
+        md,
+        "| objective | GB/s per NPU asked | bought | capex ($M) | power (kW) | $ per NPU | switches |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+    let mut out = Vec::new();
+    let mut first: Option<Bom> = None;
+    for (name, bw) in recommended {
+        match bom::bom(&study.fabric, &spec, bw) {
+            Ok(b) => {
+                let switches: Vec<String> = b
+                    .dims
+                    .iter()
+                    .filter_map(|d| {
+                        d.switch.as_ref().map(|p| {
+                            if p.tiers == 1 {
+                                format!("{}: {} x {}", d.dimension, p.leaves, p.model)
+                            } else {
+                                format!("{}: {} leaf + {} spine {}", d.dimension, p.leaves, p.spines, p.model)
+                            }
+                        })
+                    })
+                    .collect();
+                let over: Vec<String> = study
+                    .fabric
+                    .dims
+                    .iter()
+                    .zip(&b.bought_gbps)
+                    .filter(|(d, x)| d.max_gbps.is_some_and(|m| **x > m * (1.0 + 1e-9)))
+                    .map(|(d, x)| {
+                        format!(
+                            "{} {} over its max_gbps {}",
+                            d.name,
+                            sig3(*x),
+                            sig3(d.max_gbps.unwrap_or(0.0))
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(
+                    md,
+                    "| {name} | {} | {}{} | {:.3} | {:.1} | {:.0} | {} |",
+                    fmt_bw(bw),
+                    fmt_bw(&b.bought_gbps),
+                    if over.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", over.join("; "))
+                    },
+                    b.capex_usd / 1e6,
+                    b.power_w / 1e3,
+                    b.cost_per_npu_usd,
+                    if switches.is_empty() {
+                        "-".into()
+                    } else {
+                        switches.join("; ")
+                    }
+                );
+                out.push(json!({ "objective": name, "bom": bom_json(study, bw, &b) }));
+                if first.is_none() {
+                    first = Some(b);
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(md, "| {name} | {} | {e} | | | | |", fmt_bw(bw));
+                out.push(json!({ "objective": name, "error": e.to_string() }));
+            }
+        }
+    }
+    if let (Some(b), Some((name, _))) = (&first, recommended.first()) {
+        let _ = writeln!(md, "\n### Parts of the `{name}` design\n");
+        let _ = writeln!(
+            md,
+            "| dimension | component | role | quantity | unit $ | unit W | capex ($) | power (W) |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+        for i in &b.items {
+            let _ = writeln!(
+                md,
+                "| {} | `{}` | {} | {} | {:.2} | {:.2} | {:.0} | {:.1} |",
+                i.dimension,
+                i.component,
+                i.role,
+                i.quantity,
+                i.unit_price_usd,
+                i.unit_power_w,
+                i.capex_usd(),
+                i.power_w()
+            );
+        }
+        let _ = writeln!(md, "| total | | | | | | {:.0} | {:.1} |", b.capex_usd, b.power_w);
+    }
+    let mut catalog_json = serde_json::Value::Null;
+    if let Some(budget) = spec.budget_usd {
+        let _ = writeln!(
+            md,
+            "\n### The best fabric the catalog sells for ${}M\n",
+            sig3(budget / 1e6)
+        );
+        match catalog_compare(study, problem, Goal::Perf, Some(budget), spec.budget_w) {
+            Ok((c, b)) => {
+                let _ = writeln!(
+                    md,
+                    "| design | GB/s per NPU | iteration (ms) | capex ($M) | power (kW) | |"
+                );
+                let _ = writeln!(md, "|---|---|---|---|---|---|");
+                let _ = writeln!(
+                    md,
+                    "| catalog optimum (MILP, gap 1e-9) | {} | {:.4} | {:.3} | {:.1} | purchasable as listed |",
+                    fmt_bw(&c.catalog.bw_gbps),
+                    c.catalog.iteration_time_ms,
+                    c.catalog.capex_usd / 1e6,
+                    c.catalog.power_w / 1e3
+                );
+                let _ = writeln!(
+                    md,
+                    "| continuous relaxation | {} | {:.4} | {:.3} | {:.1} | lower bound (cheapest $ per GB/s) |",
+                    fmt_bw(&c.continuous.bw_gbps),
+                    c.continuous.iteration_time_ms,
+                    c.continuous.network_cost_usd / 1e6,
+                    c.continuous.network_power_w / 1e3
+                );
+                if let Some(r) = &c.rounded {
+                    let _ = writeln!(
+                        md,
+                        "| continuous rounded up to parts | {} | {:.4} | {:.3} | {:.1} | {} |",
+                        fmt_bw(&r.bw_gbps),
+                        r.iteration_time_ms,
+                        r.capex_usd / 1e6,
+                        r.power_w / 1e3,
+                        if r.feasible {
+                            "fits"
+                        } else {
+                            "over the budget or a bound"
+                        }
+                    );
+                }
+                let _ = writeln!(
+                    md,
+                    "\nBuying only what the catalog sells costs {:.2}% of iteration time against the continuous bound.",
+                    100.0 * (c.catalog.iteration_time_ms / c.continuous.iteration_time_ms - 1.0)
+                );
+                if !c.skipped.is_empty() {
+                    let _ = writeln!(
+                        md,
+                        "Not applied to catalog designs (the catalog's prices replace the linear cost model): {}.",
+                        c.skipped
+                            .iter()
+                            .map(|x| format!("`{x}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
+                catalog_json = json!({ "comparison": c, "bom": bom_json(study, &c.catalog.bw_gbps, &b) });
+            }
+            Err(e) => {
+                let _ = writeln!(md, "No purchasable design: {e}");
+                catalog_json = json!({ "error": e.to_string() });
+            }
+        }
+    }
+    // Where every price used comes from.
+    let mut used: Vec<String> = Vec::new();
+    for o in &out {
+        for i in o["bom"]["items"].as_array().into_iter().flatten() {
+            if let Some(c) = i["component"].as_str()
+                && !used.iter().any(|u| u == c)
+            {
+                used.push(c.to_string());
+            }
+        }
+    }
+    if let Some(items) = catalog_json["bom"]["items"].as_array() {
+        for i in items {
+            if let Some(c) = i["component"].as_str()
+                && !used.iter().any(|u| u == c)
+            {
+                used.push(c.to_string());
+            }
+        }
+    }
+    if !used.is_empty() {
+        let _ = writeln!(md, "\n### Where the figures come from\n");
+        if !spec.catalog.legend.is_empty() {
+            let _ = writeln!(md, "{}\n", spec.catalog.legend);
+        }
+        for name in &used {
+            let c = &spec.catalog;
+            let (src, date) = c
+                .ports
+                .iter()
+                .find(|p| &p.name == name)
+                .map(|p| (p.source.clone(), p.date.clone()))
+                .or_else(|| {
+                    c.switches
+                        .iter()
+                        .find(|x| &x.name == name)
+                        .map(|x| (x.source.clone(), x.date.clone()))
+                })
+                .or_else(|| {
+                    c.cables
+                        .iter()
+                        .find(|x| &x.name == name)
+                        .map(|x| (x.source.clone(), x.date.clone()))
+                })
+                .unwrap_or_default();
+            let _ = writeln!(md, "- `{name}` ({date}): {src}");
+        }
+    }
+    let j = json!({ "stamp": stamp, "study": study.name, "catalog": spec.catalog.name, "recommended": out, "catalog_optimum": catalog_json });
+    crate::report::write_atomic(&dir.join("bom.json"), serde_json::to_string_pretty(&j)?.as_bytes())?;
+    Ok(())
+}

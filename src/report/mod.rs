@@ -7,6 +7,7 @@
 //! spans more than a decade) and label ticks with the real values, so one
 //! drawing routine serves every combination of linear and log axes.
 
+pub mod html;
 pub mod schedule;
 
 use crate::optimize::frontier::Frontier;
