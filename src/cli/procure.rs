@@ -386,6 +386,20 @@ pub fn run_section(
             }
         }
     }
+    // Capex by dimension, per design.
+    let names: Vec<String> = study.fabric.dims.iter().map(|d| d.name.clone()).collect();
+    let per_dim = |b: &Bom| -> Vec<f64> { b.dims.iter().map(|d| d.capex_usd / 1e6).collect() };
+    let mut bars: Vec<(String, Vec<f64>)> = Vec::new();
+    for o in &out {
+        if let (Some(name), Some(dims)) = (o["objective"].as_str(), o["bom"]["dims"].as_array()) {
+            bars.push((
+                format!("{name} (rounded up)"),
+                dims.iter()
+                    .map(|d| d["capex_usd"].as_f64().unwrap_or(0.0) / 1e6)
+                    .collect(),
+            ));
+        }
+    }
     if let (Some(b), Some((name, _))) = (&first, recommended.first()) {
         let _ = writeln!(md, "\n### Parts of the `{name}` design\n");
         let _ = writeln!(
@@ -470,6 +484,10 @@ pub fn run_section(
                             .join(", ")
                     );
                 }
+                bars.push((
+                    format!("catalog optimum (${}M budget)", sig3(budget / 1e6)),
+                    per_dim(&b),
+                ));
                 catalog_json = json!({ "comparison": c, "bom": bom_json(study, &c.catalog.bw_gbps, &b) });
             }
             Err(e) => {
@@ -477,6 +495,17 @@ pub fn run_section(
                 catalog_json = json!({ "error": e.to_string() });
             }
         }
+    }
+    if !bars.is_empty() {
+        crate::report::capex_chart(
+            dir,
+            "capex",
+            &format!("{}: capex by dimension", study.name),
+            &bars,
+            &names,
+            stamp,
+        )?;
+        let _ = writeln!(md, "\n![capex by dimension](capex.png)");
     }
     // Where every price used comes from.
     let mut used: Vec<String> = Vec::new();

@@ -456,6 +456,105 @@ where
     Ok(())
 }
 
+/// Capex by dimension, one stacked horizontal bar per design (SVG and PNG,
+/// `dir/stem.*`): `rows` are (design, $M per dimension).
+pub fn capex_chart(
+    dir: &Path,
+    stem: &str,
+    title: &str,
+    rows: &[(String, Vec<f64>)],
+    dim_names: &[String],
+    stamp: &Stamp,
+) -> Result<Vec<PathBuf>, ReportError> {
+    let size = (1100, 200 + 70 * rows.len() as u32);
+    render(
+        dir,
+        stem,
+        size,
+        &|r| draw_capex(r, title, rows, dim_names, stamp),
+        &|r| draw_capex(r, title, rows, dim_names, stamp),
+    )
+}
+
+fn draw_capex<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    rows: &[(String, Vec<f64>)],
+    dim_names: &[String],
+    stamp: &Stamp,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let body = frame(root, stamp)?;
+    let n = rows.len().max(1);
+    let top = rows
+        .iter()
+        .map(|(_, v)| v.iter().sum::<f64>())
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let labels: Vec<String> = rows.iter().map(|(l, _)| l.clone()).collect();
+    let mut chart = ChartBuilder::on(&body)
+        .caption(title, ("sans-serif", 24))
+        .margin(16)
+        .x_label_area_size(50)
+        .y_label_area_size(230)
+        .build_cartesian_2d(0.0..top * 1.4, -0.5..(n as f64 - 0.5))?;
+    chart
+        .configure_mesh()
+        .x_desc("capex ($M)")
+        .y_labels(n)
+        .y_label_formatter(&|v| {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+                // The first design on top.
+                labels.get(n - 1 - i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .x_label_formatter(&|v| sig3(*v))
+        .disable_y_mesh()
+        .axis_desc_style(("sans-serif", 18))
+        .label_style(("sans-serif", 15))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()?;
+    for (d, name) in dim_names.iter().enumerate() {
+        let (r, g, b) = PALETTE[d % PALETTE.len()];
+        let color = RGBColor(r, g, b);
+        let bars: Vec<Rectangle<(f64, f64)>> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (_, v))| {
+                let x0: f64 = v[..d].iter().sum();
+                let y = (n - 1 - i) as f64;
+                Rectangle::new([(x0, y - 0.32), (x0 + v[d], y + 0.32)], color.filled())
+            })
+            .collect();
+        chart
+            .draw_series(bars)?
+            .label(name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled()));
+    }
+    for (i, (_, v)) in rows.iter().enumerate() {
+        let total: f64 = v.iter().sum();
+        chart.draw_series(std::iter::once(Text::new(
+            format!("${}M", sig3(total)),
+            (total + top * 0.01, (n - 1 - i) as f64 + 0.1),
+            ("sans-serif", 15).into_font(),
+        )))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
 const SIZE: (u32, u32) = (1100, 680);
 
 /// Renders one chart as SVG and PNG, `dir/stem.svg` and `dir/stem.png`.
