@@ -152,6 +152,16 @@ pub struct SwitchPlan {
     pub spines: u64,
 }
 
+impl std::fmt::Display for SwitchPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.tiers == 1 {
+            write!(f, "{} x {}", self.leaves, self.model)
+        } else {
+            write!(f, "{} leaf + {} spine {}", self.leaves, self.spines, self.model)
+        }
+    }
+}
+
 /// A whole bill of materials.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Bom {

@@ -30,13 +30,7 @@ pub fn bom_body(b: &Bom) -> String {
         "dimension", "port", "ports/NPU", "asked GB/s", "bought GB/s", "switches", "capex $", "power W"
     );
     for d in &b.dims {
-        let sw = d.switch.as_ref().map_or("-".to_string(), |p| {
-            if p.tiers == 1 {
-                format!("{} x {}", p.leaves, p.model)
-            } else {
-                format!("{} leaf + {} spine {}", p.leaves, p.spines, p.model)
-            }
-        });
+        let sw = d.switch.as_ref().map_or("-".to_string(), |p| p.to_string());
         let _ = writeln!(
             s,
             "{:<12} {:<18} {:>9} {:>12.2} {:>12.2} {:<34} {:>14.0} {:>12.1}",
@@ -331,15 +325,7 @@ pub fn run_section(
                 let switches: Vec<String> = b
                     .dims
                     .iter()
-                    .filter_map(|d| {
-                        d.switch.as_ref().map(|p| {
-                            if p.tiers == 1 {
-                                format!("{}: {} x {}", d.dimension, p.leaves, p.model)
-                            } else {
-                                format!("{}: {} leaf + {} spine {}", d.dimension, p.leaves, p.spines, p.model)
-                            }
-                        })
-                    })
+                    .filter_map(|d| d.switch.as_ref().map(|p| format!("{}: {p}", d.dimension)))
                     .collect();
                 let over: Vec<String> = study
                     .fabric

@@ -259,7 +259,13 @@ pub fn solve(p: &CatalogProblem, goal: Goal) -> Result<CatalogSolution, OptError
         ResolutionError::Infeasible => {
             let mut why: Vec<String> = p.constraints.iter().map(|c| c.text.clone()).collect();
             if let Some(b) = p.budget_usd {
-                why.push(format!("capex <= {b} $"));
+                let least: f64 = opts
+                    .iter()
+                    .map(|o| o.iter().map(|x| x.capex_usd).fold(f64::INFINITY, f64::min))
+                    .sum();
+                why.push(format!(
+                    "capex <= {b} $ (the cheapest purchasable fabric, bounds aside, costs {least:.0} $)"
+                ));
             }
             if let Some(b) = p.budget_w {
                 why.push(format!("power <= {b} W"));
