@@ -236,6 +236,14 @@ pub fn group_topology(fabric: &Fabric, group: &Group, bw: &[f64]) -> (Topology, 
     (Topology::from_dims(&shape.join(" x "), &dims, &gbps, &lat), map)
 }
 
+/// The fabric dimensions a group spans (size above 1), in order: the
+/// dimensions of its `group_topology`.
+pub fn involved(fabric: &Fabric, group: &Group) -> Vec<usize> {
+    (0..fabric.ndims())
+        .filter(|&d| group.0.get(d).copied().flatten().is_some_and(|p| p > 1))
+        .collect()
+}
+
 /// The bytes a schedule's buffer has for `comm` (LIBRA gives an
 /// all-gather's per-NPU contribution; a schedule its output).
 fn schedule_size(comm: &Comm) -> f64 {
@@ -493,7 +501,7 @@ impl Backed {
     /// Replays distinct collective `i` at `bw` (cached).
     fn measure_one(&self, i: usize, bw: &[f64]) -> Result<Arc<Measurement>, ScheduledError> {
         let comm = &self.distinct[i].0;
-        let (_, map) = group_topology(&self.fabric, &comm.group, &vec![1.0; bw.len()]);
+        let map = involved(&self.fabric, &comm.group);
         let key = (i, map.iter().map(|&d| bw[d].to_bits()).collect::<Vec<u64>>());
         if let Some(m) = self.replays.lock().map_err(|_| poisoned())?.get(&key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
