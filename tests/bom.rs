@@ -302,6 +302,17 @@ max_ports = 4
                 s.iteration_time_ms
             );
             assert!(s.capex_usd <= budget * (1.0 + 1e-12));
+            // Of the fastest designs, the cheapest.
+            let least = all
+                .iter()
+                .filter(|x| x.1 <= budget * (1.0 + 1e-12) && x.0 <= best * (1.0 + 1e-9))
+                .map(|x| x.1)
+                .fold(f64::INFINITY, f64::min);
+            assert!(
+                (s.capex_usd - least).abs() <= 1e-6 * least,
+                "budget {budget}: {} vs {least}",
+                s.capex_usd
+            );
         }
         // Least capex meeting a time target.
         let fastest = all.iter().map(|x| x.0).fold(f64::INFINITY, f64::min);

@@ -482,6 +482,75 @@ pub fn run_section(
             }
         }
     }
+    // The best purchasable fabric at every budget, beside the bound.
+    let frontier = catalog_frontier(study, problem, 16)?;
+    if !frontier.is_empty() {
+        let mut csv = format!(
+            "# {}\nbudget_usd,catalog_time_ms,continuous_bound_ms,capex_usd,power_w,{}\n",
+            stamp.line(),
+            study
+                .fabric
+                .dims
+                .iter()
+                .map(|d| format!("bw_{}", d.name))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        for (b, c) in &frontier {
+            let _ = writeln!(
+                csv,
+                "{b},{},{},{},{},{}",
+                c.catalog.iteration_time_ms,
+                c.continuous.iteration_time_ms,
+                c.catalog.capex_usd,
+                c.catalog.power_w,
+                c.catalog
+                    .bw_gbps
+                    .iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+        }
+        crate::report::write_atomic(&dir.join("catalog-frontier.csv"), csv.as_bytes())?;
+        let series: Vec<crate::report::Series> = vec![
+            (
+                "best purchasable fabric (catalog MILP)".into(),
+                frontier
+                    .iter()
+                    .map(|(b, c)| (b / 1e6, c.catalog.iteration_time_ms))
+                    .collect(),
+            ),
+            (
+                "continuous bound (cheapest $ per GB/s)".into(),
+                frontier
+                    .iter()
+                    .map(|(b, c)| (b / 1e6, c.continuous.iteration_time_ms))
+                    .collect(),
+            ),
+        ];
+        crate::report::line_chart(
+            dir,
+            "catalog-frontier",
+            &format!("{}: the fastest fabric each capex budget can buy", study.name),
+            "capex budget ($M)",
+            "iteration time (ms)",
+            &series,
+            None,
+            stamp,
+        )?;
+        let (lo, hi) = (&frontier[0], &frontier[frontier.len() - 1]);
+        let _ = writeln!(
+            md,
+            "\n### The fastest fabric each budget can buy\n\nFrom ${}M (the cheapest purchasable fabric, {} ms) to ${}M (the fastest, {} ms), {} budgets, each a catalog MILP beside its continuous bound (`catalog-frontier.csv`).\n",
+            sig3(lo.0 / 1e6),
+            sig3(lo.1.catalog.iteration_time_ms),
+            sig3(hi.0 / 1e6),
+            sig3(hi.1.catalog.iteration_time_ms),
+            frontier.len()
+        );
+        let _ = writeln!(md, "![catalog frontier](catalog-frontier.png)");
+    }
     if !bars.is_empty() {
         crate::report::capex_chart(
             dir,
@@ -544,4 +613,35 @@ pub fn run_section(
     let j = json!({ "stamp": stamp, "study": study.name, "catalog": spec.catalog.name, "recommended": out, "catalog_optimum": catalog_json });
     crate::report::write_atomic(&dir.join("bom.json"), serde_json::to_string_pretty(&j)?.as_bytes())?;
     Ok(())
+}
+
+/// The catalog optimum at `points` budgets, geometrically spaced from the
+/// cheapest purchasable fabric to the least capex of the fastest one.
+pub fn catalog_frontier(study: &Study, problem: &Problem, points: usize) -> anyhow::Result<Vec<(f64, Comparison)>> {
+    let spec = study.procurement();
+    let options: Vec<_> = (0..study.fabric.ndims())
+        .map(|d| bom::options(&study.fabric, &spec, d, true))
+        .collect();
+    let (cp, _) = catalog::CatalogProblem::new(problem, options.clone(), None, spec.budget_w);
+    let Ok(cheapest) = catalog::solve(&cp, Goal::MinCapex { target_ms: f64::MAX }) else {
+        return Ok(Vec::new());
+    };
+    let big = catalog::CatalogProblem::new(problem, options.clone(), Some(1e18), spec.budget_w).0;
+    let fastest = catalog::solve(&big, Goal::Perf)?;
+    let dearest = catalog::solve(
+        &cp,
+        Goal::MinCapex {
+            target_ms: fastest.iteration_time_ms * (1.0 + 1e-9),
+        },
+    )?;
+    let (lo, hi) = (cheapest.capex_usd, dearest.capex_usd.max(cheapest.capex_usd));
+    let n = points.max(2);
+    let mut out = Vec::new();
+    for i in 0..n {
+        let b = lo * (hi / lo).powf(i as f64 / (n - 1) as f64) * if i == 0 { 1.0 + 1e-9 } else { 1.0 };
+        if let Ok(c) = catalog::compare(problem, options.clone(), Some(b), spec.budget_w, Goal::Perf) {
+            out.push((b, c));
+        }
+    }
+    Ok(out)
 }
