@@ -331,10 +331,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                     }
                 }
             }
+            let evaluator = ev.apply(&mut study)?;
             if catalog {
+                if evaluator == Evaluator::Schedule {
+                    return Err(InputError::arg(
+                        "--catalog",
+                        "the catalog optimum uses the analytic model: drop --evaluator schedule (or the study's [evaluator] kind) for it",
+                    )
+                    .into());
+                }
                 return procure::run_catalog(&study, &problem, objective, budget_usd, budget_w, json);
             }
-            if ev.apply(&mut study)? == Evaluator::Schedule {
+            if evaluator == Evaluator::Schedule {
                 return scheduled::optimize(&study, &problem, objective, json);
             }
             let started = std::time::Instant::now();
