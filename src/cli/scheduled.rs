@@ -371,11 +371,7 @@ pub fn frontier(study: &Study, axis: Axis, points: usize, dir: &Path, stamp: &St
             coeffs: coeffs.clone(),
             sense: crate::optimize::expr::Sense::Le,
             rhs: pt.budget,
-            unit: match axis {
-                Axis::Cost => crate::optimize::expr::Unit::Usd,
-                Axis::Power => crate::optimize::expr::Unit::Watts,
-                Axis::TotalBw => crate::optimize::expr::Unit::Gbps,
-            },
+            unit: axis.unit_kind(),
         });
         let fp = scheduled::optimize(&backed, &p, Objective::Perf, &|_| ()).map_err(|e| lift(study, e))?;
         rows.push(FrontierRow {

@@ -331,12 +331,18 @@ pub fn round_up(options: &[Vec<DimOption>], bw: &[f64]) -> Option<Vec<DimOption>
 /// Per dimension, the catalog's cheapest dollars per GB/s per NPU (the
 /// linear under-estimate of every option's capex; module doc).
 pub fn cheapest_usd_per_gbps(options: &[Vec<DimOption>], npus: f64) -> Vec<f64> {
+    cheapest_per_gbps(options, npus, |o| o.capex_usd)
+}
+
+/// Per dimension, the least `of(option)` per GB/s per NPU over the
+/// options that buy bandwidth (infinite where none does).
+fn cheapest_per_gbps(options: &[Vec<DimOption>], npus: f64, of: impl Fn(&DimOption) -> f64) -> Vec<f64> {
     options
         .iter()
         .map(|o| {
             o.iter()
                 .filter(|x| x.gbps > 0.0)
-                .map(|x| x.capex_usd / (x.gbps * npus))
+                .map(|x| of(x) / (x.gbps * npus))
                 .fold(f64::INFINITY, f64::min)
         })
         .collect()
@@ -390,16 +396,7 @@ pub fn compare(
     // constraints, and no more than the catalog sells.
     let mut relaxed = p.clone();
     relaxed.cost.usd_per_gbps = cheapest_usd_per_gbps(&cp.options, npus);
-    relaxed.cost.w_per_gbps = cp
-        .options
-        .iter()
-        .map(|o| {
-            o.iter()
-                .filter(|x| x.gbps > 0.0)
-                .map(|x| x.power_w / (x.gbps * npus))
-                .fold(f64::INFINITY, f64::min)
-        })
-        .collect();
+    relaxed.cost.w_per_gbps = cheapest_per_gbps(&cp.options, npus, |o| o.power_w);
     for v in relaxed
         .cost
         .usd_per_gbps

@@ -86,7 +86,8 @@ impl Axis {
             .collect()
     }
 
-    fn unit_kind(self) -> Unit {
+    /// The unit of a budget on this axis, for constraints.
+    pub fn unit_kind(self) -> Unit {
         match self {
             Axis::Cost => Unit::Usd,
             Axis::Power => Unit::Watts,
