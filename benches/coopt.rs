@@ -3,7 +3,7 @@
 //! Target: <= 10 s. `cargo bench --bench coopt`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use dimsum::coopt;
+use dimsum::pipeline::coopt;
 use dimsum::study::Study;
 use std::path::Path;
 

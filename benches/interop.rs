@@ -4,9 +4,9 @@
 //! `cargo bench --bench interop`.
 
 use dimsum::interop::chakra;
+use dimsum::model::topology::Topology;
+use dimsum::model::workload::CollectiveKind;
 use dimsum::schedule::synth::{self, SynthOptions};
-use dimsum::topology::Topology;
-use dimsum::workload::CollectiveKind;
 use std::path::Path;
 use std::time::Instant;
 

@@ -3,14 +3,14 @@
 //! collective terms (target <= 50 ms). `cargo bench --bench optimize`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use dimsum::collective::{CollectiveModel, TimeModel};
-use dimsum::cost::{CostModel, Linear, Tier};
-use dimsum::fabric::{Block, Dim, Fabric};
+use dimsum::model::collective::{CollectiveModel, TimeModel};
+use dimsum::model::cost::{CostModel, Linear, Tier};
+use dimsum::model::fabric::{Block, Dim, Fabric};
+use dimsum::model::training::{IterationModel, Loop};
+use dimsum::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, Workload};
 use dimsum::optimize::expr::parse;
 use dimsum::optimize::{self, Objective, Problem};
 use dimsum::study::Study;
-use dimsum::training::{IterationModel, Loop};
-use dimsum::workload::{CollectiveKind, Comm, Group, Layer, Phase, Workload};
 use std::hint::black_box;
 use std::path::Path;
 

@@ -8,10 +8,10 @@
 //! of each case are printed first.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use dimsum::model::workload::Group;
+use dimsum::optimize::scheduled::{self, Spec};
 use dimsum::optimize::{Objective, Problem};
-use dimsum::scheduled::{self, Spec};
 use dimsum::study::Study;
-use dimsum::workload::Group;
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::atomic::Ordering;

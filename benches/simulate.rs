@@ -5,11 +5,11 @@
 //! Timed once each (best of three): `cargo bench --bench simulate`
 //! (`-- ring-only` for the first).
 
+use dimsum::model::topology::Topology;
+use dimsum::model::workload::CollectiveKind;
 use dimsum::schedule::builtin::{self, Algo};
-use dimsum::simulate::{self, LinkModel, SimOptions};
+use dimsum::schedule::simulate::{self, LinkModel, SimOptions};
 use dimsum::study::Study;
-use dimsum::topology::Topology;
-use dimsum::workload::CollectiveKind;
 use std::path::Path;
 use std::time::Instant;
 

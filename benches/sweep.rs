@@ -3,8 +3,8 @@
 //! a certified perf solve at 1,000 GB/s per NPU), timed once: too long for
 //! criterion's repeated samples. `cargo bench --bench sweep`.
 
+use dimsum::pipeline::sweep::{self, Shard};
 use dimsum::study::Study;
-use dimsum::sweep::{self, Shard};
 use std::path::Path;
 use std::time::Instant;
 

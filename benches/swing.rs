@@ -3,10 +3,10 @@
 //! single-port, plus the latency-optimal variant. Timed once each (best of
 //! three): `cargo bench --bench swing` (`-- multiport-only` for the first).
 
+use dimsum::model::topology::Topology;
+use dimsum::model::workload::CollectiveKind;
+use dimsum::schedule::simulate::{self, LinkModel, SimOptions};
 use dimsum::schedule::swing::{self, Peers, SwingOptions, Variant};
-use dimsum::simulate::{self, LinkModel, SimOptions};
-use dimsum::topology::Topology;
-use dimsum::workload::CollectiveKind;
 use std::time::Instant;
 
 fn best<T>(f: impl Fn() -> T) -> (f64, T) {

@@ -6,9 +6,9 @@
 //! keeping it. `cargo bench --bench synth` (`-- small` stops after 32x32;
 //! `-- 64x64` runs one size).
 
+use dimsum::model::topology::Topology;
+use dimsum::model::workload::CollectiveKind;
 use dimsum::schedule::synth::{self, SynthOptions};
-use dimsum::topology::Topology;
-use dimsum::workload::CollectiveKind;
 use std::time::Instant;
 
 fn peak_mib() -> f64 {

@@ -1,28 +1,32 @@
 //! dimsum designs the network fabrics of ML training clusters: given a
 //! multi-dimensional fabric, a training workload and a cost and power model,
-//! it evaluates (and, in later modules, optimizes) how much bandwidth each
-//! dimension gets. docs/ARCHITECTURE.md is the map of these modules.
+//! it evaluates and optimizes how much bandwidth each dimension gets, backs
+//! the numbers with explicit collective schedules replayed in a simulator,
+//! and prices the answer from a catalog of parts. docs/ARCHITECTURE.md is the
+//! map of these modules.
+//!
+//! The layers, lowest first; a module imports only from layers below it:
+//!
+//! | layer | modules |
+//! |---|---|
+//! | infrastructure | [`error`], [`io`] |
+//! | model | [`model`] (units, fabric, topology, cost, catalog, bill of materials, workload, transformer, collective, training, evaluation) |
+//! | schedules | [`schedule`] (the IR, builders, synthesis, the simulator, bounds) |
+//! | optimization | [`optimize`] (LP / MILP solves, frontiers, the catalog MILP, schedule-backed fixed points) |
+//! | formats | [`interop`] (LIBRA, ASTRA-sim, Chakra ET, MSCCL-IR) |
+//! | studies | [`study`] (the study file) |
+//! | pipeline | [`pipeline`] (sweeps, co-optimization) |
+//! | reports | [`report`] (CSV, charts, HTML) |
+//!
+//! The command line (`src/cli/`) belongs to the `dimsum` binary and sits on
+//! top of all of them.
 
-pub mod bom;
-pub mod bounds;
-pub mod catalog;
-pub mod cli;
-pub mod collective;
-pub mod coopt;
-pub mod cost;
 pub mod error;
-pub mod eval;
-pub mod fabric;
 pub mod interop;
+pub mod io;
+pub mod model;
 pub mod optimize;
+pub mod pipeline;
 pub mod report;
 pub mod schedule;
-pub mod scheduled;
-pub mod simulate;
 pub mod study;
-pub mod sweep;
-pub mod topology;
-pub mod training;
-pub mod transformer;
-pub mod units;
-pub mod workload;

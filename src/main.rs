@@ -1,8 +1,10 @@
 //! The `dimsum` binary: parses the command line, runs it, and turns errors
 //! into one line on stderr and an exit code (2 for bad input, 1 otherwise).
 
+mod cli;
+
 use clap::Parser;
-use dimsum::cli::{Cli, run};
+use cli::{Cli, run};
 use dimsum::error::InputError;
 use std::process::ExitCode;
 

@@ -1,6 +1,6 @@
 //! Bills of materials worked out by hand, and their invariants.
 
-use dimsum::bom::{self, Procurement};
+use dimsum::model::bom::{self, Procurement};
 use dimsum::study::Study;
 use std::path::Path;
 
@@ -211,7 +211,7 @@ fn options_are_purchasable_and_undominated() {
 
 mod milp {
     use super::study;
-    use dimsum::bom;
+    use dimsum::model::bom;
     use dimsum::optimize::catalog::{self, Goal};
     use dimsum::optimize::{Objective, Problem};
 

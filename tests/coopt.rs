@@ -1,11 +1,11 @@
 //! Co-optimizing the parallelization with the fabric, against brute force.
 
 use assert_cmd::Command;
-use dimsum::coopt::{self, Verdict};
+use dimsum::model::training::IterationModel;
+use dimsum::model::transformer;
 use dimsum::optimize::{self, Objective, Problem};
+use dimsum::pipeline::coopt::{self, Verdict};
 use dimsum::study::Study;
-use dimsum::training::IterationModel;
-use dimsum::transformer;
 use std::path::Path;
 
 const TINY: &str = r#"

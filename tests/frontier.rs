@@ -3,8 +3,8 @@
 use assert_cmd::Command;
 use dimsum::optimize::frontier::{Axis, frontier};
 use dimsum::optimize::{self, Objective, Problem};
+use dimsum::pipeline::sweep::{self, Shard};
 use dimsum::study::Study;
-use dimsum::sweep::{self, Shard};
 use std::path::{Path, PathBuf};
 
 fn root(p: &str) -> PathBuf {
@@ -240,7 +240,7 @@ fn run_writes_results_charts_and_summary() {
     let svg = std::fs::read_to_string(d.join("frontier-total-bw.svg")).unwrap();
     assert!(svg.contains("<svg") && svg.contains("iteration time (ms)"));
     // Every file records the version and the study's hash.
-    let hash = dimsum::report::fnv1a64(SMALL.as_bytes());
+    let hash = dimsum::io::fnv1a64(SMALL.as_bytes());
     for f in [
         "summary.md",
         "optimize.json",

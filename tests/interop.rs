@@ -4,12 +4,12 @@
 
 use assert_cmd::Command;
 use dimsum::interop::chakra::{self, NodeType, Trace, Value};
+use dimsum::model::topology::{self, Topology};
+use dimsum::model::workload::CollectiveKind::{AllGather, AllReduce, ReduceScatter};
 use dimsum::schedule::Schedule;
 use dimsum::schedule::builtin::{self, Algo};
 use dimsum::schedule::swing::{self, Peers, SwingOptions, Variant};
 use dimsum::schedule::synth::{self, SynthOptions};
-use dimsum::topology::{self, Topology};
-use dimsum::workload::CollectiveKind::{AllGather, AllReduce, ReduceScatter};
 use std::path::{Path, PathBuf};
 
 fn data(p: &str) -> PathBuf {
@@ -337,13 +337,13 @@ fn cli_export_and_import_chakra() {
     assert!(!dir.path().join("x.json").exists());
 }
 
-fn sim(s: &Schedule, spec: &str, size: f64) -> dimsum::simulate::SimResult {
-    dimsum::simulate::simulate(
+fn sim(s: &Schedule, spec: &str, size: f64) -> dimsum::schedule::simulate::SimResult {
+    dimsum::schedule::simulate::simulate(
         s,
         &topo(spec),
-        &dimsum::simulate::SimOptions {
+        &dimsum::schedule::simulate::SimOptions {
             size_bytes: size,
-            model: dimsum::simulate::LinkModel::AlphaBeta,
+            model: dimsum::schedule::simulate::LinkModel::AlphaBeta,
             record: false,
         },
     )

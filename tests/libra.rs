@@ -2,10 +2,10 @@
 //! golden values worked out by hand from LIBRA's formulas.
 
 use approx::assert_relative_eq;
-use dimsum::fabric::Block;
 use dimsum::interop::libra;
+use dimsum::model::fabric::Block;
+use dimsum::model::workload::CollectiveKind;
 use dimsum::study::Study;
-use dimsum::workload::CollectiveKind;
 use std::path::{Path, PathBuf};
 
 fn data(p: &str) -> PathBuf {
@@ -13,7 +13,7 @@ fn data(p: &str) -> PathBuf {
 }
 
 fn gpt3_4d() -> Study {
-    libra::study_from_files(
+    Study::from_libra_files(
         &data("network/4d_network.yml"),
         &data("workload/GPT_3.txt"),
         &data("communicator/GPT_3_4d.yml"),
@@ -160,7 +160,7 @@ fn every_libra_case_imports() {
                 .map(|s| data(&format!("communicator/{c}_{s}.yml")))
                 .find(|p| p.exists())
                 .unwrap();
-            let s = libra::study_from_files(
+            let s = Study::from_libra_files(
                 &data(&format!("network/{net}.yml")),
                 &data(&format!("workload/{w}.txt")),
                 &comm,
@@ -209,7 +209,7 @@ fn committed_libra_studies_match_their_inputs() {
         ("resnet50-3d", "ResNet_50", "ResNet_50_3d", "3d"),
     ] {
         let committed = Study::load(&root.join(format!("studies/{study}.toml"))).unwrap();
-        let fresh = libra::study_from_files(
+        let fresh = Study::from_libra_files(
             &data(&format!("network/{dims}_network.yml")),
             &data(&format!("workload/{w}.txt")),
             &data(&format!("communicator/{c}.yml")),

@@ -2,14 +2,14 @@
 #![allow(clippy::needless_range_loop)] // parallel arrays indexed by dimension read clearer in tests
 
 use approx::assert_relative_eq;
-use dimsum::collective::{CollectiveModel, TimeModel};
-use dimsum::cost::{CostModel, Linear, Tier};
-use dimsum::fabric::{Block, Dim, Fabric};
+use dimsum::model::collective::{CollectiveModel, TimeModel};
+use dimsum::model::cost::{CostModel, Linear, Tier};
+use dimsum::model::fabric::{Block, Dim, Fabric};
+use dimsum::model::training::{IterationModel, Loop};
+use dimsum::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, Workload};
 use dimsum::optimize::expr::parse;
 use dimsum::optimize::{self, Objective, OptError, Problem};
 use dimsum::study::Study;
-use dimsum::training::{IterationModel, Loop};
-use dimsum::workload::{CollectiveKind, Comm, Group, Layer, Phase, Workload};
 use std::path::Path;
 
 fn dim(name: &str, block: Block, npus: u32, latency_ns: f64) -> Dim {

@@ -1,11 +1,11 @@
 //! Invariants of the analytic model, checked on random fabrics, workloads and
 //! allocations (proptest).
 
-use dimsum::collective::{Algorithm, CollectiveModel, TimeModel};
-use dimsum::cost::{CostModel, Linear, Tier};
-use dimsum::fabric::{Block, Dim, Fabric};
-use dimsum::training::{IterationModel, Loop};
-use dimsum::workload::{CollectiveKind, Comm, Group, Layer, Phase, Workload};
+use dimsum::model::collective::{Algorithm, CollectiveModel, TimeModel};
+use dimsum::model::cost::{CostModel, Linear, Tier};
+use dimsum::model::fabric::{Block, Dim, Fabric};
+use dimsum::model::training::{IterationModel, Loop};
+use dimsum::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, Workload};
 use proptest::prelude::*;
 
 fn block() -> impl Strategy<Value = Block> {

@@ -4,14 +4,14 @@
 
 use approx::assert_relative_eq;
 use assert_cmd::Command;
-use dimsum::bounds;
-use dimsum::collective;
-use dimsum::fabric::{Block, Dim, Fabric};
+use dimsum::model::collective;
+use dimsum::model::fabric::{Block, Dim, Fabric};
+use dimsum::model::topology::{self, Topology};
+use dimsum::model::workload::{CollectiveKind, Group};
+use dimsum::schedule::bounds;
 use dimsum::schedule::builtin::{self, Algo};
+use dimsum::schedule::simulate::{self, LinkModel, SimOptions, SimResult};
 use dimsum::schedule::{Op, Run, Schedule, Transfer};
-use dimsum::simulate::{self, LinkModel, SimOptions, SimResult};
-use dimsum::topology::{self, Topology};
-use dimsum::workload::{CollectiveKind, Group};
 use proptest::prelude::*;
 use std::path::Path;
 

@@ -3,8 +3,8 @@
 //! where they do not, the fixed point, and the command line.
 
 use assert_cmd::Command;
+use dimsum::optimize::scheduled::{self, Spec};
 use dimsum::optimize::{self, Objective, Problem};
-use dimsum::scheduled::{self, Spec};
 use dimsum::study::Study;
 use std::path::{Path, PathBuf};
 
@@ -444,12 +444,12 @@ fn cli_bad_evaluator_input_is_one_line_exit_2() {
 /// fully-connected groups and tori, with and without latency.
 #[test]
 fn critical_path_tiles_the_time() {
+    use dimsum::model::topology::from_spec;
+    use dimsum::model::workload::CollectiveKind;
     use dimsum::schedule::builtin::{self, Algo};
+    use dimsum::schedule::simulate::{LinkModel, SimOptions, simulate};
     use dimsum::schedule::swing::{self, Peers, SwingOptions, Variant};
     use dimsum::schedule::synth::{self, SynthOptions};
-    use dimsum::simulate::{LinkModel, SimOptions, simulate};
-    use dimsum::topology::from_spec;
-    use dimsum::workload::CollectiveKind;
     for spec in ["ring:8", "switch:8", "fc:6", "torus:4x4", "mesh:3x4"] {
         for lat in [0.0, 500.0] {
             let topo = from_spec(spec, &[50.0], &[lat]).unwrap();

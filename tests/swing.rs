@@ -4,14 +4,14 @@
 
 use approx::assert_relative_eq;
 use assert_cmd::Command;
-use dimsum::bounds;
-use dimsum::collective::{self, Algorithm, CollectiveModel, TimeModel};
-use dimsum::fabric::{Block, Dim, Fabric};
+use dimsum::model::collective::{self, Algorithm, CollectiveModel, TimeModel};
+use dimsum::model::fabric::{Block, Dim, Fabric};
+use dimsum::model::topology::{self, Topology};
+use dimsum::model::workload::{CollectiveKind, Comm, Group};
 use dimsum::schedule::Schedule;
+use dimsum::schedule::bounds;
+use dimsum::schedule::simulate::{self, LinkModel, SimOptions, SimResult};
 use dimsum::schedule::swing::{self, Peers, SwingOptions, Variant, peer, rho};
-use dimsum::simulate::{self, LinkModel, SimOptions, SimResult};
-use dimsum::topology::{self, Topology};
-use dimsum::workload::{CollectiveKind, Comm, Group};
 
 use CollectiveKind::{AllGather, AllReduce, ReduceScatter};
 

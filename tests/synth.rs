@@ -4,13 +4,13 @@
 
 use approx::assert_relative_eq;
 use assert_cmd::Command;
-use dimsum::bounds;
+use dimsum::model::topology::{self, Topology};
+use dimsum::model::workload::CollectiveKind::{self, AllGather, AllReduce, ReduceScatter};
 use dimsum::schedule::Schedule;
+use dimsum::schedule::bounds;
 use dimsum::schedule::builtin::{self, Algo};
+use dimsum::schedule::simulate::{self, LinkModel, SimOptions};
 use dimsum::schedule::synth::{self, SynthOptions};
-use dimsum::simulate::{self, LinkModel, SimOptions};
-use dimsum::topology::{self, Topology};
-use dimsum::workload::CollectiveKind::{self, AllGather, AllReduce, ReduceScatter};
 use proptest::prelude::*;
 use std::path::Path;
 

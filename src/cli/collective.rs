@@ -1,13 +1,13 @@
 //! `dimsum collective`: build (or read) a collective schedule, replay it on
 //! an explicit topology, and report its time beside the lower bounds.
 
-use crate::bounds::{self, Bounds};
-use crate::error::{InputError, one_of};
-use crate::report;
-use crate::schedule::Schedule;
-use crate::schedule::builtin::{self, Algo};
-use crate::schedule::swing::{self, Peers, SwingOptions, Variant};
-use crate::schedule::synth::{self, SynthOptions};
+use dimsum::error::{InputError, one_of};
+use dimsum::report;
+use dimsum::schedule::Schedule;
+use dimsum::schedule::bounds::{self, Bounds};
+use dimsum::schedule::builtin::{self, Algo};
+use dimsum::schedule::swing::{self, Peers, SwingOptions, Variant};
+use dimsum::schedule::synth::{self, SynthOptions};
 
 /// The swing module's algorithms on the command line.
 const SWING_NAMES: [&str; 5] = [
@@ -17,12 +17,12 @@ const SWING_NAMES: [&str; 5] = [
     "recursive-doubling-bw",
     "bucket",
 ];
-use crate::simulate::{self, LinkModel, SimOptions, SimResult};
-use crate::study::Study;
-use crate::topology::{self, Topology};
-use crate::units;
-use crate::workload::CollectiveKind;
 use clap::Args;
+use dimsum::model::topology::{self, Topology};
+use dimsum::model::units;
+use dimsum::model::workload::CollectiveKind;
+use dimsum::schedule::simulate::{self, LinkModel, SimOptions, SimResult};
+use dimsum::study::Study;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -196,7 +196,7 @@ pub fn load_schedule(path: &Path) -> Result<Schedule, InputError> {
             "",
             format!(
                 "not a dimsum schedule (JSON, format `{}`): {e}",
-                crate::schedule::FORMAT
+                dimsum::schedule::FORMAT
             ),
         )
     })?;
@@ -345,7 +345,7 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
         model,
     };
     if let Some(path) = &args.schedule_out {
-        report::write_atomic(path, out.schedule.to_json().as_bytes())?;
+        dimsum::io::write_atomic(path, out.schedule.to_json().as_bytes())?;
     }
     if let Some(dir) = &args.charts {
         std::fs::create_dir_all(dir)?;

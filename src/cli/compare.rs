@@ -4,12 +4,13 @@
 //! under study over the best of the baselines.
 
 use super::collective::{CollectiveArgs, schedule_of, topology_of};
-use crate::bounds;
-use crate::error::InputError;
-use crate::report::{self, Series, Stamp};
-use crate::simulate::{self, SimOptions};
-use crate::units;
 use clap::Args;
+use dimsum::error::InputError;
+use dimsum::io::Stamp;
+use dimsum::model::units;
+use dimsum::report::{self, Series};
+use dimsum::schedule::bounds;
+use dimsum::schedule::simulate::{self, SimOptions};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -191,10 +192,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     progress.finish();
     std::fs::create_dir_all(&args.out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", args.out.display()))?;
     let command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
-    let stamp = Stamp {
-        dimsum_version: env!("CARGO_PKG_VERSION").into(),
-        study_hash: report::fnv1a64(command.as_bytes()),
-    };
+    let stamp = Stamp::of(command.as_bytes());
     // CSV.
     let mut csv = String::from("topology,npus,collective,size_bytes,algorithm,time_us,lower_bound_us,valid\n");
     for r in &rows {
@@ -277,8 +275,8 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     }
     let invalid = rows.iter().filter(|r| !r.valid).count();
     let _ = writeln!(md, "{} replays, {} invalid.\n\n*{}*", rows.len(), invalid, stamp.line());
-    report::write_atomic(&args.out.join("compare.csv"), csv.as_bytes())?;
-    report::write_atomic(&args.out.join("compare.md"), md.as_bytes())?;
+    dimsum::io::write_atomic(&args.out.join("compare.csv"), csv.as_bytes())?;
+    dimsum::io::write_atomic(&args.out.join("compare.md"), md.as_bytes())?;
     report::line_chart(
         &args.out,
         "speedup",

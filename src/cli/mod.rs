@@ -2,25 +2,25 @@
 //!
 //! Contract (DESIGN.md): `--json` prints one JSON object on stdout and nothing
 //! else there; logs go to stderr. Exit 0 on success, 1 for a failed run, 2 for
-//! bad input ([`crate::error::InputError`], or a clap usage error).
+//! bad input ([`dimsum::error::InputError`], or a clap usage error).
 
 pub mod collective;
 pub mod compare;
 pub mod procure;
 pub mod scheduled;
 
-use crate::coopt;
-use crate::error::InputError;
-use crate::eval::Evaluation;
-use crate::interop::libra;
-use crate::optimize::frontier::{self, Axis, Frontier};
-use crate::optimize::{self, Objective, Problem, Solution};
-use crate::report::{self, Marker, Stamp};
-use crate::scheduled::Evaluator;
-use crate::study::Study;
-use crate::study::SweepSpec;
-use crate::sweep::{self, Shard};
 use clap::{Parser, Subcommand};
+use dimsum::error::InputError;
+use dimsum::io::Stamp;
+use dimsum::model::eval::Evaluation;
+use dimsum::optimize::frontier::{self, Axis, Frontier};
+use dimsum::optimize::scheduled::Evaluator;
+use dimsum::optimize::{self, Objective, Problem, Solution};
+use dimsum::pipeline::coopt;
+use dimsum::pipeline::sweep::{self, Shard};
+use dimsum::report::{self, Marker};
+use dimsum::study::Study;
+use dimsum::study::SweepSpec;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::Path;
 use std::path::PathBuf;
@@ -380,7 +380,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 Some(a) => Axis::from_name(a).ok_or_else(|| {
                     InputError::arg(
                         "--axis",
-                        format!("`{a}` is not an axis; allowed: {}", crate::error::one_of(&Axis::NAMES)),
+                        format!("`{a}` is not an axis; allowed: {}", dimsum::error::one_of(&Axis::NAMES)),
                     )
                 })?,
                 None => spec.map_or(Axis::Cost, |f| f.axis),
@@ -444,7 +444,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                         format!(
                             "no sweep named `{}`; the study has {}",
                             name.unwrap_or_default(),
-                            crate::error::one_of(&names)
+                            dimsum::error::one_of(&names)
                         )
                     },
                 )
@@ -568,11 +568,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let study = Study::load(&study)?;
             let bw = bw_of(&study, bw.as_deref())?;
-            let files = crate::interop::astra::input_set(&study, &bw, &out.display().to_string())
+            let files = dimsum::interop::astra::input_set(&study.astra_design(), &bw, &out.display().to_string())
                 .map_err(|m| InputError::at(&study.path, None, "workload", m))?;
             create_dir(&out)?;
             for (name, bytes) in &files {
-                report::write_atomic(&out.join(name), bytes)?;
+                dimsum::io::write_atomic(&out.join(name), bytes)?;
             }
             println!("{} files written to {}", files.len(), out.display());
             Ok(())
@@ -581,8 +581,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             to: ExportTo::Msccl { schedule, out },
         } => {
             let s = collective::load_schedule(&schedule)?;
-            let xml = crate::interop::msccl::write(&s).map_err(|m| InputError::at(&schedule, None, "", m))?;
-            report::write_atomic(&out, xml.as_bytes())?;
+            let xml = dimsum::interop::msccl::write(&s).map_err(|m| InputError::at(&schedule, None, "", m))?;
+            dimsum::io::write_atomic(&out, xml.as_bytes())?;
             println!("{} transfers written to {}", s.transfers.len(), out.display());
             Ok(())
         }
@@ -590,14 +590,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             to: ExportTo::Chakra { schedule, prefix, size },
         } => {
             let s = collective::load_schedule(&schedule)?;
-            let size = crate::units::parse_bytes(&size).map_err(|m| InputError::arg("--size", m))?;
-            let traces = crate::interop::chakra::encode_schedule(&s, s.chunk_bytes(size))
+            let size = dimsum::model::units::parse_bytes(&size).map_err(|m| InputError::arg("--size", m))?;
+            let traces = dimsum::interop::chakra::encode_schedule(&s, s.chunk_bytes(size))
                 .map_err(|m| InputError::at(&schedule, None, "", m))?;
             if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
                 create_dir(dir)?;
             }
             for (rank, t) in traces.iter().enumerate() {
-                report::write_atomic(&crate::interop::chakra::rank_path(&prefix, rank as u32), t)?;
+                dimsum::io::write_atomic(&dimsum::interop::chakra::rank_path(&prefix, rank as u32), t)?;
             }
             println!(
                 "{} traces ({:.1} MB) written to {}.*.et",
@@ -612,9 +612,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| InputError::at(&file, None, "", format!("cannot read: {e}")))?;
-            let s = crate::interop::msccl::parse(&text)
+            let s = dimsum::interop::msccl::parse(&text)
                 .map_err(|e| InputError::at(&file, Some(e.line as usize), "", e.message))?;
-            report::write_atomic(&out, s.to_json().as_bytes())?;
+            dimsum::io::write_atomic(&out, s.to_json().as_bytes())?;
             println!(
                 "{} transfers on {} NPUs written to {}",
                 s.transfers.len(),
@@ -626,11 +626,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Import {
             from: ImportFrom::Chakra { prefix, out },
         } => {
-            let traces = crate::interop::chakra::read_traces(&prefix)
+            let traces = dimsum::interop::chakra::read_traces(&prefix)
                 .map_err(|e| InputError::at(Path::new(&e.path), None, "", e.message))?;
-            let s = crate::interop::chakra::to_schedule(&traces, &prefix)
+            let s = dimsum::interop::chakra::to_schedule(&traces, &prefix)
                 .map_err(|e| InputError::at(Path::new(&e.path), None, "", e.message))?;
-            report::write_atomic(&out, s.to_json().as_bytes())?;
+            dimsum::io::write_atomic(&out, s.to_json().as_bytes())?;
             println!(
                 "{} transfers on {} NPUs written to {}",
                 s.transfers.len(),
@@ -649,7 +649,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                     name,
                 },
         } => {
-            let mut study = libra::study_from_files(&network, &workload, &communicator, &cost)?;
+            let mut study = Study::from_libra_files(&network, &workload, &communicator, &cost)?;
             if let Some(n) = name {
                 study.name = n;
             }
@@ -705,7 +705,7 @@ pub(crate) fn objective_of(study: &Study, name: Option<&str>, target_ms: Option<
                 field,
                 format!(
                     "`{other}` is not an objective; allowed: {}",
-                    crate::error::one_of(&Objective::NAMES)
+                    dimsum::error::one_of(&Objective::NAMES)
                 ),
             ));
         }
@@ -826,10 +826,7 @@ fn problem_of(study: &Study) -> Result<Problem, InputError> {
 }
 
 fn stamp_of(study: &Study) -> Stamp {
-    Stamp {
-        dimsum_version: env!("CARGO_PKG_VERSION").into(),
-        study_hash: study.hash.clone(),
-    }
+    Stamp::from_hash(study.hash.clone())
 }
 
 /// The study's fixed designs (its `bw` and its cases) on a frontier's axis.
@@ -873,7 +870,7 @@ fn write_frontier(study: &Study, problem: &Problem, f: &Frontier, dir: &Path) ->
     let stamp = stamp_of(study);
     let names: Vec<String> = study.fabric.dims.iter().map(|d| d.name.clone()).collect();
     let csv_path = dir.join(format!("frontier-{}.csv", f.axis.name()));
-    report::write_atomic(&csv_path, &report::frontier_csv(f, &names, &stamp))?;
+    dimsum::io::write_atomic(&csv_path, &report::frontier_csv(f, &names, &stamp))?;
     let mut files = vec![csv_path];
     files.extend(report::frontier_charts(
         dir,
@@ -980,7 +977,7 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
         }
     }
     let json = serde_json::json!({ "stamp": &stamp, "study": study.name, "fabric": study.fabric.shape(), "optimize": solutions });
-    report::write_atomic(
+    dimsum::io::write_atomic(
         &dir.join("optimize.json"),
         serde_json::to_string_pretty(&json)?.as_bytes(),
     )?;
@@ -1042,7 +1039,7 @@ fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
             evals.push(j);
         }
         let json = serde_json::json!({ "stamp": &stamp, "study": study.name, "designs": evals });
-        report::write_atomic(&dir.join("eval.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
+        dimsum::io::write_atomic(&dir.join("eval.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
     }
 
     // Frontiers.
@@ -1145,7 +1142,7 @@ All of them: `{}`.",
     if study.model.is_some() {
         let r = coopt::coopt(study, &|_, _| {}).map_err(|m| anyhow::anyhow!(m))?;
         let json = serde_json::json!({ "stamp": &stamp, "study": study.name, "coopt": &r });
-        report::write_atomic(&dir.join("coopt.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
+        dimsum::io::write_atomic(&dir.join("coopt.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
         let _ = writeln!(
             md,
             "\n## Parallelization and fabric, chosen together\n\n{} strategies (TP x PP x DP and placement order): {} solved, {} pruned by the compute bound, {} invalid.\n",
@@ -1199,9 +1196,9 @@ All of them: `{}`.",
         }
     }
     let summary = dir.join("summary.md");
-    report::write_atomic(&summary, md.as_bytes())?;
+    dimsum::io::write_atomic(&summary, md.as_bytes())?;
     let page = report::html::render(&format!("{}: network fabric design review", study.name), &md, dir);
-    report::write_atomic(&dir.join("report.html"), page.as_bytes())?;
+    dimsum::io::write_atomic(&dir.join("report.html"), page.as_bytes())?;
     Ok(summary)
 }
 

@@ -1,12 +1,12 @@
 //! `dimsum bom`: an allocation as the parts that buy it; and the tables of
 //! the catalog-constrained optimum.
 
-use crate::bom::{self, Bom};
-use crate::error::InputError;
-use crate::optimize::Problem;
-use crate::optimize::catalog::{self, Comparison, Goal};
-use crate::report::sig3;
-use crate::study::Study;
+use dimsum::error::InputError;
+use dimsum::model::bom::{self, Bom};
+use dimsum::optimize::Problem;
+use dimsum::optimize::catalog::{self, Comparison, Goal};
+use dimsum::report::sig3;
+use dimsum::study::Study;
 use serde_json::json;
 use std::fmt::Write as _;
 
@@ -107,8 +107,8 @@ pub fn run_bom(study: &Study, bw: &[f64], json_out: bool) -> anyhow::Result<()> 
 }
 
 /// The catalog goal of an objective.
-pub fn goal_of(objective: crate::optimize::Objective) -> Result<Goal, InputError> {
-    use crate::optimize::Objective;
+pub fn goal_of(objective: dimsum::optimize::Objective) -> Result<Goal, InputError> {
+    use dimsum::optimize::Objective;
     match objective {
         Objective::Perf => Ok(Goal::Perf),
         Objective::MinCost { target_ms } => Ok(Goal::MinCapex { target_ms }),
@@ -256,7 +256,7 @@ pub fn catalog_table(study: &Study, c: &Comparison, b: &Bom, budget: Option<f64>
 pub fn run_catalog(
     study: &Study,
     problem: &Problem,
-    objective: crate::optimize::Objective,
+    objective: dimsum::optimize::Objective,
     budget_usd: Option<f64>,
     budget_w: Option<f64>,
     json_out: bool,
@@ -301,7 +301,7 @@ pub fn run_section(
     problem: &Problem,
     recommended: &[(String, Vec<f64>)],
     dir: &std::path::Path,
-    stamp: &crate::report::Stamp,
+    stamp: &dimsum::io::Stamp,
     md: &mut String,
 ) -> anyhow::Result<()> {
     let spec = study.procurement();
@@ -512,8 +512,8 @@ pub fn run_section(
                     .join(",")
             );
         }
-        crate::report::write_atomic(&dir.join("catalog-frontier.csv"), csv.as_bytes())?;
-        let series: Vec<crate::report::Series> = vec![
+        dimsum::io::write_atomic(&dir.join("catalog-frontier.csv"), csv.as_bytes())?;
+        let series: Vec<dimsum::report::Series> = vec![
             (
                 "best purchasable fabric (catalog MILP)".into(),
                 frontier
@@ -529,7 +529,7 @@ pub fn run_section(
                     .collect(),
             ),
         ];
-        crate::report::line_chart(
+        dimsum::report::line_chart(
             dir,
             "catalog-frontier",
             &format!("{}: the fastest fabric each capex budget can buy", study.name),
@@ -552,7 +552,7 @@ pub fn run_section(
         let _ = writeln!(md, "![catalog frontier](catalog-frontier.png)");
     }
     if !bars.is_empty() {
-        crate::report::capex_chart(
+        dimsum::report::capex_chart(
             dir,
             "capex",
             &format!("{}: capex by dimension", study.name),
@@ -611,7 +611,7 @@ pub fn run_section(
         }
     }
     let j = json!({ "stamp": stamp, "study": study.name, "catalog": spec.catalog.name, "recommended": out, "catalog_optimum": catalog_json });
-    crate::report::write_atomic(&dir.join("bom.json"), serde_json::to_string_pretty(&j)?.as_bytes())?;
+    dimsum::io::write_atomic(&dir.join("bom.json"), serde_json::to_string_pretty(&j)?.as_bytes())?;
     Ok(())
 }
 

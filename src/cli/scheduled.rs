@@ -2,14 +2,15 @@
 //! of `scheduled` as tables, JSON, CSV and charts.
 
 use super::Progress;
-use crate::error::{InputError, one_of};
-use crate::eval::evaluate;
-use crate::optimize::frontier::Axis;
-use crate::optimize::{Objective, Problem};
-use crate::report::{self, Series, Stamp, sig3};
-use crate::scheduled::{self, Backed, CollectiveFigures, Evaluator, FixedPoint, ScheduledError};
-use crate::study::Study;
-use crate::units::ns_to_ms;
+use dimsum::error::{InputError, one_of};
+use dimsum::io::Stamp;
+use dimsum::model::eval::evaluate;
+use dimsum::model::units::ns_to_ms;
+use dimsum::optimize::frontier::Axis;
+use dimsum::optimize::scheduled::{self, Backed, CollectiveFigures, Evaluator, FixedPoint, ScheduledError};
+use dimsum::optimize::{Objective, Problem};
+use dimsum::report::{self, Series, sig3};
+use dimsum::study::Study;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -74,7 +75,7 @@ fn lift(study: &Study, e: ScheduledError) -> anyhow::Error {
     match e {
         ScheduledError::Build { .. } => {
             let line =
-                crate::study::find_line(&std::fs::read_to_string(&study.path).unwrap_or_default(), "[evaluator]");
+                dimsum::study::find_line(&std::fs::read_to_string(&study.path).unwrap_or_default(), "[evaluator]");
             InputError::at(&study.path, line, "evaluator.algorithm", e.to_string()).into()
         }
         other => other.into(),
@@ -235,7 +236,7 @@ pub fn fixed_point_table(study: &Study, problem: &Problem, fp: &FixedPoint, solv
         "evaluator    schedule ({}; {} chunk(s) per NPU; {} link model)",
         study.evaluator.algorithm,
         study.evaluator.chunks_per_npu,
-        if study.evaluator.link_model == crate::simulate::LinkModel::Tacos {
+        if study.evaluator.link_model == dimsum::schedule::simulate::LinkModel::Tacos {
             "tacos"
         } else {
             "alpha-beta"
@@ -366,10 +367,10 @@ pub fn frontier(study: &Study, axis: Axis, points: usize, dir: &Path, stamp: &St
     let mut rows = Vec::new();
     for (i, pt) in f.points.iter().enumerate() {
         let mut p = problem.clone();
-        p.constraints.push(crate::optimize::expr::Constraint {
+        p.constraints.push(dimsum::optimize::expr::Constraint {
             text: format!("{} <= {}", axis.name(), pt.budget),
             coeffs: coeffs.clone(),
-            sense: crate::optimize::expr::Sense::Le,
+            sense: dimsum::optimize::expr::Sense::Le,
             rhs: pt.budget,
             unit: axis.unit_kind(),
         });
@@ -411,7 +412,7 @@ pub fn frontier(study: &Study, axis: Axis, points: usize, dir: &Path, stamp: &St
         );
     }
     let csv_path = dir.join(format!("frontier-{}-schedule.csv", axis.name()));
-    report::write_atomic(&csv_path, csv.as_bytes())?;
+    dimsum::io::write_atomic(&csv_path, csv.as_bytes())?;
     let series: Vec<Series> = vec![
         (
             "analytic optimum, analytic time".to_string(),
@@ -501,7 +502,7 @@ pub fn run_section(study: &Study, problem: &Problem, dir: &Path, stamp: &Stamp, 
         }
     }
     let json = json!({ "stamp": stamp, "study": study.name, "scheduled": out });
-    report::write_atomic(
+    dimsum::io::write_atomic(
         &dir.join("scheduled.json"),
         serde_json::to_string_pretty(&json)?.as_bytes(),
     )?;

@@ -23,13 +23,29 @@
 //!   beside the rest of the backward pass in the `overlap` loop.
 
 use super::chakra::{self, BoolList, GlobalMetadata, Node, NodeType, Trace, Value, attr};
-use crate::collective::Algorithm;
-use crate::fabric::Block;
-use crate::study::Study;
-use crate::topology::per_link_gbps;
-use crate::training::Loop;
-use crate::workload::{CollectiveKind, PhaseKind};
+use crate::model::collective::Algorithm;
+use crate::model::fabric::Block;
+use crate::model::fabric::Fabric;
+use crate::model::topology::per_link_gbps;
+use crate::model::training::Loop;
+use crate::model::workload::{CollectiveKind, PhaseKind, Workload};
 use std::fmt::Write as _;
+
+/// What an ASTRA-sim input set is written from: a study's name, fabric,
+/// workload, per-dimension algorithms and training loop.
+#[derive(Debug, Clone, Copy)]
+pub struct Design<'a> {
+    /// The study's name (written into the trace and the README).
+    pub name: &'a str,
+    /// The fabric.
+    pub fabric: &'a Fabric,
+    /// The workload.
+    pub workload: &'a Workload,
+    /// The collective algorithm of each dimension.
+    pub algorithms: &'a [Algorithm],
+    /// Whether weight-gradient collectives overlap the backward pass.
+    pub training_loop: Loop,
+}
 
 /// The files of an input set, as (name, bytes).
 pub type Files = Vec<(String, Vec<u8>)>;
@@ -44,9 +60,9 @@ fn comm_type(kind: CollectiveKind) -> Option<i64> {
     }
 }
 
-/// `network.yml` for `study` at allocation `bw` (GB/s per NPU).
-pub fn network_yml(study: &Study, bw: &[f64]) -> String {
-    let dims = &study.fabric.dims;
+/// `network.yml` for `design` at allocation `bw` (GB/s per NPU).
+pub fn network_yml(design: &Design<'_>, bw: &[f64]) -> String {
+    let dims = &design.fabric.dims;
     let topo: Vec<&str> = dims
         .iter()
         .map(|d| match d.block {
@@ -67,7 +83,7 @@ pub fn network_yml(study: &Study, bw: &[f64]) -> String {
         "# ASTRA-sim analytical network for {} at {:?} GB/s per NPU (dimsum {}).\n\
          # bandwidth: per link, in ASTRA-sim's GB (2^30 bytes) per second.\n\
          topology: [ {} ]\nnpus_count: [ {} ]\nbandwidth: [ {} ]  # GB/s\nlatency: [ {} ]  # ns\n",
-        study.name,
+        design.name,
         bw,
         env!("CARGO_PKG_VERSION"),
         topo.join(", "),
@@ -78,9 +94,8 @@ pub fn network_yml(study: &Study, bw: &[f64]) -> String {
 }
 
 /// `system.json`: native per-dimension implementations.
-pub fn system_json(study: &Study) -> String {
-    let algos: Vec<String> = study
-        .collective
+pub fn system_json(design: &Design<'_>) -> String {
+    let algos: Vec<String> = design
         .algorithms
         .iter()
         .map(|a| {
@@ -109,22 +124,22 @@ pub fn system_json(study: &Study) -> String {
 }
 
 /// The iteration as one rank's trace (every rank runs the same one).
-pub fn workload_trace(study: &Study) -> Result<Trace, String> {
-    let ndims = study.fabric.dims.len();
+pub fn workload_trace(design: &Design<'_>) -> Result<Trace, String> {
+    let ndims = design.fabric.dims.len();
     let mut nodes: Vec<Node> = Vec::new();
     let mut last: Option<u64> = None;
     // Weight-gradient collectives nothing waits for (overlap loop).
-    let overlap = study.training_loop == Loop::Overlap;
-    let order: Vec<(usize, PhaseKind)> = (0..study.workload.layers.len())
+    let overlap = design.training_loop == Loop::Overlap;
+    let order: Vec<(usize, PhaseKind)> = (0..design.workload.layers.len())
         .map(|l| (l, PhaseKind::Forward))
         .chain(
-            (0..study.workload.layers.len())
+            (0..design.workload.layers.len())
                 .rev()
                 .flat_map(|l| [(l, PhaseKind::InputGrad), (l, PhaseKind::WeightGrad)]),
         )
         .collect();
     for (l, kind) in order {
-        let layer = &study.workload.layers[l];
+        let layer = &design.workload.layers[l];
         let phase = layer.phase(kind);
         let id = nodes.len() as u64;
         nodes.push(Node {
@@ -170,20 +185,20 @@ pub fn workload_trace(study: &Study) -> Result<Trace, String> {
     Ok(Trace {
         metadata: GlobalMetadata {
             version: chakra::VERSION.into(),
-            attr: vec![attr("dimsum_study", Value::StringVal(study.name.clone()))],
+            attr: vec![attr("dimsum_study", Value::StringVal(design.name.to_string()))],
         },
         nodes,
     })
 }
 
-/// Every file of the input set for `study` at `bw`, `dir_hint` being where
+/// Every file of the input set for `design` at `bw`, `dir_hint` being where
 /// the README says they are.
-pub fn input_set(study: &Study, bw: &[f64], dir_hint: &str) -> Result<Files, String> {
-    let trace = workload_trace(study)?.encode();
-    let n = study.fabric.npus();
+pub fn input_set(design: &Design<'_>, bw: &[f64], dir_hint: &str) -> Result<Files, String> {
+    let trace = workload_trace(design)?.encode();
+    let n = design.fabric.npus();
     let mut files: Files = vec![
-        ("network.yml".into(), network_yml(study, bw).into_bytes()),
-        ("system.json".into(), system_json(study).into_bytes()),
+        ("network.yml".into(), network_yml(design, bw).into_bytes()),
+        ("system.json".into(), system_json(design).into_bytes()),
         (
             "memory.json".into(),
             b"{\n  \"memory-type\": \"NO_MEMORY_EXPANSION\"\n}\n".to_vec(),
@@ -196,7 +211,7 @@ pub fn input_set(study: &Study, bw: &[f64], dir_hint: &str) -> Result<Files, Str
     let _ = writeln!(
         readme,
         "# ASTRA-sim input set for `{}`\n\nWritten by dimsum {} for the allocation {:?} GB/s per NPU: {} ranks.\n",
-        study.name,
+        design.name,
         env!("CARGO_PKG_VERSION"),
         bw,
         n
@@ -208,7 +223,7 @@ pub fn input_set(study: &Study, bw: &[f64], dir_hint: &str) -> Result<Files, Str
          --system-configuration={dir_hint}/system.json --network-configuration={dir_hint}/network.yml \\\n  \
          --remote-memory-configuration={dir_hint}/memory.json\n```\n"
     );
-    if study.collective.algorithms.contains(&Algorithm::Swing) {
+    if design.algorithms.contains(&Algorithm::Swing) {
         let _ = writeln!(
             readme,
             "Swing has no native ASTRA-sim implementation: its dimensions are written as `halvingDoubling`."

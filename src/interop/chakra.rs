@@ -21,8 +21,8 @@
 //! `dimsum_route`, `dimsum_op`) and the metadata the schedule's header, so
 //! a schedule read back is the one written; other consumers ignore them.
 
+use crate::model::workload::CollectiveKind;
 use crate::schedule::{Op, Run, Schedule, Transfer};
-use crate::workload::CollectiveKind;
 use prost::Message;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -17,13 +17,10 @@
 //!   As in LIBRA, every price must be positive and a switch dimension's tier
 //!   must price all three.
 
-use crate::collective::{CollectiveModel, TimeModel};
-use crate::cost::{CostModel, Tier};
 use crate::error::{InputError, one_of};
-use crate::fabric::{Block, Dim, Fabric};
-use crate::study::Study;
-use crate::training::Loop;
-use crate::workload::{CollectiveKind, Comm, Group, Layer, Phase, Workload};
+use crate::model::cost::{CostModel, Tier};
+use crate::model::fabric::{Block, Dim, Fabric};
+use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, Workload};
 use serde_yaml::Value;
 use std::path::Path;
 
@@ -467,15 +464,25 @@ pub fn read_cost_model(path: &Path) -> Result<CostModel, InputError> {
     Ok(model)
 }
 
-/// The four LIBRA inputs as one study, checked against each other: every
-/// dimension's tier is priced (Link always; Switch and Nic on switch
-/// dimensions, as LIBRA requires), and every communicator fits the network.
-pub fn study_from_files(
-    network: &Path,
-    workload: &Path,
-    communicator: &Path,
-    cost: &Path,
-) -> Result<Study, InputError> {
+/// LIBRA's four inputs, read and checked against each other.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    /// The workload file's stem, lower case with `-` for `_`.
+    pub name: String,
+    /// The network.
+    pub fabric: Fabric,
+    /// The cost model.
+    pub cost: CostModel,
+    /// The workload with its communicators attached.
+    pub workload: Workload,
+    /// FNV-1a hash of the four files' bytes, in order.
+    pub hash: String,
+}
+
+/// The four LIBRA inputs, checked against each other: every dimension's tier
+/// is priced (Link always; Switch and Nic on switch dimensions, as LIBRA
+/// requires), and every communicator fits the network.
+pub fn read_inputs(network: &Path, workload: &Path, communicator: &Path, cost: &Path) -> Result<Inputs, InputError> {
     let fabric = read_network(network)?;
     let cost_model = read_cost_model(cost)?;
     let cost_text = read_text(cost, "LIBRA cost model")?;
@@ -527,32 +534,17 @@ pub fn study_from_files(
         || "libra".to_string(),
         |s| s.to_string_lossy().to_ascii_lowercase().replace('_', "-"),
     );
-    let collective = CollectiveModel::defaults(&fabric, TimeModel::Libra);
-    Ok(Study {
+    let hash = crate::io::fnv1a64(
+        &[network, workload, communicator, cost]
+            .iter()
+            .flat_map(|f| std::fs::read(f).unwrap_or_default())
+            .collect::<Vec<u8>>(),
+    );
+    Ok(Inputs {
         name,
-        description: String::new(),
-        path: workload.to_path_buf(),
         fabric,
         cost: cost_model,
         workload: Workload { layers },
-        collective,
-        training_loop: Loop::NoOverlap,
-        bw: None,
-        optimize: Default::default(),
-        frontiers: Vec::new(),
-        cases: Vec::new(),
-        objectives: vec!["perf".into()],
-        sweeps: Vec::new(),
-        hash: crate::report::fnv1a64(
-            &[network, workload, communicator, cost]
-                .iter()
-                .flat_map(|f| std::fs::read(f).unwrap_or_default())
-                .collect::<Vec<u8>>(),
-        ),
-        model: None,
-        npu: None,
-        parallelism: None,
-        evaluator: Default::default(),
-        procurement: None,
+        hash,
     })
 }

@@ -24,8 +24,8 @@
 //!   local reduction between different chunks is refused (the IR keeps
 //!   chunk identities).
 
+use crate::model::workload::CollectiveKind;
 use crate::schedule::{Op, Run, Schedule, Transfer};
-use crate::workload::CollectiveKind;
 use std::collections::{HashMap, VecDeque};
 
 /// Why an MSCCL-IR file cannot be read.

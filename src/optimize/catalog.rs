@@ -23,8 +23,8 @@
 
 use super::expr::{Constraint, Sense, Unit};
 use super::{OptError, Problem};
-use crate::bom::DimOption;
-use crate::training::IterationModel;
+use crate::model::bom::DimOption;
+use crate::model::training::IterationModel;
 use good_lp::solvers::highs::highs;
 use good_lp::{Expression, ProblemVariables, ResolutionError, Solution as _, SolverModel, Variable, variable};
 use serde::Serialize;
@@ -172,7 +172,7 @@ fn solve_once(p: &CatalogProblem, goal: Goal) -> Result<CatalogSolution, OptErro
     // Distinct collective terms, each a time variable above its rows.
     let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
     let mut term_of = Vec::new();
-    let mut terms: Vec<&crate::collective::Coefficients> = Vec::new();
+    let mut terms: Vec<&crate::model::collective::Coefficients> = Vec::new();
     for c in &p.iteration.collectives {
         let mut key: Vec<u64> = c
             .coeffs
@@ -205,7 +205,7 @@ fn solve_once(p: &CatalogProblem, goal: Goal) -> Result<CatalogSolution, OptErro
     for ud in &u {
         model.add_constraint(ud.iter().copied().sum::<Expression>().eq(1.0));
     }
-    let sum_row = |row: &[crate::collective::DimCoeff]| -> (f64, Expression) {
+    let sum_row = |row: &[crate::model::collective::DimCoeff]| -> (f64, Expression) {
         let mut alpha = 0.0;
         let mut e = Expression::from(0.0);
         for (d, k) in row.iter().enumerate() {

@@ -14,8 +14,8 @@
 //! as `sum_d a_d B_d (op) rhs`. An error names the offending token and its
 //! column.
 
-use crate::cost::Linear;
-use crate::fabric::Fabric;
+use crate::model::cost::Linear;
+use crate::model::fabric::Fabric;
 use std::fmt;
 
 /// Comparison of a constraint.
@@ -340,8 +340,8 @@ fn show(t: &Tok) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cost::{CostModel, Linear, Tier};
-    use crate::fabric::tests::libra_4d;
+    use crate::model::cost::{CostModel, Linear, Tier};
+    use crate::model::fabric::tests::libra_4d;
 
     fn lin() -> Linear {
         let mut m = CostModel::default();

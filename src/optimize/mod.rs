@@ -65,10 +65,11 @@ pub mod catalog;
 pub mod expr;
 pub mod frontier;
 mod master;
+pub mod scheduled;
 
-use crate::cost::Linear;
-use crate::fabric::Fabric;
-use crate::training::IterationModel;
+use crate::model::cost::Linear;
+use crate::model::fabric::Fabric;
+use crate::model::training::IterationModel;
 use expr::{Constraint, Sense, Unit};
 use good_lp::solvers::highs::highs;
 use good_lp::{Expression, ProblemVariables, ResolutionError, Solution as _, SolverModel, Variable, variable};

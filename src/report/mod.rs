@@ -10,23 +10,18 @@
 pub mod html;
 pub mod schedule;
 
+use crate::io::{Stamp, WriteError, temp_path, write_atomic};
 use crate::optimize::frontier::Frontier;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Why a result could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// A file could not be written.
-    #[error("cannot write {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] WriteError),
     /// A chart could not be drawn.
     #[error("cannot draw {path}: {message}")]
     Chart {
@@ -35,68 +30,6 @@ pub enum ReportError {
         /// The cause.
         message: String,
     },
-}
-
-/// What every result file records about where it came from.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Stamp {
-    /// dimsum's version.
-    pub dimsum_version: String,
-    /// FNV-1a 64-bit hash of the study file (and the LIBRA files it names).
-    pub study_hash: String,
-}
-
-impl Stamp {
-    /// The stamp of a study whose inputs are `bytes`.
-    pub fn of(bytes: &[u8]) -> Stamp {
-        Stamp {
-            dimsum_version: env!("CARGO_PKG_VERSION").to_string(),
-            study_hash: fnv1a64(bytes),
-        }
-    }
-
-    /// One line for charts and markdown.
-    pub fn line(&self) -> String {
-        format!("dimsum {} · study {}", self.dimsum_version, self.study_hash)
-    }
-}
-
-/// FNV-1a 64-bit hash, as 16 hex digits: stable across platforms and versions.
-pub fn fnv1a64(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory
-/// and a rename, so readers never see a partial file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    let io = |source| ReportError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let tmp = temp_path(path, "tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(io)?;
-    f.write_all(bytes).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io)
-}
-
-/// `dir/.name.tag.ext` beside `path` (the extension kept, for plotters).
-fn temp_path(path: &Path, tag: &str) -> PathBuf {
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let ext = path
-        .extension()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.{tag}.{ext}"))
 }
 
 /// The frontier as CSV: one row per point.
@@ -582,7 +515,7 @@ pub(crate) fn render(
         let root = BitMapBackend::new(&tmp, size).into_drawing_area();
         draw_png(&root).map_err(|e| chart_err(&png_path, e))?;
     }
-    std::fs::rename(&tmp, &png_path).map_err(|source| ReportError::Io {
+    std::fs::rename(&tmp, &png_path).map_err(|source| WriteError {
         path: png_path.clone(),
         source,
     })?;
@@ -759,34 +692,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fnv_known_values() {
-        // FNV-1a 64 of "" is the offset basis; of "a" it is af63dc4c8601ec8c
-        // (the published test vectors).
-        assert_eq!(fnv1a64(b""), "cbf29ce484222325");
-        assert_eq!(fnv1a64(b"a"), "af63dc4c8601ec8c");
-    }
-
-    #[test]
     fn three_significant_digits() {
         assert_eq!(sig3(708.4387), "708");
         assert_eq!(sig3(48.8189), "48.8");
         assert_eq!(sig3(1.2993), "1.30");
         assert_eq!(sig3(0.0123), "0.0123");
         assert_eq!(sig3(2.5e7), "2.50e7");
-    }
-
-    #[test]
-    fn atomic_write_leaves_no_temporary() {
-        let dir = std::env::temp_dir().join(format!("dimsum-report-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("x.csv");
-        write_atomic(&p, b"a,b\n").unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"a,b\n");
-        let names: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, vec!["x.csv".to_string()]);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

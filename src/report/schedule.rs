@@ -3,9 +3,9 @@
 //! Each is written as SVG and PNG, atomically.
 
 use super::{DrawResult, ReportError, render, sig3};
+use crate::model::topology::Topology;
 use crate::schedule::Schedule;
-use crate::simulate::SimResult;
-use crate::topology::Topology;
+use crate::schedule::simulate::SimResult;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;

@@ -36,8 +36,8 @@
 //! transfer that wrote the sender's part of the buffer).
 
 use super::{Op, Run, Schedule, Transfer};
-use crate::topology::{DimKind, NoRoute, Topology};
-use crate::workload::CollectiveKind;
+use crate::model::topology::{DimKind, NoRoute, Topology};
+use crate::model::workload::CollectiveKind;
 
 /// An algorithm for one group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -688,10 +688,10 @@ pub fn build(
         } else {
             chunks
         };
-    if chunks > MAX_CHUNKS || state > crate::simulate::MAX_STATE {
+    if chunks > MAX_CHUNKS || state > super::MAX_STATE {
         return Err(BuildError::Unsupported(format!(
             "{n} NPUs x {chunks} chunks is more than the simulator tracks ({} NPU-chunk pairs): use fewer chunks per NPU (or NPUs)",
-            crate::simulate::MAX_STATE
+            super::MAX_STATE
         )));
     }
     let name = match algos {

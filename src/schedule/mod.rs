@@ -25,12 +25,19 @@
 //! keeps hierarchical schedules small: after the reduce-scatter on the first
 //! dimensions an NPU holds every `P`-th shard.
 
+pub mod bounds;
 pub mod builtin;
+pub mod simulate;
 pub mod swing;
 pub mod synth;
 
-use crate::workload::CollectiveKind;
+use crate::model::workload::CollectiveKind;
 use serde::{Deserialize, Serialize};
+
+/// Most NPU-chunk pairs a schedule may track (the simulator keeps 12 bytes
+/// each: 24 GiB at most would be 2^31; this keeps it near 6 GiB). Builders
+/// refuse larger schedules before they allocate.
+pub const MAX_STATE: u64 = 1 << 29;
 
 /// The schedule file format's name and version.
 pub const FORMAT: &str = "dimsum-schedule/1";

@@ -44,8 +44,8 @@
 //! it then reproduces the synthesized times exactly).
 
 use super::{Op, Run, Schedule, Transfer};
-use crate::topology::Topology;
-use crate::workload::CollectiveKind;
+use crate::model::topology::Topology;
+use crate::model::workload::CollectiveKind;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 

@@ -16,8 +16,8 @@
 //! NIC on switch dimensions, in dollars per GB/s. Power uses the same shape
 //! with energy per bit: `power = N * sum_d B_d * 8e9 bit/GB * e_d pJ/bit`.
 
-use crate::fabric::{Block, Fabric};
-use crate::units;
+use crate::model::fabric::{Block, Fabric};
+use crate::model::units;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -132,7 +132,7 @@ impl Linear {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::tests::libra_4d;
+    use crate::model::fabric::tests::libra_4d;
     use approx::assert_relative_eq;
 
     fn libra_4d_costs() -> CostModel {

@@ -11,13 +11,13 @@
 //! every value it checks, so a bad catalog is named to the line.
 
 use crate::error::{InputError, line_of_offset, one_of};
-use crate::fabric::Block;
+use crate::model::fabric::Block;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use toml::Spanned;
 
 /// The built-in catalog's text.
-pub const DEFAULT: &str = include_str!("../catalog/default.toml");
+pub const DEFAULT: &str = include_str!("../../catalog/default.toml");
 
 /// Port and switch kinds.
 pub const KINDS: [&str; 5] = ["on-package", "scale-up", "pcie", "ethernet", "infiniband"];

@@ -8,7 +8,7 @@
 //! dimensions. The workload only describes; `collective` and `training` turn it
 //! into times on a fabric.
 
-use crate::fabric::Fabric;
+use crate::model::fabric::Fabric;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -211,10 +211,35 @@ impl Workload {
     }
 }
 
+/// Places a group of `size` consecutive-stride ranks that skips the first
+/// `skip` ranks (rank order, dimension 0 fastest) on dimensions of `npus`:
+/// the group size per dimension, or `None` if the group does not tile the
+/// dimensions evenly.
+pub fn place(skip: u64, size: u64, npus: &[u32]) -> Option<Group> {
+    let (mut skip, mut take) = (skip, size);
+    let mut out = Vec::with_capacity(npus.len());
+    for &n in npus {
+        let mut cap = u64::from(n);
+        let s = skip.min(cap);
+        if skip % s != 0 || cap % s != 0 {
+            return None;
+        }
+        skip /= s;
+        cap /= s;
+        let t = take.min(cap);
+        if take % t != 0 || cap % t != 0 {
+            return None;
+        }
+        take /= t;
+        out.push((t > 1).then_some(t as u32));
+    }
+    (take == 1 && skip == 1).then_some(Group(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::tests::libra_4d;
+    use crate::model::fabric::tests::libra_4d;
 
     #[test]
     fn libra_notation() {

@@ -30,9 +30,9 @@
 //!
 //! The bound reported is the largest of these.
 
-use crate::topology::Topology;
-use crate::units;
-use crate::workload::CollectiveKind;
+use crate::model::topology::Topology;
+use crate::model::units;
+use crate::model::workload::CollectiveKind;
 use serde::Serialize;
 
 /// The bounds, ns.

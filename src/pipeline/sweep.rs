@@ -22,14 +22,14 @@
 //! file skips what it already holds, and the final CSV is written at once
 //! (temporary file, then rename) when every item is done.
 
-use crate::collective::{Algorithm, CollectiveModel};
-use crate::fabric::{Block, Dim, Fabric};
+use crate::io::{Stamp, WriteError, write_atomic};
+use crate::model::collective::{Algorithm, CollectiveModel};
+use crate::model::fabric::{Block, Dim, Fabric};
+use crate::model::training::IterationModel;
+use crate::model::workload::{Group, Workload, place};
 use crate::optimize::frontier::Axis;
 use crate::optimize::{self, Objective, Problem, expr::Constraint, expr::Sense, expr::Unit};
-use crate::report::{ReportError, Stamp, write_atomic};
 use crate::study::{Study, SweepSpec};
-use crate::training::IterationModel;
-use crate::workload::{Group, Workload};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -140,28 +140,6 @@ fn placement(group: &Group, fabric: &Fabric) -> (u64, u64) {
     (inner * partial, size)
 }
 
-/// Places a group that skips `skip` and spans `size` on dimensions `npus`.
-pub fn place(skip: u64, size: u64, npus: &[u32]) -> Option<Group> {
-    let (mut skip, mut take) = (skip, size);
-    let mut out = Vec::with_capacity(npus.len());
-    for &n in npus {
-        let mut cap = u64::from(n);
-        let s = skip.min(cap);
-        if skip % s != 0 || cap % s != 0 {
-            return None;
-        }
-        skip /= s;
-        cap /= s;
-        let t = take.min(cap);
-        if take % t != 0 || cap % t != 0 {
-            return None;
-        }
-        take /= t;
-        out.push((t > 1).then_some(t as u32));
-    }
-    (take == 1 && skip == 1).then_some(Group(out))
-}
-
 /// The workload an item uses, its name and the fabric its groups sit on.
 fn workload_of<'a>(study: &'a Study, spec: &'a SweepSpec, item: &Item) -> (&'a str, &'a Workload, &'a Fabric) {
     match item.workload.checked_sub(1).and_then(|i| spec.workloads.get(i)) {
@@ -237,7 +215,7 @@ pub fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
         algorithms: fabric.dims.iter().map(|d| Algorithm::default_for(d.block)).collect(),
     };
     let it = IterationModel::new(&workload, &fabric, &model, study.training_loop);
-    let cost = crate::cost::Linear::new(&fabric, &study.cost);
+    let cost = crate::model::cost::Linear::new(&fabric, &study.cost);
     let mut p = Problem::new(&fabric, it, cost, Vec::new());
     let coeffs = match spec.axis {
         Axis::Cost => p.cost.usd_per_gbps.iter().map(|k| k * p.cost.npus).collect(),
@@ -387,20 +365,17 @@ pub fn run(
     dir: &Path,
     limit: Option<usize>,
     progress: &(dyn Fn(usize, usize) + Sync),
-) -> Result<Outcome, ReportError> {
+) -> Result<Outcome, WriteError> {
     let k = study.fabric.ndims();
     let all = items(spec, k);
     let total = all.len();
     let mine: Vec<&Item> = all.iter().filter(|it| it.index % shard.count == shard.index).collect();
-    let stamp = Stamp {
-        dimsum_version: env!("CARGO_PKG_VERSION").into(),
-        study_hash: study.hash.clone(),
-    };
+    let stamp = Stamp::from_hash(study.hash.clone());
     let final_path = dir.join(format!("sweep-{}{}.csv", spec.name, shard.suffix()));
     let partial_path = dir.join(format!(".sweep-{}{}.partial.csv", spec.name, shard.suffix()));
     let io = |path: &Path| {
         let path = path.to_path_buf();
-        move |source| ReportError::Io { path, source }
+        move |source| WriteError { path, source }
     };
     // Resume: rows already in the partial file (from this study and version).
     let mut done: BTreeMap<usize, Vec<String>> = BTreeMap::new();
@@ -481,7 +456,7 @@ pub enum MergeError {
     Mismatch(String),
     /// The merged file could not be written.
     #[error(transparent)]
-    Write(#[from] ReportError),
+    Write(#[from] WriteError),
 }
 
 /// Joins shard CSVs into `out`, checking that they come from one sweep (same
@@ -572,7 +547,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, MergeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::tests::libra_4d;
+    use crate::model::fabric::tests::libra_4d;
 
     #[test]
     fn factorizations_by_hand() {

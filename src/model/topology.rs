@@ -24,8 +24,8 @@
 //! lower link id).
 
 use crate::error::InputError;
-use crate::fabric::{Block, Fabric};
-use crate::units;
+use crate::model::fabric::{Block, Fabric};
+use crate::model::units;
 use serde::Serialize;
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
@@ -806,7 +806,7 @@ pub fn from_spec(spec: &str, gbps: &[f64], latency_ns: &[f64]) -> Result<Topolog
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::tests::dim;
+    use crate::model::fabric::tests::dim;
 
     #[test]
     fn fabric_links_per_libra_conversion() {

@@ -12,21 +12,21 @@
 //! The format is documented in README.md; `to_toml` writes it back, which is
 //! how `dimsum import libra` produces a study.
 
-use crate::bom::{DimSpec, Procurement};
-use crate::catalog::Catalog;
-use crate::collective::{Algorithm, CollectiveModel, TimeModel};
-use crate::cost::{CostModel, Linear, Tier};
 use crate::error::{InputError, line_of_offset, one_of};
-use crate::eval::{Evaluation, evaluate};
-use crate::fabric::{Block, Dim, Fabric};
 use crate::interop::libra;
+use crate::model::bom::{DimSpec, Procurement};
+use crate::model::catalog::Catalog;
+use crate::model::collective::{Algorithm, CollectiveModel, TimeModel};
+use crate::model::cost::{CostModel, Linear, Tier};
+use crate::model::eval::{Evaluation, evaluate};
+use crate::model::fabric::{Block, Dim, Fabric};
+use crate::model::training::{IterationModel, Loop};
+use crate::model::transformer::{ModelSpec, Npu, Par, Strategy};
+use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
 use crate::optimize::expr::{self, Constraint};
 use crate::optimize::frontier::Axis;
-use crate::scheduled::{self, Evaluator};
-use crate::simulate::LinkModel;
-use crate::training::{IterationModel, Loop};
-use crate::transformer::{ModelSpec, Npu, Par, Strategy};
-use crate::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
+use crate::optimize::scheduled::{self, Evaluator};
+use crate::schedule::simulate::LinkModel;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -137,6 +137,52 @@ pub struct OptimizeSpec {
 }
 
 impl Study {
+    /// LIBRA's four input files as a study (`dimsum import libra`): the
+    /// files' network, cost model and workload with its communicators,
+    /// LIBRA's time model and no overlap, one `perf` objective.
+    pub fn from_libra_files(
+        network: &Path,
+        workload: &Path,
+        communicator: &Path,
+        cost: &Path,
+    ) -> Result<Study, InputError> {
+        let inputs = libra::read_inputs(network, workload, communicator, cost)?;
+        let collective = CollectiveModel::defaults(&inputs.fabric, TimeModel::Libra);
+        Ok(Study {
+            name: inputs.name,
+            description: String::new(),
+            path: workload.to_path_buf(),
+            fabric: inputs.fabric,
+            cost: inputs.cost,
+            workload: inputs.workload,
+            collective,
+            training_loop: Loop::NoOverlap,
+            bw: None,
+            optimize: Default::default(),
+            frontiers: Vec::new(),
+            cases: Vec::new(),
+            objectives: vec!["perf".into()],
+            sweeps: Vec::new(),
+            hash: inputs.hash,
+            model: None,
+            npu: None,
+            parallelism: None,
+            evaluator: Default::default(),
+            procurement: None,
+        })
+    }
+
+    /// What `interop::astra` writes an ASTRA-sim input set from.
+    pub fn astra_design(&self) -> crate::interop::astra::Design<'_> {
+        crate::interop::astra::Design {
+            name: &self.name,
+            fabric: &self.fabric,
+            workload: &self.workload,
+            algorithms: &self.collective.algorithms,
+            training_loop: self.training_loop,
+        }
+    }
+
     /// Reads and validates a study file.
     pub fn load(path: &Path) -> Result<Study, InputError> {
         Study::load_with(path, true)
@@ -351,7 +397,7 @@ impl Study {
         let workload = match (&raw.workload, &model, &npu, &parallelism) {
             (Some(w), None, _, _) => read_workload(w, &fabric, text, path)?,
             (None, Some(m), Some(n), Some(st)) => {
-                crate::transformer::generate(m, n, st, &fabric)
+                crate::model::transformer::generate(m, n, st, &fabric)
                     .map_err(|msg| InputError::at(path, find_line(text, "[parallelism]"), "parallelism", msg))?
                     .workload
             }
@@ -604,7 +650,7 @@ impl Study {
             cases,
             objectives,
             sweeps,
-            hash: crate::report::fnv1a64(&hashed),
+            hash: crate::io::fnv1a64(&hashed),
             model,
             npu,
             parallelism,
@@ -928,7 +974,7 @@ fn read_workload(raw: &RawWorkload, fabric: &Fabric, text: &str, path: &Path) ->
 }
 
 /// 1-based line of the first line that starts with `needle` (after spaces).
-pub(crate) fn find_line(text: &str, needle: &str) -> Option<usize> {
+pub fn find_line(text: &str, needle: &str) -> Option<usize> {
     text.lines()
         .position(|l| l.trim_start().starts_with(needle))
         .map(|i| i + 1)
@@ -964,7 +1010,7 @@ struct RawStudy {
     cost: RawCost,
     workload: Option<RawWorkload>,
     model: Option<RawModel>,
-    npu: Option<crate::transformer::Npu>,
+    npu: Option<crate::model::transformer::Npu>,
     parallelism: Option<RawParallelism>,
     #[serde(default)]
     optimize: RawOptimize,

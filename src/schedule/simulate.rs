@@ -33,9 +33,9 @@
 //! back from the last arrival through whatever delayed each transfer last (a
 //! busy link or its last dependency).
 
+use crate::model::topology::{NONE, Topology};
+use crate::model::workload::CollectiveKind;
 use crate::schedule::{Op, Schedule};
-use crate::topology::{NONE, Topology};
-use crate::workload::CollectiveKind;
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -209,10 +209,9 @@ pub struct SimOptions {
     pub record: bool,
 }
 
+use super::MAX_STATE;
+
 const MAX_ERRORS: usize = 10;
-/// Most NPU-chunk pairs tracked (12 bytes each: 24 GiB at most would be
-/// 2^31; this keeps it near 6 GiB).
-pub const MAX_STATE: u64 = 1 << 29;
 
 fn contribution(npu: u32) -> u64 {
     // splitmix64: a fixed pseudo-random 64-bit value per NPU.

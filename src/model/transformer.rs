@@ -33,12 +33,12 @@
 //!
 //! A strategy is placed on the fabric in rank order: the groups of the three
 //! parallelisms, in the order given (innermost first), each take the next
-//! consecutive NPUs (`sweep::place`), so a group may span several dimensions
+//! consecutive NPUs (`workload::place`), so a group may span several dimensions
 //! or part of one.
 
-use crate::fabric::Fabric;
-use crate::sweep::place;
-use crate::workload::{CollectiveKind, Comm, Group, Layer, Phase, Workload};
+use crate::model::fabric::Fabric;
+use crate::model::workload::place;
+use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, Workload};
 use serde::{Deserialize, Serialize};
 
 /// A transformer model and its training batch.
@@ -227,7 +227,7 @@ pub struct Memory {
 impl Memory {
     /// Total, GiB.
     pub fn gib(&self) -> f64 {
-        (self.weights + self.gradients + self.optimizer + self.activations) / crate::units::BYTES_PER_GIB
+        (self.weights + self.gradients + self.optimizer + self.activations) / crate::model::units::BYTES_PER_GIB
     }
 }
 
@@ -289,7 +289,7 @@ pub fn generate(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> 
         optimizer: stage_params / t * model.bytes_optimizer / shard(s.zero >= 1),
         activations: layers_per_stage * (p.min(m as f64)) * per_layer_act,
     };
-    let hbm = npu.hbm_gib * crate::units::BYTES_PER_GIB;
+    let hbm = npu.hbm_gib * crate::model::units::BYTES_PER_GIB;
     let total = memory.weights + memory.gradients + memory.optimizer + memory.activations;
     if total > hbm {
         return Err(format!(
@@ -386,7 +386,7 @@ fn comm_layer(name: String, comm: Option<Comm>) -> Layer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::tests::libra_4d;
+    use crate::model::fabric::tests::libra_4d;
 
     /// A small model worked by hand: L 4, h 1024, a 16, f 4096, s 512, V 1000,
     /// batch 8, b 1, 2-byte weights and gradients, 12-byte optimizer states.

@@ -4,10 +4,10 @@
 //! This only composes `training` (time), `cost` (dollars, watts) and the
 //! coefficients `collective` produced; it holds no formula of its own.
 
-use crate::cost::Linear;
-use crate::fabric::{Block, Fabric};
-use crate::training::IterationModel;
-use crate::units::ns_to_ms;
+use crate::model::cost::Linear;
+use crate::model::fabric::{Block, Fabric};
+use crate::model::training::IterationModel;
+use crate::model::units::ns_to_ms;
 use serde::Serialize;
 
 /// One dimension's share of an evaluation.

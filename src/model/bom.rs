@@ -27,8 +27,8 @@
 //! more bandwidth never buys fewer parts (every count is non-decreasing in
 //! k and k in B).
 
-use crate::catalog::{Cable, Catalog, Port, Switch};
-use crate::fabric::{Block, Fabric};
+use crate::model::catalog::{Cable, Catalog, Port, Switch};
+use crate::model::fabric::{Block, Fabric};
 use serde::Serialize;
 
 /// What a study says about buying one dimension.

@@ -8,12 +8,12 @@
 //! only adds), and once that bound reaches the best time found the rest
 //! cannot win and are not solved. Every solve is certified (optimize's gap).
 
-use crate::collective::CollectiveModel;
-use crate::fabric::Fabric;
+use crate::model::collective::CollectiveModel;
+use crate::model::fabric::Fabric;
+use crate::model::training::IterationModel;
+use crate::model::transformer::{self, Par, Strategy};
 use crate::optimize::{self, Objective, Problem};
 use crate::study::Study;
-use crate::training::IterationModel;
-use crate::transformer::{self, Par, Strategy};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -170,7 +170,7 @@ pub fn strategies(n: u64, base: &Strategy) -> Vec<Strategy> {
     out
 }
 
-fn problem(study: &Study, fabric: &Fabric, workload: &crate::workload::Workload) -> Result<Problem, String> {
+fn problem(study: &Study, fabric: &Fabric, workload: &crate::model::workload::Workload) -> Result<Problem, String> {
     let model = CollectiveModel {
         time_model: study.collective.time_model,
         algorithms: study.collective.algorithms.clone(),

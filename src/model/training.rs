@@ -23,9 +23,9 @@
 //!   other down (as ASTRA-sim's analytical backend, which models no
 //!   congestion): this is optimistic when they share a dimension.
 
-use crate::collective::{self, Coefficients, CollectiveModel};
-use crate::fabric::Fabric;
-use crate::workload::{PhaseKind, Workload};
+use crate::model::collective::{self, Coefficients, CollectiveModel};
+use crate::model::fabric::Fabric;
+use crate::model::workload::{PhaseKind, Workload};
 use serde::{Deserialize, Serialize};
 
 /// How phases overlap within an iteration.
@@ -177,9 +177,9 @@ fn overlap_paths(workload: &Workload, collectives: &[CollectiveTerm]) -> Vec<Pat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collective::TimeModel;
-    use crate::fabric::{Block, tests::dim};
-    use crate::workload::{CollectiveKind, Comm, Group, Layer, Phase};
+    use crate::model::collective::TimeModel;
+    use crate::model::fabric::{Block, tests::dim};
+    use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase};
     use approx::assert_relative_eq;
 
     fn phase(compute_ns: f64, bytes: f64) -> Phase {

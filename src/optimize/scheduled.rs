@@ -66,18 +66,18 @@
 //! the bandwidths, on a log grid of 1/64 octave, at which it is
 //! synthesized), replays by (collective, exact bandwidths).
 
-use crate::collective::{Algorithm, Coefficients, CollectiveModel, DimCoeff};
-use crate::fabric::{Block, Fabric};
+use crate::model::collective::{Algorithm, Coefficients, CollectiveModel, DimCoeff};
+use crate::model::fabric::{Block, Fabric};
+use crate::model::topology::{DimKind, Topology, per_link_gbps};
+use crate::model::training::{IterationModel, Loop};
+use crate::model::units::ns_to_ms;
+use crate::model::workload::{CollectiveKind, Comm, Group, Workload};
 use crate::optimize::{self, Objective, OptError, Problem, Solution};
 use crate::schedule::Schedule;
 use crate::schedule::builtin::{self, Algo};
+use crate::schedule::simulate::{self, LinkModel, SimOptions};
 use crate::schedule::swing::{self, Peers, SwingOptions, Variant};
 use crate::schedule::synth::{self, SynthOptions};
-use crate::simulate::{self, LinkModel, SimOptions};
-use crate::topology::{DimKind, Topology, per_link_gbps};
-use crate::training::{IterationModel, Loop};
-use crate::units::ns_to_ms;
-use crate::workload::{CollectiveKind, Comm, Group, Workload};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;

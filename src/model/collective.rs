@@ -26,7 +26,7 @@
 //!
 //! Swing (`swing`, on rings and switches) is the exception to LIBRA's
 //! bytes: its peers are `|rho(s)|` hops apart on a ring, so its bytes are
-//! the vector times `schedule::swing::dim_model`'s factor (the load of the
+//! the vector times `model::swing::dim_model`'s factor (the load of the
 //! most loaded link, step by step, with folds for sizes that are not powers
 //! of two) and its latency is the hops of that chain of steps.
 //!
@@ -37,10 +37,9 @@
 //! communicator, as in every hierarchical algorithm), so no algorithm beats
 //! `min_bytes / sum_d B_d`.
 
-use crate::fabric::{Block, Fabric};
-use crate::schedule::swing;
-use crate::units;
-use crate::workload::{CollectiveKind, Comm, Group};
+use crate::model::fabric::{Block, Fabric};
+use crate::model::units;
+use crate::model::workload::{CollectiveKind, Comm, Group};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -321,7 +320,7 @@ pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Co
             let mut hops = model.algorithms[d].steps(comm.kind, p) * dim.block.hops_per_step();
             if model.algorithms[d] == Algorithm::Swing
                 && p > 1
-                && let Some(m) = swing::dim_model(comm.kind, p, dim.block == Block::Ring)
+                && let Some(m) = super::swing::dim_model(comm.kind, p, dim.block == Block::Ring)
             {
                 // LIBRA's bytes give the vector at this dimension back.
                 let pf = f64::from(p);
@@ -350,7 +349,7 @@ pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Co
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::tests::dim;
+    use crate::model::fabric::tests::dim;
     use approx::assert_relative_eq;
 
     fn ring4_switch8() -> Fabric {

@@ -1,0 +1,120 @@
+//! The files dimsum writes: atomic writes (a temporary file beside the
+//! target, then a rename, so a failed run never leaves a half-written
+//! result) and the stamp every result carries (dimsum's version and an
+//! FNV-1a hash of the inputs it came from).
+//!
+//! This is the bottom layer beside `error`: the model, the study and the
+//! reports all write through it and it depends on nothing in the crate.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// A file could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {source}")]
+pub struct WriteError {
+    /// The file.
+    pub path: PathBuf,
+    /// The cause.
+    pub source: std::io::Error,
+}
+
+/// What every result file records about where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Stamp {
+    /// dimsum's version.
+    pub dimsum_version: String,
+    /// FNV-1a 64-bit hash of the study file (and the LIBRA files it names).
+    pub study_hash: String,
+}
+
+impl Stamp {
+    /// The stamp of a study whose inputs are `bytes`.
+    pub fn of(bytes: &[u8]) -> Stamp {
+        Stamp::from_hash(fnv1a64(bytes))
+    }
+
+    /// The stamp of inputs whose hash (from [`fnv1a64`]) is `study_hash`.
+    pub fn from_hash(study_hash: String) -> Stamp {
+        Stamp {
+            dimsum_version: env!("CARGO_PKG_VERSION").to_string(),
+            study_hash,
+        }
+    }
+
+    /// One line for charts and markdown.
+    pub fn line(&self) -> String {
+        format!("dimsum {} · study {}", self.dimsum_version, self.study_hash)
+    }
+}
+
+/// FNV-1a 64-bit hash, as 16 hex digits: stable across platforms and versions.
+///
+/// ```
+/// // The published FNV-1a 64-bit test vector for "a".
+/// assert_eq!(dimsum::io::fnv1a64(b"a"), "af63dc4c8601ec8c");
+/// ```
+pub fn fnv1a64(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory
+/// and a rename, so readers never see a partial file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    let io = |source| WriteError {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = temp_path(path, "tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(io)?;
+    f.write_all(bytes).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// `dir/.name.tag.ext` beside `path` (the extension kept, for plotters).
+pub fn temp_path(path: &Path, tag: &str) -> PathBuf {
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = path
+        .extension()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{tag}.{ext}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv_known_values() {
+        // FNV-1a 64 of "" is the offset basis; of "a" it is af63dc4c8601ec8c
+        // (the published test vectors).
+        assert_eq!(fnv1a64(b""), "cbf29ce484222325");
+        assert_eq!(fnv1a64(b"a"), "af63dc4c8601ec8c");
+    }
+
+    #[test]
+    fn atomic_write_leaves_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("dimsum-io-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("x.csv");
+        write_atomic(&p, b"a,b\n").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"a,b\n");
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["x.csv".to_string()]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
