@@ -11,14 +11,14 @@ pub mod scheduled;
 
 use clap::{Parser, Subcommand};
 use dimsum::error::InputError;
-use dimsum::io::Stamp;
 use dimsum::model::eval::Evaluation;
-use dimsum::optimize::frontier::{self, Axis, Frontier};
+use dimsum::optimize::frontier::Axis;
 use dimsum::optimize::scheduled::Evaluator;
-use dimsum::optimize::{self, Objective, Problem, Solution};
+use dimsum::optimize::{self, Problem, Solution};
 use dimsum::pipeline::coopt;
+use dimsum::pipeline::run::{self, RunError};
 use dimsum::pipeline::sweep::{self, Shard};
-use dimsum::report::{self, Marker};
+use dimsum::report;
 use dimsum::study::Study;
 use dimsum::study::SweepSpec;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -318,7 +318,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             if no_study_constraints {
                 study.optimize.constraints.clear();
             }
-            let objective = objective_of(&study, objective.as_deref(), target_ms)?;
+            let objective = study.objective(objective.as_deref(), target_ms)?;
             let constraints = study.constraints(&constraints)?;
             let problem = Problem::new(&study.fabric, study.iteration_model(), study.linear_cost(), constraints);
             for (flag, v) in [("--budget-usd", budget_usd), ("--budget-w", budget_w)] {
@@ -391,10 +391,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
             create_dir(&dir)?;
-            let mut files = run_frontier(&study, axis, points, &dir)?;
+            let bars = Bars::new();
+            let progress = |t: &str, d: usize, n: usize| bars.update(t, d, n);
+            let mut r = run::frontier(&study, axis, points, &progress).map_err(lift)?;
             if evaluator == Evaluator::Schedule {
-                files.extend(scheduled::frontier(&study, axis, points, &dir, &stamp_of(&study))?);
+                r.schedule_backed = Some(run::schedule_backed_frontier(&study, &r, &progress).map_err(lift)?);
             }
+            bars.finish();
+            let files = report::study::frontier_files(&study, &study.stamp(), &r, &dir)?;
             for f in files {
                 println!("wrote {}", f.display());
             }
@@ -406,12 +410,21 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             procure::run_bom(&study, &bw, json)
         }
         Command::Run { studies, out, ev } => {
+            // Every study is read and checked before any work starts.
+            let mut loaded = Vec::new();
             for path in studies {
                 let mut study = Study::load(&path)?;
                 ev.apply(&mut study)?;
+                loaded.push(study);
+            }
+            for study in loaded {
                 let dir = out.join(&study.name);
                 create_dir(&dir)?;
-                let summary = run_study(&study, &dir)?;
+                let bars = Bars::new();
+                let results = run::run_study(&study, &dir, &|t, d, n| bars.update(t, d, n)).map_err(lift)?;
+                bars.finish();
+                let files = report::study::write(&study, &results, &dir)?;
+                let summary = files.first().cloned().unwrap_or_else(|| dir.join("summary.md"));
                 println!(
                     "{}: results in {}/ (summary: {})",
                     study.name,
@@ -453,7 +466,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
             create_dir(&dir)?;
             for spec in sweeps {
-                let o = run_sweep(&study, spec, shard, &dir)?;
+                let bars = Bars::new();
+                let o = run::sweep(&study, spec, shard, &dir, &|t, d, n| bars.update(t, d, n))?;
+                bars.finish();
                 match o.csv {
                     Some(p) => println!("wrote {} ({} items, {} solved now)", p.display(), o.items, o.solved_now),
                     None => println!("sweep `{}` shard {}/{} unfinished", spec.name, shard.index, shard.count),
@@ -669,49 +684,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// The objective from the command line or the study.
-pub(crate) fn objective_of(study: &Study, name: Option<&str>, target_ms: Option<f64>) -> Result<Objective, InputError> {
-    let from_cli = name.is_some();
-    let name = name.or(study.optimize.objective.as_deref()).unwrap_or("perf");
-    let target = target_ms.or(study.optimize.target_ms);
-    if let Some(t) = target_ms
-        && !(t.is_finite() && t > 0.0)
-    {
-        return Err(InputError::arg(
-            "--target-ms",
-            format!("{t} is not allowed: use a time > 0 ms"),
-        ));
-    }
-    let need_target = |name: &str| {
-        target.ok_or_else(|| {
-            InputError::arg(
-                "--target-ms",
-                format!("`{name}` needs an iteration-time target: pass --target-ms or set target_ms in [optimize]"),
-            )
-        })
-    };
-    Ok(match name {
-        "perf" => Objective::Perf,
-        "perf-per-cost" => Objective::PerfPerCost,
-        "min-cost" => Objective::MinCost {
-            target_ms: need_target(name)?,
-        },
-        "min-power" => Objective::MinPower {
-            target_ms: need_target(name)?,
-        },
-        other => {
-            let field = if from_cli { "--objective" } else { "optimize.objective" };
-            return Err(InputError::arg(
-                field,
-                format!(
-                    "`{other}` is not an objective; allowed: {}",
-                    dimsum::error::one_of(&Objective::NAMES)
-                ),
-            ));
-        }
-    })
-}
-
 /// A readable report of one optimization.
 pub fn optimize_table(study: &Study, sol: &Solution, solve_ms: f64) -> String {
     use std::fmt::Write as _;
@@ -815,391 +787,50 @@ impl Progress {
     }
 }
 
-/// The study's problem: its constraints and the fabric's bounds.
-fn problem_of(study: &Study) -> Result<Problem, InputError> {
-    Ok(Problem::new(
-        &study.fabric,
-        study.iteration_model(),
-        study.linear_cost(),
-        study.constraints(&[])?,
-    ))
+/// Progress bars for the pipeline's tasks: a new bar whenever the task
+/// changes.
+pub(crate) struct Bars {
+    current: std::sync::Mutex<Option<(String, Progress)>>,
 }
 
-fn stamp_of(study: &Study) -> Stamp {
-    Stamp::from_hash(study.hash.clone())
+impl Bars {
+    pub(crate) fn new() -> Bars {
+        Bars {
+            current: std::sync::Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn update(&self, task: &str, done: usize, total: usize) {
+        let Ok(mut cur) = self.current.lock() else {
+            return;
+        };
+        if cur.as_ref().is_none_or(|(t, _)| t != task) {
+            if let Some((_, p)) = cur.take() {
+                p.finish();
+            }
+            *cur = Some((task.to_string(), Progress::new(total, task)));
+        }
+        if let Some((_, p)) = cur.as_ref() {
+            p.set(done);
+        }
+    }
+
+    pub(crate) fn finish(&self) {
+        if let Ok(mut cur) = self.current.lock()
+            && let Some((_, p)) = cur.take()
+        {
+            p.finish();
+        }
+    }
 }
 
-/// The study's fixed designs (its `bw` and its cases) on a frontier's axis.
-fn markers(study: &Study, problem: &Problem, axis: Axis) -> Vec<Marker> {
-    let k = axis.coeffs(problem);
-    let mut out = Vec::new();
-    let mut push = |name: &str, bw: &[f64]| {
-        let t = problem.time_ms(bw);
-        if t.is_finite() {
-            out.push(Marker {
-                name: name.to_string(),
-                budget: k.iter().zip(bw).map(|(a, b)| a * b).sum(),
-                time_ms: t,
-            });
-        }
-    };
-    if let Some(bw) = &study.bw {
-        push("study bw", bw);
+/// The pipeline's error at the binary's edge: bad input stays an
+/// [`InputError`] (exit 2).
+pub(crate) fn lift(e: RunError) -> anyhow::Error {
+    match e {
+        RunError::Input(i) => i.into(),
+        other => other.into(),
     }
-    for c in &study.cases {
-        push(&c.name, &c.bw);
-    }
-    out
-}
-
-pub(crate) fn compute_frontier(study: &Study, axis: Axis, points: usize) -> anyhow::Result<(Problem, Frontier)> {
-    let problem = problem_of(study)?;
-    let progress = Progress::new(points, &format!("frontier {}", axis.name()));
-    let f = frontier::frontier_with(&problem, axis, points, &|i| progress.set(i))?;
-    progress.finish();
-    Ok((problem, f))
-}
-
-/// Frontier CSV and charts into `dir`; returns the files.
-fn run_frontier(study: &Study, axis: Axis, points: usize, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let (problem, f) = compute_frontier(study, axis, points)?;
-    write_frontier(study, &problem, &f, dir)
-}
-
-fn write_frontier(study: &Study, problem: &Problem, f: &Frontier, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let stamp = stamp_of(study);
-    let names: Vec<String> = study.fabric.dims.iter().map(|d| d.name.clone()).collect();
-    let csv_path = dir.join(format!("frontier-{}.csv", f.axis.name()));
-    dimsum::io::write_atomic(&csv_path, &report::frontier_csv(f, &names, &stamp))?;
-    let mut files = vec![csv_path];
-    files.extend(report::frontier_charts(
-        dir,
-        &study.name,
-        f,
-        &names,
-        &markers(study, problem, f.axis),
-        &stamp,
-    )?);
-    Ok(files)
-}
-
-fn run_sweep(study: &Study, spec: &SweepSpec, shard: Shard, dir: &Path) -> anyhow::Result<sweep::Outcome> {
-    let n = sweep::items(spec, study.fabric.ndims()).len().div_ceil(shard.count);
-    let progress = Progress::new(n, &format!("sweep {}", spec.name));
-    let o = sweep::run(study, spec, shard, dir, None, &|done, _| progress.set(done))?;
-    progress.finish();
-    Ok(o)
-}
-
-/// Runs everything `study` declares into `dir`; returns the summary's path.
-fn run_study(study: &Study, dir: &Path) -> anyhow::Result<PathBuf> {
-    use std::fmt::Write as _;
-    let stamp = stamp_of(study);
-    let problem = problem_of(study)?;
-    let names: Vec<String> = study.fabric.dims.iter().map(|d| d.name.clone()).collect();
-    let fmt_bw = |bw: &[f64]| bw.iter().map(|b| report::sig3(*b)).collect::<Vec<_>>().join(", ");
-    let mut md = String::new();
-    let _ = writeln!(md, "# {}: network fabric design\n", study.name);
-    let _ = writeln!(
-        md,
-        "_{}; regenerate with `dimsum run {}`._\n",
-        stamp.line(),
-        study.path.display()
-    );
-    let _ = writeln!(md, "## What was asked\n");
-    if !study.description.is_empty() {
-        let _ = writeln!(md, "{}\n", study.description);
-    }
-    let _ = writeln!(
-        md,
-        "- Fabric: {} = {} NPUs; dimensions {}.",
-        study.fabric.shape(),
-        study.fabric.npus(),
-        names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-    );
-    let _ = writeln!(
-        md,
-        "- Workload: {} layers, {} collectives, {:.3} ms of compute per iteration; time model `{}`, loop `{}`.",
-        study.workload.layers.len(),
-        study.workload.comms().count(),
-        study.workload.compute_ns() / 1e6,
-        study.collective.time_model.name(),
-        study.training_loop.name()
-    );
-    let cons: Vec<String> = problem.constraints.iter().map(|c| format!("`{}`", c.text)).collect();
-    let _ = writeln!(
-        md,
-        "- Constraints: {}.\n",
-        if cons.is_empty() {
-            "none".to_string()
-        } else {
-            cons.join(", ")
-        }
-    );
-
-    // Objectives.
-    let _ = writeln!(md, "## Recommended allocation per objective\n");
-    let _ = writeln!(
-        md,
-        "| objective | GB/s per NPU ({}) | iteration (ms) | cost ($M) | power (kW) | vs equal split | gap | binding |",
-        names.join(", ")
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
-    let mut solutions = Vec::new();
-    let mut recommended: Vec<(String, Vec<f64>)> = Vec::new();
-    for name in &study.objectives {
-        let objective = objective_of(study, Some(name), None)?;
-        match optimize::solve(&problem, objective) {
-            Ok(s) => {
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {:.4} | {:.3} | {:.2} | {} | {:.0e} | {} |",
-                    name,
-                    fmt_bw(&s.bw_gbps),
-                    s.iteration_time_ms,
-                    s.network_cost_usd / 1e6,
-                    s.network_power_w / 1e3,
-                    s.speedup_vs_equal_split.map_or("-".into(), |x| format!("{x:.3}x")),
-                    s.gap,
-                    s.binding_constraints
-                        .iter()
-                        .map(|b| format!("`{}`", b.constraint))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-                recommended.push((name.clone(), s.bw_gbps.clone()));
-                solutions.push(serde_json::json!({ "objective": name, "solution": s }));
-            }
-            Err(e) => {
-                let _ = writeln!(md, "| {name} | {e} | | | | | | |");
-                solutions.push(serde_json::json!({ "objective": name, "error": e.to_string() }));
-            }
-        }
-    }
-    let json = serde_json::json!({ "stamp": &stamp, "study": study.name, "fabric": study.fabric.shape(), "optimize": solutions });
-    dimsum::io::write_atomic(
-        &dir.join("optimize.json"),
-        serde_json::to_string_pretty(&json)?.as_bytes(),
-    )?;
-
-    if study.evaluator.evaluator == Evaluator::Schedule {
-        scheduled::run_section(study, &problem, dir, &stamp, &mut md)?;
-    }
-    if study.procurement.is_some() {
-        procure::run_section(study, &problem, &recommended, dir, &stamp, &mut md)?;
-    }
-
-    // Fixed designs.
-    let mut fixed: Vec<(String, Vec<f64>)> = Vec::new();
-    if let Some(bw) = &study.bw {
-        fixed.push(("study bw".into(), bw.clone()));
-    }
-    fixed.extend(study.cases.iter().map(|c| (c.name.clone(), c.bw.clone())));
-    if !fixed.is_empty() {
-        let _ = writeln!(
-            md,
-            "
-## Fixed designs\n"
-        );
-        let backed = (study.evaluator.evaluator == Evaluator::Schedule).then(|| study.backed(&study.evaluator));
-        let _ = writeln!(
-            md,
-            "| design | GB/s per NPU | iteration (ms) | lower bound (ms) | cost ($M) | power (kW) |{}",
-            if backed.is_some() { " simulated (ms) |" } else { "" }
-        );
-        let _ = writeln!(
-            md,
-            "|---|---|---|---|---|---|{}",
-            if backed.is_some() { "---|" } else { "" }
-        );
-        let mut evals = Vec::new();
-        for (name, bw) in &fixed {
-            let e = study.evaluate(bw);
-            let simulated = match &backed {
-                Some(b) => Some(b.measure(bw)?),
-                None => None,
-            };
-            let _ = writeln!(
-                md,
-                "| {name} | {} | {:.4} | {:.4} | {:.3} | {:.2} |{}",
-                fmt_bw(bw),
-                e.iteration_time_ms,
-                e.iteration_lower_bound_ms,
-                e.network_cost_usd / 1e6,
-                e.network_power_w / 1e3,
-                simulated
-                    .as_ref()
-                    .map_or(String::new(), |m| format!(" {:.4} |", m.iteration_ns / 1e6))
-            );
-            let mut j = serde_json::json!({ "design": name, "evaluation": e });
-            if let Some(m) = &simulated {
-                j["simulated_iteration_time_ms"] = (m.iteration_ns / 1e6).into();
-                j["simulated_collectives"] = serde_json::to_value(&m.collectives)?;
-            }
-            evals.push(j);
-        }
-        let json = serde_json::json!({ "stamp": &stamp, "study": study.name, "designs": evals });
-        dimsum::io::write_atomic(&dir.join("eval.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
-    }
-
-    // Frontiers.
-    for spec in &study.frontiers {
-        let (p, f) = compute_frontier(study, spec.axis, spec.points)?;
-        write_frontier(study, &p, &f, dir)?;
-        let axis = spec.axis.name();
-        let unit = spec.axis.unit();
-        let _ = writeln!(
-            md,
-            "
-## Frontier: iteration time against {axis}\n"
-        );
-        let _ = writeln!(md, "![frontier](frontier-{axis}.png)\n");
-        if let (Some(first), Some(k), Some(last)) = (f.points.first(), f.points.get(f.knee), f.points.last()) {
-            let _ = writeln!(
-                md,
-                "From {} {unit} ({} ms) to {} {unit} ({} ms), where more budget stops helping. The knee is at {} {unit}: {} ms with [{}] GB/s; the remaining {} {unit} of budget cut the time by a further {:.1}%.\n",
-                report::sig3(first.budget),
-                report::sig3(first.iteration_time_ms),
-                report::sig3(last.budget),
-                report::sig3(last.iteration_time_ms),
-                report::sig3(k.budget),
-                report::sig3(k.iteration_time_ms),
-                fmt_bw(&k.bw_gbps),
-                report::sig3(last.budget - k.budget),
-                100.0 * (k.iteration_time_ms - last.iteration_time_ms) / k.iteration_time_ms.max(1e-300)
-            );
-        }
-        let _ = writeln!(md, "![allocation](allocation-{axis}.png)\n");
-        if study.evaluator.evaluator == Evaluator::Schedule {
-            scheduled::frontier(study, spec.axis, spec.points, dir, &stamp)?;
-            let _ = writeln!(
-                md,
-                "Against simulated schedules (`frontier-{axis}-schedule.csv`): the analytic optimum replayed and the schedule-backed optimum at every budget.\n"
-            );
-            let _ = writeln!(md, "![schedule-backed frontier](frontier-{axis}-schedule.png)\n");
-        }
-        let _ = writeln!(
-            md,
-            "Every point: `frontier-{axis}.csv` ({} points, {} LP solves; worst gap {:.0e}).",
-            f.points.len(),
-            f.lp_solves,
-            f.points.iter().map(|p| p.gap).fold(0.0, f64::max)
-        );
-    }
-
-    // Sweeps.
-    for spec in &study.sweeps {
-        let o = run_sweep(study, spec, Shard::ALL, dir)?;
-        let _ = writeln!(
-            md,
-            "
-## Sweep `{}`: {} NPUs split {} ways, blocks {}\n",
-            spec.name,
-            spec.npus,
-            study.fabric.ndims(),
-            spec.blocks.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
-        );
-        if let Some(csv_path) = o.csv {
-            // (time, cost, row) of every solved design, fastest (then cheapest) first.
-            let mut rows: Vec<(f64, f64, String)> = Vec::new();
-            if let Ok(mut rd) = csv::Reader::from_path(&csv_path) {
-                for r in rd.records().flatten() {
-                    let num = |i: usize| r.get(i).and_then(|t| t.parse::<f64>().ok());
-                    if let (Some(t), Some(c), Some(shape), Some(b), Some(w)) =
-                        (num(10), num(12), r.get(4), r.get(7), r.get(8))
-                    {
-                        rows.push((t, c, format!("| {shape} | {b} | {w} | {t:.4} | {:.3} |", c / 1e6)));
-                    }
-                }
-            }
-            rows.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-            let _ = writeln!(
-                md,
-                "{} designs solved; the ten fastest, then cheapest ({} budget in {}):\n",
-                o.items,
-                spec.axis.name(),
-                spec.axis.unit()
-            );
-            let _ = writeln!(
-                md,
-                "| shape | budget | workload | iteration (ms) | cost ($M) |\n|---|---|---|---|---|"
-            );
-            for (_, _, r) in rows.iter().take(10) {
-                let _ = writeln!(md, "{r}");
-            }
-            let _ = writeln!(
-                md,
-                "
-All of them: `{}`.",
-                csv_path
-                    .file_name()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            );
-        }
-    }
-    // Parallelization co-optimized with the fabric.
-    if study.model.is_some() {
-        let r = coopt::coopt(study, &|_, _| {}).map_err(|m| anyhow::anyhow!(m))?;
-        let json = serde_json::json!({ "stamp": &stamp, "study": study.name, "coopt": &r });
-        dimsum::io::write_atomic(&dir.join("coopt.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
-        let _ = writeln!(
-            md,
-            "\n## Parallelization and fabric, chosen together\n\n{} strategies (TP x PP x DP and placement order): {} solved, {} pruned by the compute bound, {} invalid.\n",
-            r.searched, r.solved, r.pruned, r.rejected
-        );
-        let _ = writeln!(
-            md,
-            "| tp | pp | dp | order | iteration (ms) | memory (GiB) | GB/s per NPU | groups (tp, pp, dp) |\n|---|---|---|---|---|---|---|---|"
-        );
-        for row in r.strategies.iter().filter(|x| x.time_ms().is_some()).take(10) {
-            if let coopt::Verdict::Solved {
-                bw_gbps,
-                iteration_time_ms,
-                ..
-            } = &row.verdict
-            {
-                let groups = row.groups(", ");
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {} | {} | {:.3} | {:.1} | {} | {} |",
-                    row.tp,
-                    row.pp,
-                    row.dp,
-                    row.order,
-                    iteration_time_ms,
-                    row.memory_gib.unwrap_or(f64::NAN),
-                    fmt_bw(bw_gbps),
-                    groups
-                );
-            }
-        }
-        if let Some(best) = r.strategies.first().and_then(|b| b.time_ms()) {
-            if let Some(eq) = r.best_on_equal_split_ms {
-                let _ = writeln!(
-                    md,
-                    "\nThe joint optimum ({best:.3} ms) is {:.3}x faster than the best strategy on the equal split ({eq:.3} ms)",
-                    eq / best
-                );
-            }
-            if let Some(d) = r.default_optimized_ms {
-                let _ = writeln!(
-                    md,
-                    "and {:.3}x faster than the study's own strategy with its optimal allocation ({d:.3} ms).",
-                    d / best
-                );
-            }
-            let _ = writeln!(md, "\nWhy the others lost (examples of each reason):\n");
-            for line in coopt::why_lost(&r, best, 3) {
-                let _ = writeln!(md, "- {line}");
-            }
-        }
-    }
-    let summary = dir.join("summary.md");
-    dimsum::io::write_atomic(&summary, md.as_bytes())?;
-    let page = report::html::render(&format!("{}: network fabric design review", study.name), &md, dir);
-    dimsum::io::write_atomic(&dir.join("report.html"), page.as_bytes())?;
-    Ok(summary)
 }
 
 /// A readable report of one evaluation.

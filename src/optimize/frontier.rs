@@ -310,3 +310,14 @@ pub fn knee(points: &[Point], log_x: bool) -> usize {
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map_or(0, |(i, _)| i)
 }
+
+/// A fixed design to show beside the frontier.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    /// Label.
+    pub name: String,
+    /// Budget spent, in the axis unit.
+    pub budget: f64,
+    /// Iteration time, ms.
+    pub time_ms: f64,
+}

@@ -72,6 +72,8 @@ use crate::model::topology::{DimKind, Topology, per_link_gbps};
 use crate::model::training::{IterationModel, Loop};
 use crate::model::units::ns_to_ms;
 use crate::model::workload::{CollectiveKind, Comm, Group, Workload};
+use crate::optimize::expr::{Constraint, Sense};
+use crate::optimize::frontier::Frontier;
 use crate::optimize::{self, Objective, OptError, Problem, Solution};
 use crate::schedule::Schedule;
 use crate::schedule::builtin::{self, Algo};
@@ -789,4 +791,63 @@ pub fn optimize(
         cycle,
         best_seen,
     })
+}
+
+/// One budget of a schedule-backed frontier: the analytic optimum at the
+/// budget, replayed, and the schedule-backed optimum under the same budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrontierRow {
+    /// The budget, in the axis unit.
+    pub budget: f64,
+    /// The analytic optimum's analytic time, ms.
+    pub analytic_ms: f64,
+    /// The analytic optimum, replayed, ms.
+    pub analytic_simulated_ms: f64,
+    /// The schedule-backed optimum, replayed, ms.
+    pub schedule_ms: f64,
+    /// The schedule-backed optimum's analytic time, ms.
+    pub schedule_analytic_ms: f64,
+    /// Fixed-point iterations.
+    pub iterations: usize,
+    /// Whether the fixed point converged.
+    pub converged: bool,
+    /// The schedule-backed allocation, GB/s per NPU per dimension.
+    pub bw: Vec<f64>,
+}
+
+/// The analytic frontier `f`'s budgets, each optimized against schedules
+/// (`perf` under the budget on `f`'s axis). `progress` is called with the
+/// number of budgets done.
+pub fn frontier(
+    backed: &Backed,
+    problem: &Problem,
+    f: &Frontier,
+    progress: &dyn Fn(usize),
+) -> Result<Vec<FrontierRow>, ScheduledError> {
+    let axis = f.axis;
+    let coeffs = axis.coeffs(problem);
+    let mut rows = Vec::with_capacity(f.points.len());
+    for (i, pt) in f.points.iter().enumerate() {
+        let mut p = problem.clone();
+        p.constraints.push(Constraint {
+            text: format!("{} <= {}", axis.name(), pt.budget),
+            coeffs: coeffs.clone(),
+            sense: Sense::Le,
+            rhs: pt.budget,
+            unit: axis.unit_kind(),
+        });
+        let fp = optimize(backed, &p, Objective::Perf, &|_| ())?;
+        rows.push(FrontierRow {
+            budget: pt.budget,
+            analytic_ms: pt.iteration_time_ms,
+            analytic_simulated_ms: ns_to_ms(fp.analytic_measured.iteration_ns),
+            schedule_ms: ns_to_ms(fp.measured.iteration_ns),
+            schedule_analytic_ms: ns_to_ms(fp.measured.analytic_iteration_ns),
+            iterations: fp.iterations(),
+            converged: fp.converged,
+            bw: fp.measured.bw_gbps.clone(),
+        });
+        progress(i + 1);
+    }
+    Ok(rows)
 }

@@ -344,11 +344,47 @@ fn record(row: &Row, workload: &str, total: usize, stamp: &Stamp) -> Vec<String>
     r
 }
 
+/// A solved design of a sweep, as its CSV row says it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Solved {
+    /// The item's index.
+    pub index: usize,
+    /// The shape, e.g. `Ring(4) x Switch(8)`.
+    pub shape: String,
+    /// The budget, in the sweep's axis unit.
+    pub budget: f64,
+    /// The workload's name.
+    pub workload: String,
+    /// Fastest time at the budget, ms.
+    pub iteration_time_ms: f64,
+    /// Network cost, dollars.
+    pub network_cost_usd: f64,
+}
+
+impl Solved {
+    /// The solved design of a CSV record (`record`'s fields), if it has a
+    /// time and a cost.
+    fn of_record(fields: &[String]) -> Option<Solved> {
+        let num = |i: usize| fields.get(i).and_then(|t| t.parse::<f64>().ok());
+        Some(Solved {
+            index: fields.get(2)?.parse().ok()?,
+            shape: fields.get(4)?.clone(),
+            budget: num(7)?,
+            workload: fields.get(8)?.clone(),
+            iteration_time_ms: num(10)?,
+            network_cost_usd: num(12)?,
+        })
+    }
+}
+
 /// What a sweep run did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     /// The final CSV, if the shard is complete.
     pub csv: Option<PathBuf>,
+    /// Every solved design of the shard (with a time and a cost), in item
+    /// order, whether solved now or resumed.
+    pub solved: Vec<Solved>,
     /// Items of this shard.
     pub items: usize,
     /// Items solved by this run (the rest came from the partial file).
@@ -431,14 +467,20 @@ pub fn run(
         }
         write_atomic(&final_path, &w.into_inner().unwrap_or_default())?;
         let _ = std::fs::remove_file(&partial_path);
+        let solved = mine
+            .iter()
+            .filter_map(|it| Solved::of_record(&done[&it.index]))
+            .collect();
         Ok(Outcome {
             csv: Some(final_path),
+            solved,
             items: mine.len(),
             solved_now,
         })
     } else {
         Ok(Outcome {
             csv: None,
+            solved: Vec::new(),
             items: mine.len(),
             solved_now,
         })

@@ -1,13 +1,10 @@
-//! The review report: `summary.md` as one self-contained HTML page, each
-//! chart (`![..](NAME.png)`) replaced by the SVG that `report` wrote beside
-//! it, inlined, so the page opens anywhere with nothing else (no network,
-//! no other files).
-//!
-//! The markdown is the subset `cli::run` writes: `#` headings, paragraphs,
-//! `-` lists, `|` tables (the second row the separator), image lines,
-//! `code`, **bold** and a paragraph in `_..._` (the stamp).
+//! The review report: a [`Doc`] as one self-contained HTML page, each
+//! chart's SVG inlined, so the page opens anywhere with nothing else (no
+//! network, no other files). The SVGs come from the renderer that drew
+//! them, never from the files written beside the page.
 
-use std::path::Path;
+use super::doc::{Block, Doc};
+use std::collections::BTreeMap;
 
 const STYLE: &str = r#"
 body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; max-width: 1180px; margin: 2em auto; padding: 0 1.5em; color: #1d2733; line-height: 1.45; }
@@ -25,6 +22,77 @@ figure { margin: 1em 0; }
 figure svg { max-width: 100%; height: auto; border: 1px solid #e3e8ee; }
 figcaption { color: #5b6773; font-size: 0.85em; }
 "#;
+
+/// `doc` as one HTML page titled `title`, each chart's SVG taken from
+/// `svgs` (by file stem) and inlined; a chart missing there is named in its
+/// place.
+pub fn render(doc: &Doc, title: &str, svgs: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    out.push_str(&format!(
+        "<title>{}</title>\n<style>{}</style>\n</head>\n<body>\n",
+        escape(title),
+        STYLE
+    ));
+    for b in &doc.blocks {
+        match b {
+            Block::Heading(level, t) => out.push_str(&format!("<h{level}>{}</h{level}>\n", inline(t))),
+            Block::Stamp(t) => out.push_str(&format!("<p class=\"stamp\">{}</p>\n", inline(t))),
+            Block::Para(lines) => {
+                let text: Vec<&str> = lines.iter().map(|l| l.trim()).collect();
+                out.push_str(&format!("<p>{}</p>\n", inline(text.join(" ").trim())));
+            }
+            Block::List(items) => {
+                out.push_str("<ul>\n");
+                for it in items {
+                    out.push_str(&format!("<li>{}</li>\n", inline(it)));
+                }
+                out.push_str("</ul>\n");
+            }
+            Block::Table(header, rows) => {
+                out.push_str("<table>\n<thead><tr>");
+                for c in header {
+                    out.push_str(&format!("<th>{}</th>", inline(c)));
+                }
+                out.push_str("</tr></thead>\n<tbody>\n");
+                for r in rows {
+                    out.push_str("<tr>");
+                    for c in r {
+                        // Numbers (and lists of them) align right, words left.
+                        let numeric = !c.is_empty()
+                            && c.chars().any(|ch| ch.is_ascii_digit())
+                            && c.chars().all(|ch| ch.is_ascii_digit() || " .,-+eE%x$()".contains(ch));
+                        if numeric {
+                            out.push_str(&format!("<td>{}</td>", inline(c)));
+                        } else {
+                            out.push_str(&format!("<td class=\"t\">{}</td>", inline(c)));
+                        }
+                    }
+                    out.push_str("</tr>\n");
+                }
+                out.push_str("</tbody>\n</table>\n");
+            }
+            Block::Chart(caption, stem) => match svgs.get(stem) {
+                Some(svg) => out.push_str(&format!(
+                    "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+                    svg_body(svg),
+                    escape(caption)
+                )),
+                None => out.push_str(&format!(
+                    "<p>[chart {} not found]</p>\n",
+                    escape(&format!("{stem}.png"))
+                )),
+            },
+        }
+    }
+    out.push_str("</body>\n</html>\n");
+    out
+}
+
+/// An SVG document's markup from its `<svg` element on (no XML declaration).
+fn svg_body(svg: &str) -> &str {
+    svg.find("<svg").map_or(svg, |i| &svg[i..])
+}
 
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
@@ -61,165 +129,30 @@ fn inline(s: &str) -> String {
     out
 }
 
-fn cells(line: &str) -> Vec<String> {
-    let t = line.trim().trim_start_matches('|').trim_end_matches('|');
-    t.split('|').map(|c| c.trim().to_string()).collect()
-}
-
-/// An SVG file's markup without its XML declaration, or `None`.
-fn svg_of(dir: &Path, image: &str) -> Option<String> {
-    let stem = image.strip_suffix(".png").or_else(|| image.strip_suffix(".svg"))?;
-    if stem.contains('/') || stem.contains("..") {
-        return None;
-    }
-    let text = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).ok()?;
-    let start = text.find("<svg")?;
-    Some(text[start..].to_string())
-}
-
-/// The page for `markdown`, with charts from `dir`.
-pub fn render(title: &str, markdown: &str, dir: &Path) -> String {
-    let mut out = String::new();
-    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    out.push_str(&format!(
-        "<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
-        escape(title)
-    ));
-    let lines: Vec<&str> = markdown.lines().collect();
-    let mut i = 0;
-    let mut para: Vec<&str> = Vec::new();
-    let flush = |para: &mut Vec<&str>, out: &mut String| {
-        if para.is_empty() {
-            return;
-        }
-        let text = para.join(" ");
-        let t = text.trim();
-        if t.len() > 2 && t.starts_with('_') && t.ends_with('_') {
-            out.push_str(&format!("<p class=\"stamp\">{}</p>\n", inline(&t[1..t.len() - 1])));
-        } else {
-            out.push_str(&format!("<p>{}</p>\n", inline(t)));
-        }
-        para.clear();
-    };
-    while i < lines.len() {
-        let line = lines[i];
-        let t = line.trim();
-        if t.is_empty() {
-            flush(&mut para, &mut out);
-            i += 1;
-        } else if let Some(h) = t.strip_prefix("### ") {
-            flush(&mut para, &mut out);
-            out.push_str(&format!("<h3>{}</h3>\n", inline(h)));
-            i += 1;
-        } else if let Some(h) = t.strip_prefix("## ") {
-            flush(&mut para, &mut out);
-            out.push_str(&format!("<h2>{}</h2>\n", inline(h)));
-            i += 1;
-        } else if let Some(h) = t.strip_prefix("# ") {
-            flush(&mut para, &mut out);
-            out.push_str(&format!("<h1>{}</h1>\n", inline(h)));
-            i += 1;
-        } else if t.starts_with("![") && t.ends_with(')') {
-            flush(&mut para, &mut out);
-            let alt = &t[2..t.find(']').unwrap_or(2)];
-            let src = t.rsplit_once('(').map_or("", |(_, s)| s.trim_end_matches(')'));
-            match svg_of(dir, src) {
-                Some(svg) => out.push_str(&format!(
-                    "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>\n",
-                    escape(alt)
-                )),
-                None => out.push_str(&format!("<p>[chart {} not found]</p>\n", escape(src))),
-            }
-            i += 1;
-        } else if t.starts_with('|') {
-            flush(&mut para, &mut out);
-            let header = cells(t);
-            let sep = lines
-                .get(i + 1)
-                .is_some_and(|l| l.trim().starts_with("|-") || l.trim().starts_with("|:"));
-            out.push_str("<table>\n");
-            if sep {
-                out.push_str("<thead><tr>");
-                for c in &header {
-                    out.push_str(&format!("<th>{}</th>", inline(c)));
-                }
-                out.push_str("</tr></thead>\n<tbody>\n");
-                i += 2;
-            } else {
-                out.push_str("<tbody>\n");
-            }
-            while i < lines.len() && lines[i].trim().starts_with('|') {
-                out.push_str("<tr>");
-                for c in cells(lines[i]) {
-                    // Numbers (and lists of them) align right, words left.
-                    let numeric = !c.is_empty()
-                        && c.chars().any(|ch| ch.is_ascii_digit())
-                        && c.chars().all(|ch| ch.is_ascii_digit() || " .,-+eE%x$()".contains(ch));
-                    if numeric {
-                        out.push_str(&format!("<td>{}</td>", inline(&c)));
-                    } else {
-                        out.push_str(&format!("<td class=\"t\">{}</td>", inline(&c)));
-                    }
-                }
-                out.push_str("</tr>\n");
-                i += 1;
-            }
-            out.push_str("</tbody>\n</table>\n");
-        } else if let Some(item) = t.strip_prefix("- ") {
-            flush(&mut para, &mut out);
-            out.push_str("<ul>\n");
-            let mut cur = item.to_string();
-            i += 1;
-            loop {
-                // Continuation lines of an item are indented.
-                while i < lines.len() && lines[i].starts_with("  ") && !lines[i].trim().starts_with("- ") {
-                    cur.push(' ');
-                    cur.push_str(lines[i].trim());
-                    i += 1;
-                }
-                out.push_str(&format!("<li>{}</li>\n", inline(&cur)));
-                match lines.get(i).and_then(|l| l.trim().strip_prefix("- ")) {
-                    Some(next) => {
-                        cur = next.to_string();
-                        i += 1;
-                    }
-                    None => break,
-                }
-            }
-            out.push_str("</ul>\n");
-        } else {
-            para.push(t);
-            i += 1;
-        }
-    }
-    flush(&mut para, &mut out);
-    out.push_str("</body>\n</html>\n");
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::doc::tests::sample;
 
     #[test]
-    fn markdown_subset_to_html() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("chart.svg"),
-            "<?xml version=\"1.0\"?>\n<svg width=\"10\" height=\"10\"><text>x &amp; y</text></svg>\n",
-        )
-        .unwrap();
-        let md = "# T\n\n_stamp `x`_\n\n## Part <1>\n\n- one\n  more\n- two\n\n| a | b |\n|---|---|\n| 1 | **2** |\n\n![c](chart.png)\n\ntext `a<b`\n";
-        let h = render("T", md, dir.path());
+    fn html_escapes_inlines_charts_and_is_self_contained() {
+        let svgs = BTreeMap::from([(
+            "chart".to_string(),
+            "<?xml version=\"1.0\"?>\n<svg width=\"10\" height=\"10\"><text>x &amp; y</text></svg>\n".to_string(),
+        )]);
+        let h = render(&sample(), "T", &svgs);
         assert!(h.contains("<h1>T</h1>"));
         assert!(h.contains("<p class=\"stamp\">stamp <code>x</code></p>"));
         assert!(h.contains("<h2>Part &lt;1&gt;</h2>"));
-        assert!(h.contains("<li>one more</li>\n<li>two</li>"));
+        assert!(h.contains("<li>one</li>\n<li>two</li>"));
         assert!(h.contains("<th>a</th><th>b</th>"));
         assert!(h.contains("<td>1</td><td class=\"t\"><b>2</b></td>"));
+        assert!(h.contains("<td class=\"t\">x</td><td class=\"t\"></td>"));
         assert!(h.contains("<svg width=\"10\""));
         assert!(!h.contains("<?xml"));
-        assert!(h.contains("<p>text <code>a&lt;b</code></p>"));
+        assert!(h.contains("<p>text <code>a&lt;b</code> and more</p>"));
         assert!(!h.contains("src=") && !h.contains("href="), "self-contained");
+        let missing = render(&sample(), "T", &BTreeMap::new());
+        assert!(missing.contains("<p>[chart chart.png not found]</p>"));
     }
 }

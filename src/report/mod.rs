@@ -7,11 +7,14 @@
 //! spans more than a decade) and label ticks with the real values, so one
 //! drawing routine serves every combination of linear and log axes.
 
+pub mod doc;
 pub mod html;
+pub mod json;
 pub mod schedule;
+pub mod study;
 
 use crate::io::{Stamp, WriteError, temp_path, write_atomic};
-use crate::optimize::frontier::Frontier;
+use crate::optimize::frontier::{Frontier, Marker};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -79,17 +82,6 @@ pub fn frontier_csv(f: &Frontier, dim_names: &[String], stamp: &Stamp) -> Vec<u8
         let _ = w.write_record(&row);
     }
     w.into_inner().unwrap_or_default()
-}
-
-/// A fixed design to show beside the frontier.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Marker {
-    /// Label.
-    pub name: String,
-    /// Budget spent, in the axis unit.
-    pub budget: f64,
-    /// Iteration time, ms.
-    pub time_ms: f64,
 }
 
 /// One axis: log10 when the range spans more than a decade.
@@ -398,7 +390,7 @@ pub fn capex_chart(
     rows: &[(String, Vec<f64>)],
     dim_names: &[String],
     stamp: &Stamp,
-) -> Result<Vec<PathBuf>, ReportError> {
+) -> Result<Chart, ReportError> {
     let size = (1100, 200 + 70 * rows.len() as u32);
     render(
         dir,
@@ -490,6 +482,18 @@ where
 
 const SIZE: (u32, u32) = (1100, 680);
 
+/// A chart as written: its SVG markup (for pages that inline it) and the
+/// files, `dir/stem.svg` and `dir/stem.png`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    /// The file stem.
+    pub stem: String,
+    /// The SVG document.
+    pub svg: String,
+    /// The SVG file, then the PNG file.
+    pub files: Vec<PathBuf>,
+}
+
 /// Renders one chart as SVG and PNG, `dir/stem.svg` and `dir/stem.png`.
 pub(crate) fn render(
     dir: &Path,
@@ -497,7 +501,7 @@ pub(crate) fn render(
     size: (u32, u32),
     draw_svg: &dyn Fn(&DrawingArea<SVGBackend, Shift>) -> DrawResult,
     draw_png: &dyn Fn(&DrawingArea<BitMapBackend, Shift>) -> DrawResult,
-) -> Result<Vec<PathBuf>, ReportError> {
+) -> Result<Chart, ReportError> {
     let svg_path = dir.join(format!("{stem}.svg"));
     let png_path = dir.join(format!("{stem}.png"));
     let chart_err = |path: &Path, e: Box<dyn std::error::Error>| ReportError::Chart {
@@ -519,7 +523,11 @@ pub(crate) fn render(
         path: png_path.clone(),
         source,
     })?;
-    Ok(vec![svg_path, png_path])
+    Ok(Chart {
+        stem: stem.to_string(),
+        svg,
+        files: vec![svg_path, png_path],
+    })
 }
 
 /// The frontier chart (time against budget, equal split, markers, knee) and
@@ -532,25 +540,25 @@ pub fn frontier_charts(
     dim_names: &[String],
     markers: &[Marker],
     stamp: &Stamp,
-) -> Result<Vec<PathBuf>, ReportError> {
+) -> Result<Vec<Chart>, ReportError> {
     let axis = f.axis.name();
     let t1 = format!("{study}: fastest design per {} budget", f.axis.name().replace('-', " "));
     let t2 = format!("{study}: optimal bandwidth per dimension along the frontier");
-    let mut out = render(
+    let frontier = render(
         dir,
         &format!("frontier-{axis}"),
         SIZE,
         &|a| draw_frontier(a, &t1, f, markers, stamp),
         &|a| draw_frontier(a, &t1, f, markers, stamp),
     )?;
-    out.extend(render(
+    let allocation = render(
         dir,
         &format!("allocation-{axis}"),
         SIZE,
         &|a| draw_allocation(a, &t2, f, dim_names, stamp),
         &|a| draw_allocation(a, &t2, f, dim_names, stamp),
-    )?);
-    Ok(out)
+    )?;
+    Ok(vec![frontier, allocation])
 }
 
 /// One line of a [`line_chart`]: a label and its points.
@@ -570,7 +578,7 @@ pub fn line_chart(
     series: &[Series],
     reference_y: Option<f64>,
     stamp: &Stamp,
-) -> Result<Vec<PathBuf>, ReportError> {
+) -> Result<Chart, ReportError> {
     render(
         dir,
         stem,

@@ -14,6 +14,8 @@
 
 use crate::error::{InputError, line_of_offset, one_of};
 use crate::interop::libra;
+pub mod objective;
+
 use crate::model::bom::{DimSpec, Procurement};
 use crate::model::catalog::Catalog;
 use crate::model::collective::{Algorithm, CollectiveModel, TimeModel};

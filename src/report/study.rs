@@ -1,0 +1,961 @@
+//! The files of `dimsum run`, rendered from a study's typed results
+//! ([`StudyResults`]): `summary.md` and `report.html` (one [`Doc`], two
+//! renderers), the JSON documents (`optimize.json`, `scheduled.json`,
+//! `bom.json`, `eval.json`, `coopt.json`), the CSV tables and the charts.
+//! Nothing here solves anything or reads back a file it wrote.
+
+use super::doc::{Block, Doc};
+use super::{Chart, ReportError, Series, sig3};
+use crate::io::{Stamp, write_atomic};
+use crate::model::bom::Bom;
+use crate::model::units::ns_to_ms;
+use crate::optimize::scheduled::FrontierRow;
+use crate::pipeline::coopt::{self, Coopt};
+use crate::pipeline::procure::Procured;
+use crate::pipeline::run::{FixedDesign, FrontierResults, Recommended, ScheduledOptimum, StudyResults, SweepResults};
+use crate::study::Study;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// GB/s values at three significant digits, comma-separated.
+fn fmt_bw(bw: &[f64]) -> String {
+    bw.iter().map(|b| sig3(*b)).collect::<Vec<_>>().join(", ")
+}
+
+fn cells<const N: usize>(c: [String; N]) -> Vec<String> {
+    c.into()
+}
+
+fn header(h: &[&str]) -> Vec<String> {
+    h.iter().map(|s| s.to_string()).collect()
+}
+
+/// What the renderer has written so far: the files, and every chart's SVG
+/// for the HTML page.
+struct Out<'a> {
+    dir: &'a Path,
+    files: Vec<PathBuf>,
+    svgs: BTreeMap<String, String>,
+}
+
+impl Out<'_> {
+    fn write(&mut self, name: &str, bytes: &[u8]) -> Result<(), ReportError> {
+        let path = self.dir.join(name);
+        write_atomic(&path, bytes)?;
+        self.files.push(path);
+        Ok(())
+    }
+
+    fn json(&mut self, name: &str, v: &serde_json::Value) -> Result<(), ReportError> {
+        let text = serde_json::to_string_pretty(v).map_err(|e| ReportError::Chart {
+            path: self.dir.join(name),
+            message: e.to_string(),
+        })?;
+        self.write(name, text.as_bytes())
+    }
+
+    fn charts(&mut self, charts: impl IntoIterator<Item = Chart>) {
+        for c in charts {
+            self.files.extend(c.files);
+            self.svgs.insert(c.stem, c.svg);
+        }
+    }
+}
+
+/// Writes every file of `r` into `dir`; returns the files written, the
+/// summary first.
+pub fn write(study: &Study, r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    let mut out = Out {
+        dir,
+        files: Vec::new(),
+        svgs: BTreeMap::new(),
+    };
+    let mut doc = Doc::default();
+    asked(study, r, &mut doc);
+    recommended(study, r, &mut doc, &mut out)?;
+    if let Some(s) = &r.scheduled {
+        scheduled(study, r, s, &mut doc, &mut out)?;
+    }
+    if let Some(p) = &r.procurement {
+        procurement(study, &r.stamp, p, &mut doc, &mut out)?;
+    }
+    fixed(study, &r.stamp, &r.fixed, &mut doc, &mut out)?;
+    for f in &r.frontiers {
+        frontier(study, &r.stamp, f, &mut doc, &mut out)?;
+    }
+    for s in &r.sweeps {
+        sweep(study, s, &mut doc);
+    }
+    if let Some(c) = &r.coopt {
+        coopt_section(study, &r.stamp, c, &mut doc, &mut out)?;
+    }
+    out.write("summary.md", doc.markdown().as_bytes())?;
+    let summary = out.files.pop().unwrap_or_default();
+    let page = super::html::render(
+        &doc,
+        &format!("{}: network fabric design review", study.name),
+        &out.svgs,
+    );
+    out.write("report.html", page.as_bytes())?;
+    let mut files = vec![summary];
+    files.append(&mut out.files);
+    Ok(files)
+}
+
+/// The title, the stamp and what the study asked.
+fn asked(study: &Study, r: &StudyResults, doc: &mut Doc) {
+    let names: Vec<String> = study.fabric.dims.iter().map(|d| format!("`{}`", d.name)).collect();
+    doc.heading(1, format!("{}: network fabric design", study.name));
+    doc.push(Block::Stamp(format!(
+        "{}; regenerate with `dimsum run {}`.",
+        r.stamp.line(),
+        study.path.display()
+    )));
+    doc.heading(2, "What was asked");
+    if !study.description.is_empty() {
+        doc.push(Block::Para(study.description.lines().map(String::from).collect()));
+    }
+    let cons: Vec<String> = r.problem.constraints.iter().map(|c| format!("`{}`", c.text)).collect();
+    doc.push(Block::List(vec![
+        format!(
+            "Fabric: {} = {} NPUs; dimensions {}.",
+            study.fabric.shape(),
+            study.fabric.npus(),
+            names.join(", ")
+        ),
+        format!(
+            "Workload: {} layers, {} collectives, {:.3} ms of compute per iteration; time model `{}`, loop `{}`.",
+            study.workload.layers.len(),
+            study.workload.comms().count(),
+            ns_to_ms(study.workload.compute_ns()),
+            study.collective.time_model.name(),
+            study.training_loop.name()
+        ),
+        format!(
+            "Constraints: {}.",
+            if cons.is_empty() {
+                "none".to_string()
+            } else {
+                cons.join(", ")
+            }
+        ),
+    ]));
+}
+
+/// The recommended allocation per objective; `optimize.json`.
+fn recommended(study: &Study, r: &StudyResults, doc: &mut Doc, out: &mut Out) -> Result<(), ReportError> {
+    let names: Vec<&str> = study.fabric.dims.iter().map(|d| d.name.as_str()).collect();
+    doc.heading(2, "Recommended allocation per objective");
+    let mut rows = Vec::new();
+    let mut solutions = Vec::new();
+    for Recommended { objective, outcome } in &r.recommended {
+        match outcome {
+            Ok(s) => {
+                rows.push(cells([
+                    objective.clone(),
+                    fmt_bw(&s.bw_gbps),
+                    format!("{:.4}", s.iteration_time_ms),
+                    format!("{:.3}", s.network_cost_usd / 1e6),
+                    format!("{:.2}", s.network_power_w / 1e3),
+                    s.speedup_vs_equal_split.map_or("-".into(), |x| format!("{x:.3}x")),
+                    format!("{:.0e}", s.gap),
+                    s.binding_constraints
+                        .iter()
+                        .map(|b| format!("`{}`", b.constraint))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ]));
+                solutions.push(json!({ "objective": objective, "solution": s }));
+            }
+            Err(e) => {
+                let mut row = vec![objective.clone(), e.to_string()];
+                row.resize(8, String::new());
+                rows.push(row);
+                solutions.push(json!({ "objective": objective, "error": e.to_string() }));
+            }
+        }
+    }
+    doc.push(Block::Table(
+        vec![
+            "objective".into(),
+            format!("GB/s per NPU ({})", names.join(", ")),
+            "iteration (ms)".into(),
+            "cost ($M)".into(),
+            "power (kW)".into(),
+            "vs equal split".into(),
+            "gap".into(),
+            "binding".into(),
+        ],
+        rows,
+    ));
+    let json = json!({ "stamp": &r.stamp, "study": study.name, "fabric": study.fabric.shape(), "optimize": solutions });
+    out.json("optimize.json", &json)
+}
+
+/// Each objective against schedules, beside the analytic optimum;
+/// `scheduled.json`.
+fn scheduled(
+    study: &Study,
+    r: &StudyResults,
+    optima: &[ScheduledOptimum],
+    doc: &mut Doc,
+    out: &mut Out,
+) -> Result<(), ReportError> {
+    doc.heading(
+        2,
+        format!(
+            "Schedule-backed optimum (`{}` schedules, simulated)",
+            study.evaluator.algorithm
+        ),
+    );
+    doc.para(
+        "Every collective replayed as the schedule it would run on its group's links; the optimizer iterates to a fixed point on the measured coefficients (see `scheduled`).",
+    );
+    let mut rows = Vec::new();
+    let mut json_rows = Vec::new();
+    for ScheduledOptimum { objective, outcome } in optima {
+        match outcome {
+            Ok(fp) => {
+                for (analytic, m) in [(true, &fp.analytic_measured), (false, &fp.measured)] {
+                    rows.push(cells([
+                        objective.clone(),
+                        if analytic {
+                            "analytic optimum"
+                        } else {
+                            "schedule-backed"
+                        }
+                        .to_string(),
+                        fmt_bw(&m.bw_gbps),
+                        format!("{:.4}", ns_to_ms(m.iteration_ns)),
+                        format!("{:.4}", ns_to_ms(m.analytic_iteration_ns)),
+                        format!("{:.3}", r.problem.cost.cost(&m.bw_gbps) / 1e6),
+                        if analytic {
+                            "-".to_string()
+                        } else {
+                            fp.iterations().to_string()
+                        },
+                        if analytic {
+                            "-"
+                        } else if fp.converged {
+                            "yes"
+                        } else {
+                            "no"
+                        }
+                        .to_string(),
+                    ]));
+                }
+                // A result file holds what the inputs determine: no wall time.
+                let mut j = super::json::fixed_point(study, &r.problem, fp, 0.0);
+                if let Some(o) = j.as_object_mut() {
+                    o.remove("solve_ms");
+                }
+                json_rows.push(j);
+            }
+            Err(e) => {
+                let mut row = vec![objective.clone(), e.to_string()];
+                row.resize(8, String::new());
+                rows.push(row);
+                json_rows.push(json!({ "objective": objective, "error": e.to_string() }));
+            }
+        }
+    }
+    doc.push(Block::Table(
+        header(&[
+            "objective",
+            "design",
+            "GB/s per NPU",
+            "simulated (ms)",
+            "analytic (ms)",
+            "cost ($M)",
+            "iterations",
+            "converged",
+        ]),
+        rows,
+    ));
+    let json = json!({ "stamp": &r.stamp, "study": study.name, "scheduled": json_rows });
+    out.json("scheduled.json", &json)?;
+    doc.para("Per collective, simulated against analytic: `scheduled.json`.");
+    Ok(())
+}
+
+/// Capex by dimension of a bill, $M.
+fn capex_by_dim(b: &Bom) -> Vec<f64> {
+    b.dims.iter().map(|d| d.capex_usd / 1e6).collect()
+}
+
+/// The bill of materials of each recommended design, the catalog optimum
+/// under the budget, the catalog frontier, capex by dimension and where
+/// every figure comes from; `bom.json`, `catalog-frontier.csv`, charts.
+fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &mut Out) -> Result<(), ReportError> {
+    let spec = study.procurement();
+    doc.heading(2, "Bill of materials");
+    doc.para(format!(
+        "Each recommended allocation bought from the catalog (`{} ({})`; every price and power figure cites its source there): ports per NPU rounded up, switches by radix (a leaf-spine where a group outgrows one switch), cables by reach. `bom.json` has every item.",
+        spec.catalog.name, spec.catalog.date
+    ));
+    let mut rows = Vec::new();
+    let mut recommended_json = Vec::new();
+    let mut bars: Vec<(String, Vec<f64>)> = Vec::new();
+    // Components in the order the bills first use them.
+    let mut used: Vec<String> = Vec::new();
+    let mut use_items = |b: &Bom| {
+        for i in &b.items {
+            if !used.contains(&i.component) {
+                used.push(i.component.clone());
+            }
+        }
+    };
+    for bought in &p.bought {
+        let (name, bw) = (&bought.objective, &bought.asked);
+        match &bought.bom {
+            Ok(b) => {
+                let switches: Vec<String> = b
+                    .dims
+                    .iter()
+                    .filter_map(|d| d.switch.as_ref().map(|p| format!("{}: {p}", d.dimension)))
+                    .collect();
+                let over: Vec<String> = study
+                    .fabric
+                    .dims
+                    .iter()
+                    .zip(&b.bought_gbps)
+                    .filter(|(d, x)| d.max_gbps.is_some_and(|m| **x > m * (1.0 + 1e-9)))
+                    .map(|(d, x)| {
+                        format!(
+                            "{} {} over its max_gbps {}",
+                            d.name,
+                            sig3(*x),
+                            sig3(d.max_gbps.unwrap_or(0.0))
+                        )
+                    })
+                    .collect();
+                rows.push(cells([
+                    name.clone(),
+                    fmt_bw(bw),
+                    format!(
+                        "{}{}",
+                        fmt_bw(&b.bought_gbps),
+                        if over.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", over.join("; "))
+                        }
+                    ),
+                    format!("{:.3}", b.capex_usd / 1e6),
+                    format!("{:.1}", b.power_w / 1e3),
+                    format!("{:.0}", b.cost_per_npu_usd),
+                    if switches.is_empty() {
+                        "-".into()
+                    } else {
+                        switches.join("; ")
+                    },
+                ]));
+                recommended_json.push(json!({ "objective": name, "bom": super::json::bom(study, bw, b) }));
+                bars.push((format!("{name} (rounded up)"), capex_by_dim(b)));
+                use_items(b);
+            }
+            Err(e) => {
+                let mut row = vec![name.clone(), fmt_bw(bw), e.to_string()];
+                row.resize(7, String::new());
+                rows.push(row);
+                recommended_json.push(json!({ "objective": name, "error": e.to_string() }));
+            }
+        }
+    }
+    doc.push(Block::Table(
+        header(&[
+            "objective",
+            "GB/s per NPU asked",
+            "bought",
+            "capex ($M)",
+            "power (kW)",
+            "$ per NPU",
+            "switches",
+        ]),
+        rows,
+    ));
+    // The parts of the first design the catalog can sell.
+    let first = p
+        .bought
+        .iter()
+        .find_map(|b| b.bom.as_ref().ok().map(|bom| (&b.objective, bom)));
+    if let Some((name, b)) = first {
+        doc.heading(3, format!("Parts of the `{name}` design"));
+        let mut rows: Vec<Vec<String>> = b
+            .items
+            .iter()
+            .map(|i| {
+                cells([
+                    i.dimension.clone(),
+                    format!("`{}`", i.component),
+                    i.role.to_string(),
+                    i.quantity.to_string(),
+                    format!("{:.2}", i.unit_price_usd),
+                    format!("{:.2}", i.unit_power_w),
+                    format!("{:.0}", i.capex_usd()),
+                    format!("{:.1}", i.power_w()),
+                ])
+            })
+            .collect();
+        let mut total = vec!["total".to_string()];
+        total.resize(6, String::new());
+        total.push(format!("{:.0}", b.capex_usd));
+        total.push(format!("{:.1}", b.power_w));
+        rows.push(total);
+        doc.push(Block::Table(
+            header(&[
+                "dimension",
+                "component",
+                "role",
+                "quantity",
+                "unit $",
+                "unit W",
+                "capex ($)",
+                "power (W)",
+            ]),
+            rows,
+        ));
+    }
+    let mut catalog_json = serde_json::Value::Null;
+    if let Some(opt) = &p.optimum {
+        let budget = opt.budget_usd;
+        doc.heading(
+            3,
+            format!("The best fabric the catalog sells for ${}M", sig3(budget / 1e6)),
+        );
+        match &opt.outcome {
+            Ok((c, b)) => {
+                let mut rows = vec![
+                    cells([
+                        "catalog optimum (MILP, gap 1e-9)".to_string(),
+                        fmt_bw(&c.catalog.bw_gbps),
+                        format!("{:.4}", c.catalog.iteration_time_ms),
+                        format!("{:.3}", c.catalog.capex_usd / 1e6),
+                        format!("{:.1}", c.catalog.power_w / 1e3),
+                        "purchasable as listed".to_string(),
+                    ]),
+                    cells([
+                        "continuous relaxation".to_string(),
+                        fmt_bw(&c.continuous.bw_gbps),
+                        format!("{:.4}", c.continuous.iteration_time_ms),
+                        format!("{:.3}", c.continuous.network_cost_usd / 1e6),
+                        format!("{:.1}", c.continuous.network_power_w / 1e3),
+                        "lower bound (cheapest $ per GB/s)".to_string(),
+                    ]),
+                ];
+                if let Some(r) = &c.rounded {
+                    rows.push(cells([
+                        "continuous rounded up to parts".to_string(),
+                        fmt_bw(&r.bw_gbps),
+                        format!("{:.4}", r.iteration_time_ms),
+                        format!("{:.3}", r.capex_usd / 1e6),
+                        format!("{:.1}", r.power_w / 1e3),
+                        if r.feasible {
+                            "fits"
+                        } else {
+                            "over the budget or a bound"
+                        }
+                        .to_string(),
+                    ]));
+                }
+                doc.push(Block::Table(
+                    header(&[
+                        "design",
+                        "GB/s per NPU",
+                        "iteration (ms)",
+                        "capex ($M)",
+                        "power (kW)",
+                        "",
+                    ]),
+                    rows,
+                ));
+                let mut lines = vec![format!(
+                    "Buying only what the catalog sells costs {:.2}% of iteration time against the continuous bound.",
+                    100.0 * (c.catalog.iteration_time_ms / c.continuous.iteration_time_ms - 1.0)
+                )];
+                if !c.skipped.is_empty() {
+                    lines.push(format!(
+                        "Not applied to catalog designs (the catalog's prices replace the linear cost model): {}.",
+                        c.skipped
+                            .iter()
+                            .map(|x| format!("`{x}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                doc.push(Block::Para(lines));
+                bars.push((
+                    format!("catalog optimum (${}M budget)", sig3(budget / 1e6)),
+                    capex_by_dim(b),
+                ));
+                use_items(b);
+                catalog_json = json!({ "comparison": c, "bom": super::json::bom(study, &c.catalog.bw_gbps, b) });
+            }
+            Err(e) => {
+                doc.para(format!("No purchasable design: {e}"));
+                catalog_json = json!({ "error": e.to_string() });
+            }
+        }
+    }
+    catalog_frontier(study, stamp, &p.frontier, doc, out)?;
+    if !bars.is_empty() {
+        let names: Vec<String> = study.fabric.dims.iter().map(|d| d.name.clone()).collect();
+        out.charts([super::capex_chart(
+            out.dir,
+            "capex",
+            &format!("{}: capex by dimension", study.name),
+            &bars,
+            &names,
+            stamp,
+        )?]);
+        doc.chart("capex by dimension", "capex");
+    }
+    if !used.is_empty() {
+        doc.heading(3, "Where the figures come from");
+        if !spec.catalog.legend.is_empty() {
+            doc.para(spec.catalog.legend.clone());
+        }
+        let c = &spec.catalog;
+        let items = used
+            .iter()
+            .map(|name| {
+                let (src, date) = c
+                    .ports
+                    .iter()
+                    .find(|p| &p.name == name)
+                    .map(|p| (p.source.clone(), p.date.clone()))
+                    .or_else(|| {
+                        c.switches
+                            .iter()
+                            .find(|x| &x.name == name)
+                            .map(|x| (x.source.clone(), x.date.clone()))
+                    })
+                    .or_else(|| {
+                        c.cables
+                            .iter()
+                            .find(|x| &x.name == name)
+                            .map(|x| (x.source.clone(), x.date.clone()))
+                    })
+                    .unwrap_or_default();
+                format!("`{name}` ({date}): {src}")
+            })
+            .collect();
+        doc.push(Block::List(items));
+    }
+    let j = json!({ "stamp": stamp, "study": study.name, "catalog": spec.catalog.name, "recommended": recommended_json, "catalog_optimum": catalog_json });
+    out.json("bom.json", &j)
+}
+
+/// The fastest purchasable fabric at every budget, beside the bound:
+/// `catalog-frontier.csv` and its chart.
+fn catalog_frontier(
+    study: &Study,
+    stamp: &Stamp,
+    frontier: &[(f64, crate::optimize::catalog::Comparison)],
+    doc: &mut Doc,
+    out: &mut Out,
+) -> Result<(), ReportError> {
+    let (Some(lo), Some(hi)) = (frontier.first(), frontier.last()) else {
+        return Ok(());
+    };
+    let mut csv = format!(
+        "# {}\nbudget_usd,catalog_time_ms,continuous_bound_ms,capex_usd,power_w,{}\n",
+        stamp.line(),
+        study
+            .fabric
+            .dims
+            .iter()
+            .map(|d| format!("bw_{}", d.name))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    for (b, c) in frontier {
+        let _ = writeln!(
+            csv,
+            "{b},{},{},{},{},{}",
+            c.catalog.iteration_time_ms,
+            c.continuous.iteration_time_ms,
+            c.catalog.capex_usd,
+            c.catalog.power_w,
+            c.catalog
+                .bw_gbps
+                .iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+    }
+    out.write("catalog-frontier.csv", csv.as_bytes())?;
+    let series: Vec<Series> = vec![
+        (
+            "best purchasable fabric (catalog MILP)".into(),
+            frontier
+                .iter()
+                .map(|(b, c)| (b / 1e6, c.catalog.iteration_time_ms))
+                .collect(),
+        ),
+        (
+            "continuous bound (cheapest $ per GB/s)".into(),
+            frontier
+                .iter()
+                .map(|(b, c)| (b / 1e6, c.continuous.iteration_time_ms))
+                .collect(),
+        ),
+    ];
+    out.charts([super::line_chart(
+        out.dir,
+        "catalog-frontier",
+        &format!("{}: the fastest fabric each capex budget can buy", study.name),
+        "capex budget ($M)",
+        "iteration time (ms)",
+        &series,
+        None,
+        stamp,
+    )?]);
+    doc.heading(3, "The fastest fabric each budget can buy");
+    doc.para(format!(
+        "From ${}M (the cheapest purchasable fabric, {} ms) to ${}M (the fastest, {} ms), {} budgets, each a catalog MILP beside its continuous bound (`catalog-frontier.csv`).",
+        sig3(lo.0 / 1e6),
+        sig3(lo.1.catalog.iteration_time_ms),
+        sig3(hi.0 / 1e6),
+        sig3(hi.1.catalog.iteration_time_ms),
+        frontier.len()
+    ));
+    doc.chart("catalog frontier", "catalog-frontier");
+    Ok(())
+}
+
+/// The fixed designs (the study's `bw` and its cases); `eval.json`.
+fn fixed(
+    study: &Study,
+    stamp: &Stamp,
+    designs: &[FixedDesign],
+    doc: &mut Doc,
+    out: &mut Out,
+) -> Result<(), ReportError> {
+    if designs.is_empty() {
+        return Ok(());
+    }
+    doc.heading(2, "Fixed designs");
+    let simulated = designs.iter().any(|d| d.simulated.is_some());
+    let mut head = header(&[
+        "design",
+        "GB/s per NPU",
+        "iteration (ms)",
+        "lower bound (ms)",
+        "cost ($M)",
+        "power (kW)",
+    ]);
+    if simulated {
+        head.push("simulated (ms)".into());
+    }
+    let mut rows = Vec::new();
+    let mut evals = Vec::new();
+    for d in designs {
+        let e = &d.evaluation;
+        let mut row = cells([
+            d.name.clone(),
+            fmt_bw(&d.bw),
+            format!("{:.4}", e.iteration_time_ms),
+            format!("{:.4}", e.iteration_lower_bound_ms),
+            format!("{:.3}", e.network_cost_usd / 1e6),
+            format!("{:.2}", e.network_power_w / 1e3),
+        ]);
+        let mut j = json!({ "design": d.name, "evaluation": e });
+        if let Some(m) = &d.simulated {
+            row.push(format!("{:.4}", ns_to_ms(m.iteration_ns)));
+            j["simulated_iteration_time_ms"] = ns_to_ms(m.iteration_ns).into();
+            j["simulated_collectives"] = serde_json::to_value(&m.collectives).map_err(|e| ReportError::Chart {
+                path: out.dir.join("eval.json"),
+                message: e.to_string(),
+            })?;
+        }
+        rows.push(row);
+        evals.push(j);
+    }
+    doc.push(Block::Table(head, rows));
+    let json = json!({ "stamp": stamp, "study": study.name, "designs": evals });
+    out.json("eval.json", &json)
+}
+
+/// A frontier's CSV and charts (and, with the schedule evaluator, the
+/// schedule-backed frontier's).
+fn frontier(
+    study: &Study,
+    stamp: &Stamp,
+    r: &FrontierResults,
+    doc: &mut Doc,
+    out: &mut Out,
+) -> Result<(), ReportError> {
+    let f = &r.frontier;
+    let names: Vec<String> = study.fabric.dims.iter().map(|d| d.name.clone()).collect();
+    out.write(
+        &format!("frontier-{}.csv", f.axis.name()),
+        &super::frontier_csv(f, &names, stamp),
+    )?;
+    out.charts(super::frontier_charts(
+        out.dir,
+        &study.name,
+        f,
+        &names,
+        &r.markers,
+        stamp,
+    )?);
+    let axis = f.axis.name();
+    let unit = f.axis.unit();
+    doc.heading(2, format!("Frontier: iteration time against {axis}"));
+    doc.chart("frontier", &format!("frontier-{axis}"));
+    if let (Some(first), Some(k), Some(last)) = (f.points.first(), f.points.get(f.knee), f.points.last()) {
+        doc.para(format!(
+            "From {} {unit} ({} ms) to {} {unit} ({} ms), where more budget stops helping. The knee is at {} {unit}: {} ms with [{}] GB/s; the remaining {} {unit} of budget cut the time by a further {:.1}%.",
+            sig3(first.budget),
+            sig3(first.iteration_time_ms),
+            sig3(last.budget),
+            sig3(last.iteration_time_ms),
+            sig3(k.budget),
+            sig3(k.iteration_time_ms),
+            fmt_bw(&k.bw_gbps),
+            sig3(last.budget - k.budget),
+            100.0 * (k.iteration_time_ms - last.iteration_time_ms) / k.iteration_time_ms.max(1e-300)
+        ));
+    }
+    doc.chart("allocation", &format!("allocation-{axis}"));
+    if let Some(rows) = &r.schedule_backed {
+        let files = schedule_backed_frontier(study, stamp, f.axis, rows, out)?;
+        out.files.extend(files);
+        doc.para(format!(
+            "Against simulated schedules (`frontier-{axis}-schedule.csv`): the analytic optimum replayed and the schedule-backed optimum at every budget."
+        ));
+        doc.chart("schedule-backed frontier", &format!("frontier-{axis}-schedule"));
+    }
+    doc.para(format!(
+        "Every point: `frontier-{axis}.csv` ({} points, {} LP solves; worst gap {:.0e}).",
+        f.points.len(),
+        f.lp_solves,
+        f.points.iter().map(|p| p.gap).fold(0.0, f64::max)
+    ));
+    Ok(())
+}
+
+/// The frontier's CSV and chart (`frontier-<axis>.*` in `dir`); returns
+/// the files written.
+pub fn frontier_files(
+    study: &Study,
+    stamp: &Stamp,
+    r: &FrontierResults,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, ReportError> {
+    let mut out = Out {
+        dir,
+        files: Vec::new(),
+        svgs: BTreeMap::new(),
+    };
+    let mut doc = Doc::default();
+    frontier(study, stamp, r, &mut doc, &mut out)?;
+    Ok(out.files)
+}
+
+/// The schedule-backed frontier's CSV and chart
+/// (`frontier-<axis>-schedule.*`); returns the files written.
+fn schedule_backed_frontier(
+    study: &Study,
+    stamp: &Stamp,
+    axis: crate::optimize::frontier::Axis,
+    rows: &[FrontierRow],
+    out: &mut Out,
+) -> Result<Vec<PathBuf>, ReportError> {
+    let names: Vec<String> = study.fabric.dims.iter().map(|d| d.name.clone()).collect();
+    let mut csv = String::new();
+    let _ = writeln!(csv, "# {}", stamp.line());
+    let _ = writeln!(
+        csv,
+        "budget_{},analytic_optimum_analytic_ms,analytic_optimum_simulated_ms,schedule_optimum_simulated_ms,schedule_optimum_analytic_ms,iterations,converged,{}",
+        axis.name().replace('-', "_"),
+        names.iter().map(|n| format!("bw_{n}")).collect::<Vec<_>>().join(",")
+    );
+    for r in rows {
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{},{},{}",
+            r.budget,
+            r.analytic_ms,
+            r.analytic_simulated_ms,
+            r.schedule_ms,
+            r.schedule_analytic_ms,
+            r.iterations,
+            r.converged,
+            r.bw.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(",")
+        );
+    }
+    let name = format!("frontier-{}-schedule.csv", axis.name());
+    let path = out.dir.join(&name);
+    write_atomic(&path, csv.as_bytes())?;
+    let series: Vec<Series> = vec![
+        (
+            "analytic optimum, analytic time".to_string(),
+            rows.iter().map(|r| (r.budget, r.analytic_ms)).collect(),
+        ),
+        (
+            "analytic optimum, simulated".to_string(),
+            rows.iter().map(|r| (r.budget, r.analytic_simulated_ms)).collect(),
+        ),
+        (
+            "schedule-backed optimum, simulated".to_string(),
+            rows.iter().map(|r| (r.budget, r.schedule_ms)).collect(),
+        ),
+    ];
+    let chart = super::line_chart(
+        out.dir,
+        &format!("frontier-{}-schedule", axis.name()),
+        &format!("{}: analytic vs schedule-backed optimum", study.name),
+        &format!("budget ({})", axis.unit()),
+        "iteration time (ms)",
+        &series,
+        None,
+        stamp,
+    )?;
+    let mut files = vec![path];
+    files.extend(chart.files.iter().cloned());
+    out.svgs.insert(chart.stem, chart.svg);
+    Ok(files)
+}
+
+/// The schedule-backed frontier's files alone (`dimsum frontier
+/// --evaluator schedule`).
+pub fn schedule_backed_frontier_files(
+    study: &Study,
+    stamp: &Stamp,
+    axis: crate::optimize::frontier::Axis,
+    rows: &[FrontierRow],
+    dir: &Path,
+) -> Result<Vec<PathBuf>, ReportError> {
+    let mut out = Out {
+        dir,
+        files: Vec::new(),
+        svgs: BTreeMap::new(),
+    };
+    schedule_backed_frontier(study, stamp, axis, rows, &mut out)
+}
+
+/// A sweep's ten fastest (then cheapest) designs.
+fn sweep(study: &Study, s: &SweepResults, doc: &mut Doc) {
+    let Some(spec) = study.sweeps.iter().find(|x| x.name == s.name) else {
+        return;
+    };
+    doc.heading(
+        2,
+        format!(
+            "Sweep `{}`: {} NPUs split {} ways, blocks {}",
+            spec.name,
+            spec.npus,
+            study.fabric.ndims(),
+            spec.blocks.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
+        ),
+    );
+    let Some(csv_path) = &s.outcome.csv else {
+        return;
+    };
+    let mut solved: Vec<_> = s.outcome.solved.iter().collect();
+    solved.sort_by(|a, b| {
+        a.iteration_time_ms
+            .total_cmp(&b.iteration_time_ms)
+            .then(a.network_cost_usd.total_cmp(&b.network_cost_usd))
+    });
+    doc.para(format!(
+        "{} designs solved; the ten fastest, then cheapest ({} budget in {}):",
+        s.outcome.items,
+        spec.axis.name(),
+        spec.axis.unit()
+    ));
+    let rows = solved
+        .iter()
+        .take(10)
+        .map(|r| {
+            cells([
+                r.shape.clone(),
+                r.budget.to_string(),
+                r.workload.clone(),
+                format!("{:.4}", r.iteration_time_ms),
+                format!("{:.3}", r.network_cost_usd / 1e6),
+            ])
+        })
+        .collect();
+    doc.push(Block::Table(
+        header(&["shape", "budget", "workload", "iteration (ms)", "cost ($M)"]),
+        rows,
+    ));
+    doc.para(format!(
+        "All of them: `{}`.",
+        csv_path
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    ));
+}
+
+/// The parallelization chosen with the fabric; `coopt.json`.
+fn coopt_section(study: &Study, stamp: &Stamp, r: &Coopt, doc: &mut Doc, out: &mut Out) -> Result<(), ReportError> {
+    let json = json!({ "stamp": stamp, "study": study.name, "coopt": r });
+    out.json("coopt.json", &json)?;
+    doc.heading(2, "Parallelization and fabric, chosen together");
+    doc.para(format!(
+        "{} strategies (TP x PP x DP and placement order): {} solved, {} pruned by the compute bound, {} invalid.",
+        r.searched, r.solved, r.pruned, r.rejected
+    ));
+    let mut rows = Vec::new();
+    for row in r.strategies.iter().filter(|x| x.time_ms().is_some()).take(10) {
+        if let coopt::Verdict::Solved {
+            bw_gbps,
+            iteration_time_ms,
+            ..
+        } = &row.verdict
+        {
+            rows.push(cells([
+                row.tp.to_string(),
+                row.pp.to_string(),
+                row.dp.to_string(),
+                row.order.clone(),
+                format!("{iteration_time_ms:.3}"),
+                format!("{:.1}", row.memory_gib.unwrap_or(f64::NAN)),
+                fmt_bw(bw_gbps),
+                row.groups(", "),
+            ]));
+        }
+    }
+    doc.push(Block::Table(
+        header(&[
+            "tp",
+            "pp",
+            "dp",
+            "order",
+            "iteration (ms)",
+            "memory (GiB)",
+            "GB/s per NPU",
+            "groups (tp, pp, dp)",
+        ]),
+        rows,
+    ));
+    if let Some(best) = r.strategies.first().and_then(|b| b.time_ms()) {
+        let mut lines = Vec::new();
+        if let Some(eq) = r.best_on_equal_split_ms {
+            lines.push(format!(
+                "The joint optimum ({best:.3} ms) is {:.3}x faster than the best strategy on the equal split ({eq:.3} ms)",
+                eq / best
+            ));
+        }
+        if let Some(d) = r.default_optimized_ms {
+            lines.push(format!(
+                "and {:.3}x faster than the study's own strategy with its optimal allocation ({d:.3} ms).",
+                d / best
+            ));
+        }
+        if !lines.is_empty() {
+            doc.push(Block::Para(lines));
+        }
+        doc.para("Why the others lost (examples of each reason):");
+        doc.push(Block::List(coopt::why_lost(r, best, 3)));
+    }
+    Ok(())
+}

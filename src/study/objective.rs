@@ -1,0 +1,101 @@
+//! What a study asks the optimizer: its problem (the iteration model, the
+//! linear cost and the study's constraints), its objectives by name, and
+//! the stamp its results carry. Shared by `dimsum optimize`, `run` and the
+//! library's pipeline, so a name means the same thing everywhere.
+
+use super::Study;
+use crate::error::{InputError, one_of};
+use crate::io::Stamp;
+use crate::optimize::scheduled::ScheduledError;
+use crate::optimize::{Objective, Problem};
+
+/// Where an objective's name came from, for the error's field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The command line (`--objective`, `--target-ms`).
+    Cli,
+    /// The study file (`[optimize]`, `[run] objectives`).
+    Study,
+}
+
+impl Study {
+    /// The study's problem: its iteration model, linear cost, constraints
+    /// and the fabric's bounds.
+    pub fn problem(&self) -> Result<Problem, InputError> {
+        Ok(Problem::new(
+            &self.fabric,
+            self.iteration_model(),
+            self.linear_cost(),
+            self.constraints(&[])?,
+        ))
+    }
+
+    /// The stamp of every file written from this study.
+    pub fn stamp(&self) -> Stamp {
+        Stamp::from_hash(self.hash.clone())
+    }
+
+    /// The objective `name` (else the study's `[optimize] objective`, else
+    /// `perf`), with `target_ms` (else the study's) for the targeted ones.
+    pub fn objective(&self, name: Option<&str>, target_ms: Option<f64>) -> Result<Objective, InputError> {
+        let source = if name.is_some() { Source::Cli } else { Source::Study };
+        let name = name.or(self.optimize.objective.as_deref()).unwrap_or("perf");
+        self.objective_named(name, target_ms, source)
+    }
+
+    /// The objective `name` from `source`, with `target_ms` (else the
+    /// study's `[optimize] target_ms`) for min-cost and min-power.
+    pub fn objective_named(&self, name: &str, target_ms: Option<f64>, source: Source) -> Result<Objective, InputError> {
+        let target = target_ms.or(self.optimize.target_ms);
+        if let Some(t) = target_ms
+            && !(t.is_finite() && t > 0.0)
+        {
+            return Err(InputError::arg(
+                "--target-ms",
+                format!("{t} is not allowed: use a time > 0 ms"),
+            ));
+        }
+        let need_target = |name: &str| {
+            target.ok_or_else(|| {
+                InputError::arg(
+                    "--target-ms",
+                    format!("`{name}` needs an iteration-time target: pass --target-ms or set target_ms in [optimize]"),
+                )
+            })
+        };
+        Ok(match name {
+            "perf" => Objective::Perf,
+            "perf-per-cost" => Objective::PerfPerCost,
+            "min-cost" => Objective::MinCost {
+                target_ms: need_target(name)?,
+            },
+            "min-power" => Objective::MinPower {
+                target_ms: need_target(name)?,
+            },
+            other => {
+                let field = match source {
+                    Source::Cli => "--objective",
+                    Source::Study => "optimize.objective",
+                };
+                return Err(InputError::arg(
+                    field,
+                    format!("`{other}` is not an objective; allowed: {}", one_of(&Objective::NAMES)),
+                ));
+            }
+        })
+    }
+
+    /// A schedule-backed failure as the study's error: a schedule the
+    /// study's `[evaluator]` names but that cannot be built is bad input
+    /// (with the section's line); a replay or solver failure is not.
+    pub fn evaluator_error(&self, e: ScheduledError) -> Result<InputError, ScheduledError> {
+        match e {
+            ScheduledError::Build { .. } => {
+                let text = std::fs::read_to_string(&self.path).unwrap_or_default();
+                let line = super::find_line(&text, "[evaluator]");
+                Ok(InputError::at(&self.path, line, "evaluator.algorithm", e.to_string()))
+            }
+            other => Err(other),
+        }
+    }
+}
