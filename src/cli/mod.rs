@@ -11,10 +11,9 @@ pub mod scheduled;
 
 use clap::{Parser, Subcommand};
 use dimsum::error::InputError;
-use dimsum::model::eval::Evaluation;
 use dimsum::optimize::frontier::Axis;
 use dimsum::optimize::scheduled::Evaluator;
-use dimsum::optimize::{self, Problem, Solution};
+use dimsum::optimize::{self, Problem};
 use dimsum::pipeline::coopt;
 use dimsum::pipeline::run::{self, RunError};
 use dimsum::pipeline::sweep::{self, Shard};
@@ -298,7 +297,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 println!("{}", serde_json::Value::Object(obj));
             } else {
-                print!("{}", table(&study, &e));
+                print!("{}", report::text::evaluation(&study, &e));
             }
             Ok(())
         }
@@ -362,7 +361,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 obj.insert("dims".into(), serde_json::to_value(&e.dims)?);
                 println!("{}", serde_json::Value::Object(obj));
             } else {
-                print!("{}", optimize_table(&study, &sol, solve_ms));
+                print!("{}", report::text::optimum(&study, &sol, solve_ms));
             }
             Ok(())
         }
@@ -512,68 +511,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("{v}");
                 return Ok(());
             }
-            println!(
-                "study {}: {} on {}, {} strategies searched in {secs:.2} s: {} solved, {} pruned by the compute bound, {} invalid",
-                study.name,
-                study.model.as_ref().map_or("", |m| m.name.as_str()),
-                study.fabric.shape(),
-                r.searched,
-                r.solved,
-                r.pruned,
-                r.rejected
-            );
-            println!();
-            println!(
-                "{:>4} {:>4} {:>5} {:<9} {:>12} {:>10} {:<34} groups (tp | pp | dp)",
-                "tp", "pp", "dp", "order", "time ms", "mem GiB", "GB/s per NPU"
-            );
-            for row in r.strategies.iter().filter(|x| x.time_ms().is_some()).take(top) {
-                if let coopt::Verdict::Solved {
-                    bw_gbps,
-                    iteration_time_ms,
-                    ..
-                } = &row.verdict
-                {
-                    let bw: Vec<String> = bw_gbps.iter().map(|b| report::sig3(*b)).collect();
-                    let groups = row.groups(" | ");
-                    println!(
-                        "{:>4} {:>4} {:>5} {:<9} {:>12.3} {:>10.1} {:<34} {}",
-                        row.tp,
-                        row.pp,
-                        row.dp,
-                        row.order,
-                        iteration_time_ms,
-                        row.memory_gib.unwrap_or(f64::NAN),
-                        bw.join(", "),
-                        groups
-                    );
-                }
-            }
-            if let Some(best) = best {
-                println!();
-                if let Some(eq) = r.best_on_equal_split_ms {
-                    println!(
-                        "joint optimum {best:.3} ms vs the best strategy on the equal split ({}) {eq:.3} ms: {:.3}x",
-                        r.equal_split_gbps
-                            .iter()
-                            .map(|b| report::sig3(*b))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        eq / best
-                    );
-                }
-                if let Some(d) = r.default_optimized_ms {
-                    println!(
-                        "joint optimum {best:.3} ms vs the study's own strategy, optimally allocated, {d:.3} ms: {:.3}x",
-                        d / best
-                    );
-                }
-                println!();
-                println!("why the others lost (examples of each reason):");
-                for line in coopt::why_lost(&r, best, 3) {
-                    println!("  {line}");
-                }
-            }
+            print!("{}", report::text::coopt(&study, &r, secs, top));
             Ok(())
         }
         Command::Collective(args) => collective::run(&args),
@@ -684,58 +622,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// A readable report of one optimization.
-pub fn optimize_table(study: &Study, sol: &Solution, solve_ms: f64) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ = writeln!(s, "study        {}", study.name);
-    let _ = writeln!(s, "fabric       {}", study.fabric.shape());
-    let _ = writeln!(
-        s,
-        "objective    {} = {:.9} {}   (certified lower bound {:.9}, gap {:.1e}; {} LP solves, {:.1} ms)",
-        sol.objective, sol.objective_value, sol.objective_unit, sol.lower_bound, sol.gap, sol.lp_solves, solve_ms
-    );
-    let _ = writeln!(s);
-    let _ = writeln!(s, "{:<12} {:<16} {:>12}", "dimension", "block", "GB/s");
-    for (d, b) in study.fabric.dims.iter().zip(&sol.bw_gbps) {
-        let _ = writeln!(s, "{:<12} {:<16} {:>12.4}", d.name, d.block.name(), b);
-    }
-    let _ = writeln!(s);
-    let _ = writeln!(s, "iteration    {:>14.6} ms", sol.iteration_time_ms);
-    let _ = writeln!(s, "network cost {:>14.0} $", sol.network_cost_usd);
-    let _ = writeln!(s, "network power{:>14.1} W", sol.network_power_w);
-    if let Some(x) = sol.speedup_vs_equal_split {
-        let _ = writeln!(
-            s,
-            "speedup      {x:>14.4} x over the equal split of the same total bandwidth"
-        );
-    }
-    let _ = writeln!(s);
-    if sol.binding_constraints.is_empty() {
-        let _ = writeln!(s, "no constraint binds");
-    } else {
-        let _ = writeln!(
-            s,
-            "binding constraints (change of the objective per unit the right-hand side rises):"
-        );
-        for b in &sol.binding_constraints {
-            match b.marginal {
-                Some(m) => {
-                    let _ = writeln!(
-                        s,
-                        "  {:<40} {:>+14.6} {} per {}",
-                        b.constraint, m, sol.objective_unit, b.per
-                    );
-                }
-                None => {
-                    let _ = writeln!(s, "  {}", b.constraint);
-                }
-            }
-        }
-    }
-    s
-}
-
 /// The allocation `--bw` gives, else the study's `bw`.
 fn bw_of(study: &Study, bw: Option<&str>) -> Result<Vec<f64>, InputError> {
     match (bw, &study.bw) {
@@ -831,56 +717,4 @@ pub(crate) fn lift(e: RunError) -> anyhow::Error {
         RunError::Input(i) => i.into(),
         other => other.into(),
     }
-}
-
-/// A readable report of one evaluation.
-pub fn table(study: &Study, e: &Evaluation) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ = writeln!(s, "study        {}", study.name);
-    let _ = writeln!(s, "fabric       {} = {} NPUs", study.fabric.shape(), e.npus);
-    let _ = writeln!(
-        s,
-        "model        time {}, loop {}, {} collectives",
-        study.collective.time_model.name(),
-        study.training_loop.name(),
-        e.collectives
-    );
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "iteration    {:>14.3} ms   (lower bound {:.3} ms)",
-        e.iteration_time_ms, e.iteration_lower_bound_ms
-    );
-    let _ = writeln!(s, "  compute    {:>14.3} ms", e.compute_time_ms);
-    let _ = writeln!(
-        s,
-        "  exposed comm {:>12.3} ms   (all collectives {:.3} ms)",
-        e.comm_time_ms, e.total_collective_time_ms
-    );
-    let _ = writeln!(s, "network cost {:>14.0} $", e.network_cost_usd);
-    let _ = writeln!(s, "network power{:>14.1} W", e.network_power_w);
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "{:<12} {:<16} {:>5} {:>10} {:>14} {:>12} {:>10} {:>14} {:>12}",
-        "dimension", "block", "npus", "GB/s", "MB/NPU/iter", "busy ms", "slowest", "cost $", "power W"
-    );
-    for d in &e.dims {
-        let _ = writeln!(
-            s,
-            "{:<12} {:<16} {:>5} {:>10.2} {:>14.3} {:>12.3} {:>10} {:>14.0} {:>12.1}{}",
-            d.name,
-            d.block.name(),
-            d.npus,
-            d.bw_gbps,
-            d.bytes_per_npu / 1e6,
-            d.busy_ms,
-            d.bottleneck_of,
-            d.cost_usd,
-            d.power_w,
-            if d.within_bounds { "" } else { "  (outside bounds)" }
-        );
-    }
-    s
 }

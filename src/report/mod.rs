@@ -12,6 +12,7 @@ pub mod html;
 pub mod json;
 pub mod schedule;
 pub mod study;
+pub mod text;
 
 use crate::io::{Stamp, WriteError, temp_path, write_atomic};
 use crate::optimize::frontier::{Frontier, Marker};

@@ -295,18 +295,50 @@ fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &
         "Each recommended allocation bought from the catalog (`{} ({})`; every price and power figure cites its source there): ports per NPU rounded up, switches by radix (a leaf-spine where a group outgrows one switch), cables by reach. `bom.json` has every item.",
         spec.catalog.name, spec.catalog.date
     ));
-    let mut rows = Vec::new();
-    let mut recommended_json = Vec::new();
     let mut bars: Vec<(String, Vec<f64>)> = Vec::new();
     // Components in the order the bills first use them.
     let mut used: Vec<String> = Vec::new();
-    let mut use_items = |b: &Bom| {
-        for i in &b.items {
-            if !used.contains(&i.component) {
-                used.push(i.component.clone());
-            }
+    let recommended_json = bought(study, p, doc, &mut bars, &mut used);
+    parts(p, doc);
+    let catalog_json = catalog_optimum(study, p, doc, &mut bars, &mut used);
+    catalog_frontier(study, stamp, &p.frontier, doc, out)?;
+    if !bars.is_empty() {
+        let names: Vec<String> = study.fabric.dims.iter().map(|d| d.name.clone()).collect();
+        out.charts([super::capex_chart(
+            out.dir,
+            "capex",
+            &format!("{}: capex by dimension", study.name),
+            &bars,
+            &names,
+            stamp,
+        )?]);
+        doc.chart("capex by dimension", "capex");
+    }
+    sources(&spec.catalog, &used, doc);
+    let j = json!({ "stamp": stamp, "study": study.name, "catalog": spec.catalog.name, "recommended": recommended_json, "catalog_optimum": catalog_json });
+    out.json("bom.json", &j)
+}
+
+/// Adds the components of `b` not yet in `used`, in order.
+fn use_items(used: &mut Vec<String>, b: &Bom) {
+    for i in &b.items {
+        if !used.contains(&i.component) {
+            used.push(i.component.clone());
         }
-    };
+    }
+}
+
+/// Each recommended design bought: the table, the capex bars and the
+/// components used; returns the designs' JSON.
+fn bought(
+    study: &Study,
+    p: &Procured,
+    doc: &mut Doc,
+    bars: &mut Vec<(String, Vec<f64>)>,
+    used: &mut Vec<String>,
+) -> Vec<serde_json::Value> {
+    let mut rows = Vec::new();
+    let mut recommended_json = Vec::new();
     for bought in &p.bought {
         let (name, bw) = (&bought.objective, &bought.asked);
         match &bought.bom {
@@ -354,7 +386,7 @@ fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &
                 ]));
                 recommended_json.push(json!({ "objective": name, "bom": super::json::bom(study, bw, b) }));
                 bars.push((format!("{name} (rounded up)"), capex_by_dim(b)));
-                use_items(b);
+                use_items(used, b);
             }
             Err(e) => {
                 let mut row = vec![name.clone(), fmt_bw(bw), e.to_string()];
@@ -376,7 +408,11 @@ fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &
         ]),
         rows,
     ));
-    // The parts of the first design the catalog can sell.
+    recommended_json
+}
+
+/// The parts of the first design the catalog can sell.
+fn parts(p: &Procured, doc: &mut Doc) {
     let first = p
         .bought
         .iter()
@@ -418,6 +454,17 @@ fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &
             rows,
         ));
     }
+}
+
+/// The catalog optimum under the budget beside its continuous bound;
+/// returns its JSON.
+fn catalog_optimum(
+    study: &Study,
+    p: &Procured,
+    doc: &mut Doc,
+    bars: &mut Vec<(String, Vec<f64>)>,
+    used: &mut Vec<String>,
+) -> serde_json::Value {
     let mut catalog_json = serde_json::Value::Null;
     if let Some(opt) = &p.optimum {
         let budget = opt.budget_usd;
@@ -490,7 +537,7 @@ fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &
                     format!("catalog optimum (${}M budget)", sig3(budget / 1e6)),
                     capex_by_dim(b),
                 ));
-                use_items(b);
+                use_items(used, b);
                 catalog_json = json!({ "comparison": c, "bom": super::json::bom(study, &c.catalog.bw_gbps, b) });
             }
             Err(e) => {
@@ -499,25 +546,17 @@ fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &
             }
         }
     }
-    catalog_frontier(study, stamp, &p.frontier, doc, out)?;
-    if !bars.is_empty() {
-        let names: Vec<String> = study.fabric.dims.iter().map(|d| d.name.clone()).collect();
-        out.charts([super::capex_chart(
-            out.dir,
-            "capex",
-            &format!("{}: capex by dimension", study.name),
-            &bars,
-            &names,
-            stamp,
-        )?]);
-        doc.chart("capex by dimension", "capex");
-    }
+    catalog_json
+}
+
+/// Where every price and power figure used comes from.
+fn sources(catalog: &crate::model::catalog::Catalog, used: &[String], doc: &mut Doc) {
     if !used.is_empty() {
         doc.heading(3, "Where the figures come from");
-        if !spec.catalog.legend.is_empty() {
-            doc.para(spec.catalog.legend.clone());
+        if !catalog.legend.is_empty() {
+            doc.para(catalog.legend.clone());
         }
-        let c = &spec.catalog;
+        let c = catalog;
         let items = used
             .iter()
             .map(|name| {
@@ -544,8 +583,6 @@ fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &
             .collect();
         doc.push(Block::List(items));
     }
-    let j = json!({ "stamp": stamp, "study": study.name, "catalog": spec.catalog.name, "recommended": recommended_json, "catalog_optimum": catalog_json });
-    out.json("bom.json", &j)
 }
 
 /// The fastest purchasable fabric at every budget, beside the bound:

@@ -1,0 +1,498 @@
+//! The tables dimsum prints on a terminal (`eval`, `optimize`, `bom`,
+//! `optimize --catalog`, the schedule-backed figures): fixed-width text
+//! rendered from typed results.
+
+use super::sig3;
+use crate::model::bom::Bom;
+use crate::model::eval::Evaluation;
+use crate::model::units::ns_to_ms;
+use crate::optimize::catalog::Comparison;
+use crate::optimize::scheduled::{CollectiveFigures, FixedPoint};
+use crate::optimize::{Problem, Solution};
+use crate::pipeline::coopt::{self, Coopt};
+use crate::study::Study;
+use std::fmt::Write as _;
+
+/// A readable report of one optimization.
+pub fn optimum(study: &Study, sol: &Solution, solve_ms: f64) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(s, "study        {}", study.name);
+    let _ = writeln!(s, "fabric       {}", study.fabric.shape());
+    let _ = writeln!(
+        s,
+        "objective    {} = {:.9} {}   (certified lower bound {:.9}, gap {:.1e}; {} LP solves, {:.1} ms)",
+        sol.objective, sol.objective_value, sol.objective_unit, sol.lower_bound, sol.gap, sol.lp_solves, solve_ms
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(s, "{:<12} {:<16} {:>12}", "dimension", "block", "GB/s");
+    for (d, b) in study.fabric.dims.iter().zip(&sol.bw_gbps) {
+        let _ = writeln!(s, "{:<12} {:<16} {:>12.4}", d.name, d.block.name(), b);
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "iteration    {:>14.6} ms", sol.iteration_time_ms);
+    let _ = writeln!(s, "network cost {:>14.0} $", sol.network_cost_usd);
+    let _ = writeln!(s, "network power{:>14.1} W", sol.network_power_w);
+    if let Some(x) = sol.speedup_vs_equal_split {
+        let _ = writeln!(
+            s,
+            "speedup      {x:>14.4} x over the equal split of the same total bandwidth"
+        );
+    }
+    let _ = writeln!(s);
+    if sol.binding_constraints.is_empty() {
+        let _ = writeln!(s, "no constraint binds");
+    } else {
+        let _ = writeln!(
+            s,
+            "binding constraints (change of the objective per unit the right-hand side rises):"
+        );
+        for b in &sol.binding_constraints {
+            match b.marginal {
+                Some(m) => {
+                    let _ = writeln!(
+                        s,
+                        "  {:<40} {:>+14.6} {} per {}",
+                        b.constraint, m, sol.objective_unit, b.per
+                    );
+                }
+                None => {
+                    let _ = writeln!(s, "  {}", b.constraint);
+                }
+            }
+        }
+    }
+    s
+}
+
+/// A readable report of one evaluation.
+pub fn evaluation(study: &Study, e: &Evaluation) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(s, "study        {}", study.name);
+    let _ = writeln!(s, "fabric       {} = {} NPUs", study.fabric.shape(), e.npus);
+    let _ = writeln!(
+        s,
+        "model        time {}, loop {}, {} collectives",
+        study.collective.time_model.name(),
+        study.training_loop.name(),
+        e.collectives
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "iteration    {:>14.3} ms   (lower bound {:.3} ms)",
+        e.iteration_time_ms, e.iteration_lower_bound_ms
+    );
+    let _ = writeln!(s, "  compute    {:>14.3} ms", e.compute_time_ms);
+    let _ = writeln!(
+        s,
+        "  exposed comm {:>12.3} ms   (all collectives {:.3} ms)",
+        e.comm_time_ms, e.total_collective_time_ms
+    );
+    let _ = writeln!(s, "network cost {:>14.0} $", e.network_cost_usd);
+    let _ = writeln!(s, "network power{:>14.1} W", e.network_power_w);
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<12} {:<16} {:>5} {:>10} {:>14} {:>12} {:>10} {:>14} {:>12}",
+        "dimension", "block", "npus", "GB/s", "MB/NPU/iter", "busy ms", "slowest", "cost $", "power W"
+    );
+    for d in &e.dims {
+        let _ = writeln!(
+            s,
+            "{:<12} {:<16} {:>5} {:>10.2} {:>14.3} {:>12.3} {:>10} {:>14.0} {:>12.1}{}",
+            d.name,
+            d.block.name(),
+            d.npus,
+            d.bw_gbps,
+            d.bytes_per_npu / 1e6,
+            d.busy_ms,
+            d.bottleneck_of,
+            d.cost_usd,
+            d.power_w,
+            if d.within_bounds { "" } else { "  (outside bounds)" }
+        );
+    }
+    s
+}
+
+/// A bill of materials as a table.
+pub fn bom(study: &Study, b: &Bom) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "study        {}", study.name);
+    let _ = writeln!(s, "fabric       {} = {} NPUs", study.fabric.shape(), b.npus);
+    let _ = writeln!(s, "catalog      {}", b.catalog);
+    let _ = writeln!(s);
+    s.push_str(&bom_body(b));
+    s
+}
+
+/// The per-dimension and per-item tables and the totals.
+pub fn bom_body(b: &Bom) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<12} {:<18} {:>9} {:>12} {:>12} {:<34} {:>14} {:>12}",
+        "dimension", "port", "ports/NPU", "asked GB/s", "bought GB/s", "switches", "capex $", "power W"
+    );
+    for d in &b.dims {
+        let sw = d.switch.as_ref().map_or("-".to_string(), |p| p.to_string());
+        let _ = writeln!(
+            s,
+            "{:<12} {:<18} {:>9} {:>12.2} {:>12.2} {:<34} {:>14.0} {:>12.1}",
+            d.dimension, d.port, d.ports_per_npu, d.asked_gbps, d.bought_gbps, sw, d.capex_usd, d.power_w
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<12} {:<20} {:<18} {:>10} {:>12} {:>10} {:>14} {:>12}",
+        "dimension", "component", "role", "quantity", "unit $", "unit W", "capex $", "power W"
+    );
+    for i in &b.items {
+        let _ = writeln!(
+            s,
+            "{:<12} {:<20} {:<18} {:>10} {:>12.2} {:>10.2} {:>14.0} {:>12.1}",
+            i.dimension,
+            i.component,
+            i.role,
+            i.quantity,
+            i.unit_price_usd,
+            i.unit_power_w,
+            i.capex_usd(),
+            i.power_w()
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "capex        {:>14.0} $   ({} $ per NPU)",
+        b.capex_usd,
+        sig3(b.cost_per_npu_usd)
+    );
+    let _ = writeln!(s, "power        {:>14.1} W", b.power_w);
+    s
+}
+
+fn design_line(name: &str, bw: &[f64], t: f64, capex: f64, power: f64, note: &str) -> String {
+    format!(
+        "{:<34} {:<40} {:>14.6} {:>14.0} {:>12.1}  {note}",
+        name,
+        format!("[{}]", bw.iter().map(|b| sig3(*b)).collect::<Vec<_>>().join(", ")),
+        t,
+        capex,
+        power
+    )
+}
+
+/// The table of `optimize --catalog`.
+pub fn catalog(study: &Study, c: &Comparison, b: &Bom, budget: Option<f64>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "study        {}", study.name);
+    let _ = writeln!(s, "fabric       {}", study.fabric.shape());
+    let _ = writeln!(
+        s,
+        "catalog      {} ({} purchasable designs)",
+        b.catalog, c.catalog.options
+    );
+    if let Some(x) = budget {
+        let _ = writeln!(s, "budget       {x:.0} $ capex");
+    }
+    if !c.skipped.is_empty() {
+        let _ = writeln!(
+            s,
+            "not applied  {} (the catalog's prices replace the linear cost model)",
+            c.skipped.join("; ")
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<34} {:<40} {:>14} {:>14} {:>12}",
+        "design", "GB/s per NPU", "iteration ms", "capex $", "power W"
+    );
+    let _ = writeln!(
+        s,
+        "{}",
+        design_line(
+            "catalog optimum (MILP, gap 1e-9)",
+            &c.catalog.bw_gbps,
+            c.catalog.iteration_time_ms,
+            c.catalog.capex_usd,
+            c.catalog.power_w,
+            ""
+        )
+    );
+    let cont = &c.continuous;
+    let _ = writeln!(
+        s,
+        "{}",
+        design_line(
+            "continuous relaxation",
+            &cont.bw_gbps,
+            cont.iteration_time_ms,
+            cont.network_cost_usd,
+            cont.network_power_w,
+            "a lower bound: cheapest $ per GB/s, not purchasable as such"
+        )
+    );
+    match &c.rounded {
+        Some(r) => {
+            let _ = writeln!(
+                s,
+                "{}",
+                design_line(
+                    "continuous rounded up to parts",
+                    &r.bw_gbps,
+                    r.iteration_time_ms,
+                    r.capex_usd,
+                    r.power_w,
+                    if r.feasible {
+                        "fits the budget"
+                    } else {
+                        "over the budget or a constraint"
+                    }
+                )
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "continuous rounded up to parts     (the catalog does not sell that much)"
+            );
+        }
+    }
+    let _ = writeln!(s);
+    let gap = 100.0 * (c.catalog.iteration_time_ms / cont.iteration_time_ms - 1.0);
+    let _ = writeln!(
+        s,
+        "buying only what the catalog sells costs {gap:.3}% of iteration time against the continuous bound{}",
+        match &c.rounded {
+            Some(r) if r.feasible => format!(
+                "; rounding the continuous design up instead would take {:.3}% more time than the catalog optimum",
+                100.0 * (r.iteration_time_ms / c.catalog.iteration_time_ms - 1.0)
+            ),
+            _ => String::new(),
+        }
+    );
+    let _ = writeln!(s, "bill of materials of the catalog optimum ({} NPUs):", b.npus);
+    s.push_str(&bom_body(b));
+    s
+}
+
+/// The per-collective table: where the analytic model is optimistic or
+/// pessimistic, and by how much.
+pub fn collectives(cs: &[CollectiveFigures]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<15} {:>12} {:<20} {:>5} {:<34} {:>12} {:>12} {:>12} {:>8}  verdict",
+        "collective", "bytes", "group", "count", "schedule", "simulated ms", "analytic ms", "bound ms", "sim/ana"
+    );
+    for c in cs {
+        let verdict = if (c.ratio - 1.0).abs() <= 1e-6 {
+            "exact".to_string()
+        } else if c.ratio > 1.0 {
+            format!("analytic optimistic by {:.1}%", 100.0 * (c.ratio - 1.0))
+        } else {
+            format!("analytic pessimistic by {:.1}%", 100.0 * (1.0 - c.ratio))
+        };
+        let _ = writeln!(
+            s,
+            "{:<15} {:>12} {:<20} {:>5} {:<34} {:>12.4} {:>12.4} {:>12.4} {:>8.4}  {verdict}",
+            c.kind.name(),
+            sig3(c.bytes),
+            format!("{:?}", c.group),
+            c.count,
+            c.algorithm,
+            c.simulated_ms,
+            c.analytic_ms,
+            c.lower_bound_ms,
+            c.ratio
+        );
+    }
+    s
+}
+
+/// The table of a schedule-backed optimum.
+pub fn fixed_point(study: &Study, problem: &Problem, fp: &FixedPoint, solve_ms: f64) -> String {
+    let mut s = String::new();
+    let m = &fp.measured;
+    let a = &fp.analytic_measured;
+    let _ = writeln!(s, "study        {}", study.name);
+    let _ = writeln!(s, "fabric       {}", study.fabric.shape());
+    let _ = writeln!(
+        s,
+        "evaluator    schedule ({}; {} chunk(s) per NPU; {} link model)",
+        study.evaluator.algorithm,
+        study.evaluator.chunks_per_npu,
+        if study.evaluator.link_model == crate::schedule::simulate::LinkModel::Tacos {
+            "tacos"
+        } else {
+            "alpha-beta"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "fixed point  {} after {} iteration(s){} ({:.0} ms)",
+        if fp.converged && fp.best_seen {
+            "converged, but an earlier allocation replayed faster: best allocation seen"
+        } else if fp.converged {
+            "converged"
+        } else if fp.cycle {
+            "cycled: best allocation seen"
+        } else {
+            "did not converge: best allocation seen"
+        },
+        fp.iterations(),
+        if fp.converged {
+            format!(
+                " (allocation moves {:.1e} < {:.0e})",
+                fp.history.last().map_or(0.0, |h| h.moved),
+                study.evaluator.tolerance
+            )
+        } else {
+            String::new()
+        },
+        solve_ms
+    );
+    let _ = writeln!(
+        s,
+        "objective    {} = {:.9} {} on the measured coefficients (their certified lower bound {:.9}, gap {:.1e})",
+        fp.solution.objective,
+        fp.solution.objective_value,
+        fp.solution.objective_unit,
+        fp.solution.lower_bound,
+        fp.solution.gap
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<12} {:<16} {:>14} {:>14}",
+        "dimension", "block", "schedule GB/s", "analytic GB/s"
+    );
+    for (d, dim) in study.fabric.dims.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "{:<12} {:<16} {:>14.4} {:>14.4}",
+            dim.name,
+            dim.block.name(),
+            m.bw_gbps[d],
+            a.bw_gbps[d]
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<34} {:>16} {:>16}",
+        "iteration time (ms)", "schedule optimum", "analytic optimum"
+    );
+    let _ = writeln!(
+        s,
+        "{:<34} {:>16.6} {:>16.6}",
+        "simulated schedules",
+        ns_to_ms(m.iteration_ns),
+        ns_to_ms(a.iteration_ns)
+    );
+    let _ = writeln!(
+        s,
+        "{:<34} {:>16.6} {:>16.6}",
+        "analytic model",
+        ns_to_ms(m.analytic_iteration_ns),
+        ns_to_ms(a.analytic_iteration_ns)
+    );
+    let _ = writeln!(
+        s,
+        "{:<34} {:>16.6} {:>16.6}",
+        "lower bound",
+        ns_to_ms(m.lower_bound_ns),
+        ns_to_ms(a.lower_bound_ns)
+    );
+    let _ = writeln!(
+        s,
+        "{:<34} {:>16.0} {:>16.0}",
+        "network cost ($)",
+        problem.cost.cost(&m.bw_gbps),
+        problem.cost.cost(&a.bw_gbps)
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(s, "collectives at the schedule-backed optimum:");
+    s.push_str(&collectives(&m.collectives));
+    s
+}
+
+/// The co-optimization's `top` fastest strategies, how much the joint
+/// optimum gains and why the others lost.
+pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
+    let mut s = String::new();
+    let best = r.strategies.first().and_then(|b| b.time_ms());
+    let _ = writeln!(
+        s,
+        "study {}: {} on {}, {} strategies searched in {secs:.2} s: {} solved, {} pruned by the compute bound, {} invalid",
+        study.name,
+        study.model.as_ref().map_or("", |m| m.name.as_str()),
+        study.fabric.shape(),
+        r.searched,
+        r.solved,
+        r.pruned,
+        r.rejected
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:>4} {:>4} {:>5} {:<9} {:>12} {:>10} {:<34} groups (tp | pp | dp)",
+        "tp", "pp", "dp", "order", "time ms", "mem GiB", "GB/s per NPU"
+    );
+    for row in r.strategies.iter().filter(|x| x.time_ms().is_some()).take(top) {
+        if let coopt::Verdict::Solved {
+            bw_gbps,
+            iteration_time_ms,
+            ..
+        } = &row.verdict
+        {
+            let bw: Vec<String> = bw_gbps.iter().map(|b| sig3(*b)).collect();
+            let groups = row.groups(" | ");
+            let _ = writeln!(
+                s,
+                "{:>4} {:>4} {:>5} {:<9} {:>12.3} {:>10.1} {:<34} {}",
+                row.tp,
+                row.pp,
+                row.dp,
+                row.order,
+                iteration_time_ms,
+                row.memory_gib.unwrap_or(f64::NAN),
+                bw.join(", "),
+                groups
+            );
+        }
+    }
+    if let Some(best) = best {
+        let _ = writeln!(s);
+        if let Some(eq) = r.best_on_equal_split_ms {
+            let _ = writeln!(
+                s,
+                "joint optimum {best:.3} ms vs the best strategy on the equal split ({}) {eq:.3} ms: {:.3}x",
+                r.equal_split_gbps
+                    .iter()
+                    .map(|b| sig3(*b))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                eq / best
+            );
+        }
+        if let Some(d) = r.default_optimized_ms {
+            let _ = writeln!(
+                s,
+                "joint optimum {best:.3} ms vs the study's own strategy, optimally allocated, {d:.3} ms: {:.3}x",
+                d / best
+            );
+        }
+        let _ = writeln!(s);
+        let _ = writeln!(s, "why the others lost (examples of each reason):");
+        for line in coopt::why_lost(r, best, 3) {
+            let _ = writeln!(s, "  {line}");
+        }
+    }
+    s
+}
