@@ -38,127 +38,23 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Iteration time, network cost and power of one bandwidth allocation.
-    Eval {
-        /// Study file (TOML).
-        study: PathBuf,
-        /// GB/s per NPU per dimension, comma-separated (default: the study's `bw`).
-        #[arg(long, allow_hyphen_values = true)]
-        bw: Option<String>,
-        /// How collectives are timed.
-        #[command(flatten)]
-        ev: scheduled::EvaluatorArgs,
-        /// Print one JSON object instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
+    Eval(EvalArgs),
     /// The optimal bandwidth per dimension, certified (lower bound and gap).
-    Optimize {
-        /// Study file (TOML).
-        study: PathBuf,
-        /// perf, perf-per-cost, min-cost or min-power (default: the study's, else perf).
-        #[arg(long)]
-        objective: Option<String>,
-        /// A linear constraint, e.g. "B0 + B1 == 1000", "cost <= 2e7"; repeatable.
-        #[arg(long = "constraint", allow_hyphen_values = true)]
-        constraints: Vec<String>,
-        /// Iteration-time target for min-cost and min-power, ms.
-        #[arg(long)]
-        target_ms: Option<f64>,
-        /// Ignore the study's `[optimize]` constraints (keep the fabric's bounds).
-        #[arg(long)]
-        no_study_constraints: bool,
-        /// Buy only what the study's catalog (or the built-in one) sells:
-        /// the best purchasable fabric (a MILP), beside the continuous optimum.
-        #[arg(long)]
-        catalog: bool,
-        /// Capex budget for --catalog, $ (default: the study's [procurement] budget_usd).
-        #[arg(long)]
-        budget_usd: Option<f64>,
-        /// Power budget for --catalog, W (default: the study's [procurement] budget_w).
-        #[arg(long)]
-        budget_w: Option<f64>,
-        /// How collectives are timed.
-        #[command(flatten)]
-        ev: scheduled::EvaluatorArgs,
-        /// Print one JSON object instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
+    Optimize(OptimizeArgs),
     /// The fastest design at each budget, from the cheapest feasible one to
     /// where more budget stops helping: CSV, SVG and PNG.
-    Frontier {
-        /// Study file (TOML).
-        study: PathBuf,
-        /// Number of budgets (default: the study's first frontier's, else 40).
-        #[arg(long)]
-        points: Option<usize>,
-        /// cost, power or total-bw (default: the study's first frontier's, else cost).
-        #[arg(long)]
-        axis: Option<String>,
-        /// Directory for the files (default: results/<study>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// How collectives are timed.
-        #[command(flatten)]
-        ev: scheduled::EvaluatorArgs,
-    },
+    Frontier(FrontierArgs),
     /// The bill of materials of an allocation: ports, switches and cables
     /// from the study's catalog (or the built-in one), capex and power.
-    Bom {
-        /// Study file (TOML).
-        study: PathBuf,
-        /// GB/s per NPU per dimension, comma-separated (default: the study's `bw`).
-        #[arg(long, allow_hyphen_values = true)]
-        bw: Option<String>,
-        /// Print one JSON object instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
+    Bom(BomArgs),
     /// Everything a study declares (cases, objectives, frontiers, sweeps) into results/<study>/.
-    Run {
-        /// Study files (TOML).
-        #[arg(required = true)]
-        studies: Vec<PathBuf>,
-        /// Parent directory of the per-study result directories.
-        #[arg(long, default_value = "results")]
-        out: PathBuf,
-        /// How collectives are timed.
-        #[command(flatten)]
-        ev: scheduled::EvaluatorArgs,
-    },
+    Run(RunArgs),
     /// One sweep of a study (all of them without --name), optionally one shard of it.
-    Sweep {
-        /// Study file (TOML).
-        study: PathBuf,
-        /// The sweep's name (default: every sweep of the study).
-        #[arg(long)]
-        name: Option<String>,
-        /// Run only items i, i+N, i+2N, ... (for a job array); merge the shards with `dimsum merge`.
-        #[arg(long, default_value = "0/1")]
-        shard: String,
-        /// Directory for the CSV (default: results/<study>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Sweep(SweepArgs),
     /// Join sweep shards into one CSV, checking none is missing or duplicated.
-    Merge {
-        /// The merged CSV to write.
-        out: PathBuf,
-        /// The shards' CSVs.
-        #[arg(required = true)]
-        shards: Vec<PathBuf>,
-    },
+    Merge(MergeArgs),
     /// Co-optimize the parallelization (TP, PP, DP and their placement) with the bandwidth allocation.
-    Coopt {
-        /// Study file with [model], [npu] and [parallelism].
-        study: PathBuf,
-        /// How many strategies to list.
-        #[arg(long, default_value_t = 10)]
-        top: usize,
-        /// Print one JSON object instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
+    Coopt(CooptArgs),
     /// Build a collective schedule (or read one), replay it on an explicit
     /// topology with link contention, and compare it with the lower bounds.
     Collective(collective::CollectiveArgs),
@@ -184,442 +80,642 @@ pub enum Command {
 pub enum ExportTo {
     /// An ASTRA-sim input set for the study's fabric: network.yml, system.json,
     /// memory.json, workload.<rank>.et, README.md.
-    AstraSim {
-        /// Study file (TOML).
-        study: PathBuf,
-        /// GB/s per NPU per dimension (default: the study's `bw`).
-        #[arg(long)]
-        bw: Option<String>,
-        /// Output directory.
-        #[arg(long)]
-        out: PathBuf,
-    },
+    AstraSim(ExportAstraSimArgs),
     /// MSCCL-IR XML (all-reduce, all-gather, reduce-scatter).
-    Msccl {
-        /// A schedule (JSON, as `collective --schedule-out` writes it).
-        schedule: PathBuf,
-        /// The XML file to write.
-        #[arg(long)]
-        out: PathBuf,
-    },
+    Msccl(ExportMscclArgs),
     /// Chakra execution traces, one per rank: PREFIX.0.et, PREFIX.1.et, ...
-    Chakra {
-        /// A schedule (JSON, as `collective --schedule-out` writes it).
-        schedule: PathBuf,
-        /// Output prefix, e.g. out/ring (writes out/ring.0.et, ...).
-        #[arg(long)]
-        prefix: PathBuf,
-        /// The collective's buffer, for comm_size (e.g. 64MiB).
-        #[arg(long)]
-        size: String,
-    },
+    Chakra(ExportChakraArgs),
 }
 
 /// Formats `import` reads.
 #[derive(Debug, Subcommand)]
 pub enum ImportFrom {
     /// LIBRA's four input files.
-    Libra {
-        /// Network YAML (Topology, NpusCount, CostDimension).
-        #[arg(long)]
-        network: PathBuf,
-        /// ASTRA-sim 1.0 workload text.
-        #[arg(long)]
-        workload: PathBuf,
-        /// Communicator YAML (Forward, InputGrad, WeightGrad).
-        #[arg(long)]
-        communicator: PathBuf,
-        /// Cost-model YAML ($ per GB/s per tier).
-        #[arg(long)]
-        cost: PathBuf,
-        /// Study name (default: the workload's file stem).
-        #[arg(long)]
-        name: Option<String>,
-    },
+    Libra(ImportLibraArgs),
     /// An MSCCL-IR algorithm (XML, as MSCCLang writes it), into a schedule.
-    Msccl {
-        /// The XML file.
-        file: PathBuf,
-        /// The schedule to write (JSON).
-        #[arg(long)]
-        out: PathBuf,
-    },
+    Msccl(ImportMscclArgs),
     /// Chakra execution traces written by `dimsum export chakra`, into a schedule.
-    Chakra {
-        /// The traces' prefix (reads PREFIX.0.et, PREFIX.1.et, ...).
-        prefix: PathBuf,
-        /// The schedule to write (JSON).
-        #[arg(long)]
-        out: PathBuf,
-    },
+    Chakra(ImportChakraArgs),
+}
+
+/// Iteration time, network cost and power of one bandwidth allocation.
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// Study file (TOML).
+    pub study: PathBuf,
+    /// GB/s per NPU per dimension, comma-separated (default: the study's `bw`).
+    #[arg(long, allow_hyphen_values = true)]
+    pub bw: Option<String>,
+    /// How collectives are timed.
+    #[command(flatten)]
+    pub ev: scheduled::EvaluatorArgs,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The optimal bandwidth per dimension, certified (lower bound and gap).
+#[derive(Debug, clap::Args)]
+pub struct OptimizeArgs {
+    /// Study file (TOML).
+    pub study: PathBuf,
+    /// perf, perf-per-cost, min-cost or min-power (default: the study's, else perf).
+    #[arg(long)]
+    pub objective: Option<String>,
+    /// A linear constraint, e.g. "B0 + B1 == 1000", "cost <= 2e7"; repeatable.
+    #[arg(long = "constraint", allow_hyphen_values = true)]
+    pub constraints: Vec<String>,
+    /// Iteration-time target for min-cost and min-power, ms.
+    #[arg(long)]
+    pub target_ms: Option<f64>,
+    /// Ignore the study's `[optimize]` constraints (keep the fabric's bounds).
+    #[arg(long)]
+    pub no_study_constraints: bool,
+    /// Buy only what the study's catalog (or the built-in one) sells:
+    /// the best purchasable fabric (a MILP), beside the continuous optimum.
+    #[arg(long)]
+    pub catalog: bool,
+    /// Capex budget for --catalog, $ (default: the study's [procurement] budget_usd).
+    #[arg(long)]
+    pub budget_usd: Option<f64>,
+    /// Power budget for --catalog, W (default: the study's [procurement] budget_w).
+    #[arg(long)]
+    pub budget_w: Option<f64>,
+    /// How collectives are timed.
+    #[command(flatten)]
+    pub ev: scheduled::EvaluatorArgs,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The fastest design at each budget, from the cheapest feasible one to
+/// where more budget stops helping: CSV, SVG and PNG.
+#[derive(Debug, clap::Args)]
+pub struct FrontierArgs {
+    /// Study file (TOML).
+    pub study: PathBuf,
+    /// Number of budgets (default: the study's first frontier's, else 40).
+    #[arg(long)]
+    pub points: Option<usize>,
+    /// cost, power or total-bw (default: the study's first frontier's, else cost).
+    #[arg(long)]
+    pub axis: Option<String>,
+    /// Directory for the files (default: results/<study>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// How collectives are timed.
+    #[command(flatten)]
+    pub ev: scheduled::EvaluatorArgs,
+}
+
+/// The bill of materials of an allocation: ports, switches and cables
+/// from the study's catalog (or the built-in one), capex and power.
+#[derive(Debug, clap::Args)]
+pub struct BomArgs {
+    /// Study file (TOML).
+    pub study: PathBuf,
+    /// GB/s per NPU per dimension, comma-separated (default: the study's `bw`).
+    #[arg(long, allow_hyphen_values = true)]
+    pub bw: Option<String>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Everything a study declares (cases, objectives, frontiers, sweeps) into results/<study>/.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Study files (TOML).
+    #[arg(required = true)]
+    pub studies: Vec<PathBuf>,
+    /// Parent directory of the per-study result directories.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// How collectives are timed.
+    #[command(flatten)]
+    pub ev: scheduled::EvaluatorArgs,
+}
+
+/// One sweep of a study (all of them without --name), optionally one shard of it.
+#[derive(Debug, clap::Args)]
+pub struct SweepArgs {
+    /// Study file (TOML).
+    pub study: PathBuf,
+    /// The sweep's name (default: every sweep of the study).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Run only items i, i+N, i+2N, ... (for a job array); merge the shards with `dimsum merge`.
+    #[arg(long, default_value = "0/1")]
+    pub shard: String,
+    /// Directory for the CSV (default: results/<study>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Join sweep shards into one CSV, checking none is missing or duplicated.
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The merged CSV to write.
+    pub out: PathBuf,
+    /// The shards' CSVs.
+    #[arg(required = true)]
+    pub shards: Vec<PathBuf>,
+}
+
+/// Co-optimize the parallelization (TP, PP, DP and their placement) with the bandwidth allocation.
+#[derive(Debug, clap::Args)]
+pub struct CooptArgs {
+    /// Study file with [model], [npu] and [parallelism].
+    pub study: PathBuf,
+    /// How many strategies to list.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// An ASTRA-sim input set for the study's fabric: network.yml, system.json,
+/// memory.json, workload.<rank>.et, README.md.
+#[derive(Debug, clap::Args)]
+pub struct ExportAstraSimArgs {
+    /// Study file (TOML).
+    pub study: PathBuf,
+    /// GB/s per NPU per dimension (default: the study's `bw`).
+    #[arg(long)]
+    pub bw: Option<String>,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// MSCCL-IR XML (all-reduce, all-gather, reduce-scatter).
+#[derive(Debug, clap::Args)]
+pub struct ExportMscclArgs {
+    /// A schedule (JSON, as `collective --schedule-out` writes it).
+    pub schedule: PathBuf,
+    /// The XML file to write.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Chakra execution traces, one per rank: PREFIX.0.et, PREFIX.1.et, ...
+#[derive(Debug, clap::Args)]
+pub struct ExportChakraArgs {
+    /// A schedule (JSON, as `collective --schedule-out` writes it).
+    pub schedule: PathBuf,
+    /// Output prefix, e.g. out/ring (writes out/ring.0.et, ...).
+    #[arg(long)]
+    pub prefix: PathBuf,
+    /// The collective's buffer, for comm_size (e.g. 64MiB).
+    #[arg(long)]
+    pub size: String,
+}
+
+/// LIBRA's four input files.
+#[derive(Debug, clap::Args)]
+pub struct ImportLibraArgs {
+    /// Network YAML (Topology, NpusCount, CostDimension).
+    #[arg(long)]
+    pub network: PathBuf,
+    /// ASTRA-sim 1.0 workload text.
+    #[arg(long)]
+    pub workload: PathBuf,
+    /// Communicator YAML (Forward, InputGrad, WeightGrad).
+    #[arg(long)]
+    pub communicator: PathBuf,
+    /// Cost-model YAML ($ per GB/s per tier).
+    #[arg(long)]
+    pub cost: PathBuf,
+    /// Study name (default: the workload's file stem).
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+/// An MSCCL-IR algorithm (XML, as MSCCLang writes it), into a schedule.
+#[derive(Debug, clap::Args)]
+pub struct ImportMscclArgs {
+    /// The XML file.
+    pub file: PathBuf,
+    /// The schedule to write (JSON).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Chakra execution traces written by `dimsum export chakra`, into a schedule.
+#[derive(Debug, clap::Args)]
+pub struct ImportChakraArgs {
+    /// The traces' prefix (reads PREFIX.0.et, PREFIX.1.et, ...).
+    pub prefix: PathBuf,
+    /// The schedule to write (JSON).
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 /// Runs one command; what it prints goes to stdout.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Eval { study, bw, ev, json } => {
-            let mut study = Study::load(&study)?;
-            let bw = bw_of(&study, bw.as_deref())?;
-            let evaluator = ev.apply(&mut study)?;
-            let e = study.evaluate(&bw);
-            if let Some(d) = e.dims.iter().find(|d| d.busy_ms.is_infinite()) {
-                return Err(InputError::arg(
-                    "--bw",
-                    format!(
-                        "dimension `{}` carries traffic but gets 0 GB/s: give it a positive bandwidth",
-                        d.name
-                    ),
-                )
-                .into());
-            }
-            for d in e.dims.iter().filter(|d| !d.within_bounds) {
-                eprintln!(
-                    "warning: {} GB/s on `{}` is outside the dimension's bounds",
-                    d.bw_gbps, d.name
-                );
-            }
-            if evaluator == Evaluator::Schedule {
-                return scheduled::eval(&study, &bw, json);
-            }
-            if json {
-                let v = serde_json::json!({
-                    "study": study.name,
-                    "dimsum_version": env!("CARGO_PKG_VERSION"),
-                    "fabric": study.fabric.shape(),
-                    "time_model": study.collective.time_model.name(),
-                    "training_loop": study.training_loop.name(),
-                    "evaluation": &e,
-                });
-                // Flatten the evaluation's fields to the top level.
-                let mut obj = v.as_object().cloned().unwrap_or_default();
-                if let Some(serde_json::Value::Object(ev)) = obj.remove("evaluation") {
-                    obj.extend(ev);
-                }
-                println!("{}", serde_json::Value::Object(obj));
-            } else {
-                print!("{}", report::text::evaluation(&study, &e));
-            }
-            Ok(())
-        }
-        Command::Optimize {
-            study,
-            objective,
-            constraints,
-            target_ms,
-            no_study_constraints,
-            catalog,
-            budget_usd,
-            budget_w,
-            ev,
-            json,
-        } => {
-            let mut study = Study::load(&study)?;
-            if no_study_constraints {
-                study.optimize.constraints.clear();
-            }
-            let objective = study.objective(objective.as_deref(), target_ms)?;
-            let constraints = study.constraints(&constraints)?;
-            let problem = Problem::new(&study.fabric, study.iteration_model(), study.linear_cost(), constraints);
-            for (flag, v) in [("--budget-usd", budget_usd), ("--budget-w", budget_w)] {
-                if let Some(x) = v {
-                    if !(x.is_finite() && x > 0.0) {
-                        return Err(InputError::arg(flag, format!("{x} is not allowed: use a budget > 0")).into());
-                    }
-                    if !catalog {
-                        return Err(InputError::arg(flag, "a capex or power budget applies with --catalog").into());
-                    }
-                }
-            }
-            let evaluator = ev.apply(&mut study)?;
-            if catalog {
-                if evaluator == Evaluator::Schedule {
-                    return Err(InputError::arg(
-                        "--catalog",
-                        "the catalog optimum uses the analytic model: drop --evaluator schedule (or the study's [evaluator] kind) for it",
-                    )
-                    .into());
-                }
-                return procure::run_catalog(&study, &problem, objective, budget_usd, budget_w, json);
-            }
-            if evaluator == Evaluator::Schedule {
-                return scheduled::optimize(&study, &problem, objective, json);
-            }
-            let started = std::time::Instant::now();
-            let sol = optimize::solve(&problem, objective)?;
-            let solve_ms = started.elapsed().as_secs_f64() * 1e3;
-            if json {
-                let mut obj = serde_json::Map::new();
-                obj.insert("study".into(), study.name.clone().into());
-                obj.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
-                obj.insert("fabric".into(), study.fabric.shape().into());
-                obj.insert("solve_ms".into(), solve_ms.into());
-                if let serde_json::Value::Object(m) = serde_json::to_value(&sol)? {
-                    obj.extend(m);
-                }
-                let e = study.evaluate(&sol.bw_gbps);
-                obj.insert("iteration_lower_bound_ms".into(), e.iteration_lower_bound_ms.into());
-                obj.insert("dims".into(), serde_json::to_value(&e.dims)?);
-                println!("{}", serde_json::Value::Object(obj));
-            } else {
-                print!("{}", report::text::optimum(&study, &sol, solve_ms));
-            }
-            Ok(())
-        }
-        Command::Frontier {
-            study,
-            points,
-            axis,
-            out,
-            ev,
-        } => {
-            let mut study = Study::load(&study)?;
-            let evaluator = ev.apply(&mut study)?;
-            let spec = study.frontiers.first();
-            let axis = match axis.as_deref() {
-                Some(a) => Axis::from_name(a).ok_or_else(|| {
-                    InputError::arg(
-                        "--axis",
-                        format!("`{a}` is not an axis; allowed: {}", dimsum::error::one_of(&Axis::NAMES)),
-                    )
-                })?,
-                None => spec.map_or(Axis::Cost, |f| f.axis),
-            };
-            let points = points.or_else(|| spec.map(|f| f.points)).unwrap_or(40);
-            if !(2..=100_000).contains(&points) {
-                return Err(InputError::arg("--points", format!("{points} is not allowed: use 2 to 100000")).into());
-            }
-            let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
-            create_dir(&dir)?;
-            let bars = Bars::new();
-            let progress = |t: &str, d: usize, n: usize| bars.update(t, d, n);
-            let mut r = run::frontier(&study, axis, points, &progress).map_err(lift)?;
-            if evaluator == Evaluator::Schedule {
-                r.schedule_backed = Some(run::schedule_backed_frontier(&study, &r, &progress).map_err(lift)?);
-            }
-            bars.finish();
-            let files = report::study::frontier_files(&study, &study.stamp(), &r, &dir)?;
-            for f in files {
-                println!("wrote {}", f.display());
-            }
-            Ok(())
-        }
-        Command::Bom { study, bw, json } => {
-            let study = Study::load(&study)?;
-            let bw = bw_of(&study, bw.as_deref())?;
-            procure::run_bom(&study, &bw, json)
-        }
-        Command::Run { studies, out, ev } => {
-            // Every study is read and checked before any work starts.
-            let mut loaded = Vec::new();
-            for path in studies {
-                let mut study = Study::load(&path)?;
-                ev.apply(&mut study)?;
-                loaded.push(study);
-            }
-            for study in loaded {
-                let dir = out.join(&study.name);
-                create_dir(&dir)?;
-                let bars = Bars::new();
-                let results = run::run_study(&study, &dir, &|t, d, n| bars.update(t, d, n)).map_err(lift)?;
-                bars.finish();
-                let files = report::study::write(&study, &results, &dir)?;
-                let summary = files.first().cloned().unwrap_or_else(|| dir.join("summary.md"));
-                println!(
-                    "{}: results in {}/ (summary: {})",
-                    study.name,
-                    dir.display(),
-                    summary.display()
-                );
-            }
-            Ok(())
-        }
-        Command::Sweep {
-            study,
-            name,
-            shard,
-            out,
-        } => {
-            let study = Study::load(&study)?;
-            let shard = Shard::parse(&shard).map_err(|m| InputError::arg("--shard", m))?;
-            let sweeps: Vec<&SweepSpec> = study
-                .sweeps
-                .iter()
-                .filter(|s| name.as_ref().is_none_or(|n| *n == s.name))
-                .collect();
-            if sweeps.is_empty() {
-                let names: Vec<&str> = study.sweeps.iter().map(|s| s.name.as_str()).collect();
-                return Err(InputError::arg(
-                    "--name",
-                    if names.is_empty() {
-                        format!("study `{}` declares no [[sweep]]", study.name)
-                    } else {
-                        format!(
-                            "no sweep named `{}`; the study has {}",
-                            name.unwrap_or_default(),
-                            dimsum::error::one_of(&names)
-                        )
-                    },
-                )
-                .into());
-            }
-            let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
-            create_dir(&dir)?;
-            for spec in sweeps {
-                let bars = Bars::new();
-                let o = run::sweep(&study, spec, shard, &dir, &|t, d, n| bars.update(t, d, n))?;
-                bars.finish();
-                match o.csv {
-                    Some(p) => println!("wrote {} ({} items, {} solved now)", p.display(), o.items, o.solved_now),
-                    None => println!("sweep `{}` shard {}/{} unfinished", spec.name, shard.index, shard.count),
-                }
-            }
-            Ok(())
-        }
-        Command::Merge { out, shards } => {
-            let n = sweep::merge(&shards, &out).map_err(|e| match e {
-                sweep::MergeError::Write(w) => anyhow::Error::from(w),
-                other => InputError::arg("merge", other.to_string()).into(),
-            })?;
-            println!("wrote {} ({n} items from {} shards)", out.display(), shards.len());
-            Ok(())
-        }
-        Command::Coopt { study, top, json } => {
-            let study = Study::load(&study)?;
-            if study.model.is_none() {
-                return Err(
-                    InputError::arg("coopt", format!("study `{}` has no [model] to parallelize", study.name)).into(),
-                );
-            }
-            let started = Instant::now();
-            let progress = Progress::new(1, "strategies");
-            let r = coopt::coopt(&study, &|done, total| {
-                progress.bar.set_length(total as u64);
-                progress.set(done);
-            })
-            .map_err(|m| anyhow::anyhow!(m))?;
-            progress.finish();
-            let secs = started.elapsed().as_secs_f64();
-            let best = r.strategies.first().and_then(|b| b.time_ms());
-            if json {
-                let mut v = serde_json::to_value(&r)?;
-                if let Some(o) = v.as_object_mut() {
-                    o.insert("study".into(), study.name.clone().into());
-                    o.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
-                    o.insert("solve_s".into(), secs.into());
-                    o.insert("best_ms".into(), best.into());
-                }
-                println!("{v}");
-                return Ok(());
-            }
-            print!("{}", report::text::coopt(&study, &r, secs, top));
-            Ok(())
-        }
+        Command::Eval(a) => eval(a),
+        Command::Optimize(a) => optimize(a),
+        Command::Frontier(a) => frontier(a),
+        Command::Bom(a) => bom(a),
+        Command::Run(a) => run_studies(a),
+        Command::Sweep(a) => sweep(a),
+        Command::Merge(a) => merge(a),
+        Command::Coopt(a) => coopt(a),
         Command::Collective(args) => collective::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Export {
-            to: ExportTo::AstraSim { study, bw, out },
-        } => {
-            let study = Study::load(&study)?;
-            let bw = bw_of(&study, bw.as_deref())?;
-            let files = dimsum::interop::astra::input_set(&study.astra_design(), &bw, &out.display().to_string())
-                .map_err(|m| InputError::at(&study.path, None, "workload", m))?;
-            create_dir(&out)?;
-            for (name, bytes) in &files {
-                dimsum::io::write_atomic(&out.join(name), bytes)?;
-            }
-            println!("{} files written to {}", files.len(), out.display());
-            Ok(())
-        }
+            to: ExportTo::AstraSim(a),
+        } => export_astra_sim(a),
+        Command::Export { to: ExportTo::Msccl(a) } => export_msccl(a),
         Command::Export {
-            to: ExportTo::Msccl { schedule, out },
-        } => {
-            let s = collective::load_schedule(&schedule)?;
-            let xml = dimsum::interop::msccl::write(&s).map_err(|m| InputError::at(&schedule, None, "", m))?;
-            dimsum::io::write_atomic(&out, xml.as_bytes())?;
-            println!("{} transfers written to {}", s.transfers.len(), out.display());
-            Ok(())
-        }
-        Command::Export {
-            to: ExportTo::Chakra { schedule, prefix, size },
-        } => {
-            let s = collective::load_schedule(&schedule)?;
-            let size = dimsum::model::units::parse_bytes(&size).map_err(|m| InputError::arg("--size", m))?;
-            let traces = dimsum::interop::chakra::encode_schedule(&s, s.chunk_bytes(size))
-                .map_err(|m| InputError::at(&schedule, None, "", m))?;
-            if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
-                create_dir(dir)?;
-            }
-            for (rank, t) in traces.iter().enumerate() {
-                dimsum::io::write_atomic(&dimsum::interop::chakra::rank_path(&prefix, rank as u32), t)?;
-            }
-            println!(
-                "{} traces ({:.1} MB) written to {}.*.et",
-                traces.len(),
-                traces.iter().map(|t| t.len()).sum::<usize>() as f64 / 1e6,
-                prefix.display()
-            );
-            Ok(())
-        }
+            to: ExportTo::Chakra(a),
+        } => export_chakra(a),
         Command::Import {
-            from: ImportFrom::Msccl { file, out },
-        } => {
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| InputError::at(&file, None, "", format!("cannot read: {e}")))?;
-            let s = dimsum::interop::msccl::parse(&text)
-                .map_err(|e| InputError::at(&file, Some(e.line as usize), "", e.message))?;
-            dimsum::io::write_atomic(&out, s.to_json().as_bytes())?;
-            println!(
-                "{} transfers on {} NPUs written to {}",
-                s.transfers.len(),
-                s.npus,
-                out.display()
-            );
-            Ok(())
-        }
+            from: ImportFrom::Msccl(a),
+        } => import_msccl(a),
         Command::Import {
-            from: ImportFrom::Chakra { prefix, out },
-        } => {
-            let traces = dimsum::interop::chakra::read_traces(&prefix)
-                .map_err(|e| InputError::at(Path::new(&e.path), None, "", e.message))?;
-            let s = dimsum::interop::chakra::to_schedule(&traces, &prefix)
-                .map_err(|e| InputError::at(Path::new(&e.path), None, "", e.message))?;
-            dimsum::io::write_atomic(&out, s.to_json().as_bytes())?;
-            println!(
-                "{} transfers on {} NPUs written to {}",
-                s.transfers.len(),
-                s.npus,
-                out.display()
-            );
-            Ok(())
-        }
+            from: ImportFrom::Chakra(a),
+        } => import_chakra(a),
         Command::Import {
-            from:
-                ImportFrom::Libra {
-                    network,
-                    workload,
-                    communicator,
-                    cost,
-                    name,
-                },
-        } => {
-            let mut study = Study::from_libra_files(&network, &workload, &communicator, &cost)?;
-            if let Some(n) = name {
-                study.name = n;
+            from: ImportFrom::Libra(a),
+        } => import_libra(a),
+    }
+}
+
+fn eval(a: EvalArgs) -> anyhow::Result<()> {
+    let EvalArgs { study, bw, ev, json } = a;
+    let mut study = Study::load(&study)?;
+    let bw = bw_of(&study, bw.as_deref())?;
+    let evaluator = ev.apply(&mut study)?;
+    let e = study.evaluate(&bw);
+    if let Some(d) = e.dims.iter().find(|d| d.busy_ms.is_infinite()) {
+        return Err(InputError::arg(
+            "--bw",
+            format!(
+                "dimension `{}` carries traffic but gets 0 GB/s: give it a positive bandwidth",
+                d.name
+            ),
+        )
+        .into());
+    }
+    for d in e.dims.iter().filter(|d| !d.within_bounds) {
+        eprintln!(
+            "warning: {} GB/s on `{}` is outside the dimension's bounds",
+            d.bw_gbps, d.name
+        );
+    }
+    if evaluator == Evaluator::Schedule {
+        return scheduled::eval(&study, &bw, json);
+    }
+    if json {
+        let v = serde_json::json!({
+            "study": study.name,
+            "dimsum_version": env!("CARGO_PKG_VERSION"),
+            "fabric": study.fabric.shape(),
+            "time_model": study.collective.time_model.name(),
+            "training_loop": study.training_loop.name(),
+            "evaluation": &e,
+        });
+        // Flatten the evaluation's fields to the top level.
+        let mut obj = v.as_object().cloned().unwrap_or_default();
+        if let Some(serde_json::Value::Object(ev)) = obj.remove("evaluation") {
+            obj.extend(ev);
+        }
+        println!("{}", serde_json::Value::Object(obj));
+    } else {
+        print!("{}", report::text::evaluation(&study, &e));
+    }
+    Ok(())
+}
+
+fn optimize(a: OptimizeArgs) -> anyhow::Result<()> {
+    let OptimizeArgs {
+        study,
+        objective,
+        constraints,
+        target_ms,
+        no_study_constraints,
+        catalog,
+        budget_usd,
+        budget_w,
+        ev,
+        json,
+    } = a;
+    let mut study = Study::load(&study)?;
+    if no_study_constraints {
+        study.optimize.constraints.clear();
+    }
+    let objective = study.objective(objective.as_deref(), target_ms)?;
+    let constraints = study.constraints(&constraints)?;
+    let problem = Problem::new(&study.fabric, study.iteration_model(), study.linear_cost(), constraints);
+    for (flag, v) in [("--budget-usd", budget_usd), ("--budget-w", budget_w)] {
+        if let Some(x) = v {
+            if !(x.is_finite() && x > 0.0) {
+                return Err(InputError::arg(flag, format!("{x} is not allowed: use a budget > 0")).into());
             }
-            study.description = format!("LIBRA inputs: {} on {}", workload.display(), study.fabric.shape());
-            let header = vec![
-                format!("dimsum study imported from LIBRA's inputs by dimsum {}", env!("CARGO_PKG_VERSION")),
-                format!("network: {}", network.display()),
-                format!("workload: {}", workload.display()),
-                format!("communicator: {}", communicator.display()),
-                format!("cost model: {}", cost.display()),
-                "LIBRA (astra-sim/libra) inputs are MIT-licensed: Copyright (c) 2024 Georgia Institute of Technology, Intel Corporation.".into(),
-                "Compute times are ns and sizes bytes, as LIBRA reads them; no latency (LIBRA's time model).".into(),
-            ];
-            print!("{}", study.to_toml(&header));
-            Ok(())
+            if !catalog {
+                return Err(InputError::arg(flag, "a capex or power budget applies with --catalog").into());
+            }
         }
     }
+    let evaluator = ev.apply(&mut study)?;
+    if catalog {
+        if evaluator == Evaluator::Schedule {
+            return Err(InputError::arg(
+                    "--catalog",
+                    "the catalog optimum uses the analytic model: drop --evaluator schedule (or the study's [evaluator] kind) for it",
+                )
+                .into());
+        }
+        return procure::run_catalog(&study, &problem, objective, budget_usd, budget_w, json);
+    }
+    if evaluator == Evaluator::Schedule {
+        return scheduled::optimize(&study, &problem, objective, json);
+    }
+    let started = std::time::Instant::now();
+    let sol = optimize::solve(&problem, objective)?;
+    let solve_ms = started.elapsed().as_secs_f64() * 1e3;
+    if json {
+        let mut obj = serde_json::Map::new();
+        obj.insert("study".into(), study.name.clone().into());
+        obj.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
+        obj.insert("fabric".into(), study.fabric.shape().into());
+        obj.insert("solve_ms".into(), solve_ms.into());
+        if let serde_json::Value::Object(m) = serde_json::to_value(&sol)? {
+            obj.extend(m);
+        }
+        let e = study.evaluate(&sol.bw_gbps);
+        obj.insert("iteration_lower_bound_ms".into(), e.iteration_lower_bound_ms.into());
+        obj.insert("dims".into(), serde_json::to_value(&e.dims)?);
+        println!("{}", serde_json::Value::Object(obj));
+    } else {
+        print!("{}", report::text::optimum(&study, &sol, solve_ms));
+    }
+    Ok(())
+}
+
+fn frontier(a: FrontierArgs) -> anyhow::Result<()> {
+    let FrontierArgs {
+        study,
+        points,
+        axis,
+        out,
+        ev,
+    } = a;
+    let mut study = Study::load(&study)?;
+    let evaluator = ev.apply(&mut study)?;
+    let spec = study.frontiers.first();
+    let axis = match axis.as_deref() {
+        Some(a) => Axis::from_name(a).ok_or_else(|| {
+            InputError::arg(
+                "--axis",
+                format!("`{a}` is not an axis; allowed: {}", dimsum::error::one_of(&Axis::NAMES)),
+            )
+        })?,
+        None => spec.map_or(Axis::Cost, |f| f.axis),
+    };
+    let points = points.or_else(|| spec.map(|f| f.points)).unwrap_or(40);
+    if !(2..=100_000).contains(&points) {
+        return Err(InputError::arg("--points", format!("{points} is not allowed: use 2 to 100000")).into());
+    }
+    let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
+    create_dir(&dir)?;
+    let bars = Bars::new();
+    let progress = |t: &str, d: usize, n: usize| bars.update(t, d, n);
+    let mut r = run::frontier(&study, axis, points, &progress).map_err(lift)?;
+    if evaluator == Evaluator::Schedule {
+        r.schedule_backed = Some(run::schedule_backed_frontier(&study, &r, &progress).map_err(lift)?);
+    }
+    bars.finish();
+    let files = report::study::frontier_files(&study, &study.stamp(), &r, &dir)?;
+    for f in files {
+        println!("wrote {}", f.display());
+    }
+    Ok(())
+}
+
+fn bom(a: BomArgs) -> anyhow::Result<()> {
+    let BomArgs { study, bw, json } = a;
+    let study = Study::load(&study)?;
+    let bw = bw_of(&study, bw.as_deref())?;
+    procure::run_bom(&study, &bw, json)
+}
+
+fn run_studies(a: RunArgs) -> anyhow::Result<()> {
+    let RunArgs { studies, out, ev } = a;
+    // Every study is read and checked before any work starts.
+    let mut loaded = Vec::new();
+    for path in studies {
+        let mut study = Study::load(&path)?;
+        ev.apply(&mut study)?;
+        loaded.push(study);
+    }
+    for study in loaded {
+        let dir = out.join(&study.name);
+        create_dir(&dir)?;
+        let bars = Bars::new();
+        let results = run::run_study(&study, &dir, &|t, d, n| bars.update(t, d, n)).map_err(lift)?;
+        bars.finish();
+        let files = report::study::write(&study, &results, &dir)?;
+        let summary = files.first().cloned().unwrap_or_else(|| dir.join("summary.md"));
+        println!(
+            "{}: results in {}/ (summary: {})",
+            study.name,
+            dir.display(),
+            summary.display()
+        );
+    }
+    Ok(())
+}
+
+fn sweep(a: SweepArgs) -> anyhow::Result<()> {
+    let SweepArgs {
+        study,
+        name,
+        shard,
+        out,
+    } = a;
+    let study = Study::load(&study)?;
+    let shard = Shard::parse(&shard).map_err(|m| InputError::arg("--shard", m))?;
+    let sweeps: Vec<&SweepSpec> = study
+        .sweeps
+        .iter()
+        .filter(|s| name.as_ref().is_none_or(|n| *n == s.name))
+        .collect();
+    if sweeps.is_empty() {
+        let names: Vec<&str> = study.sweeps.iter().map(|s| s.name.as_str()).collect();
+        return Err(InputError::arg(
+            "--name",
+            if names.is_empty() {
+                format!("study `{}` declares no [[sweep]]", study.name)
+            } else {
+                format!(
+                    "no sweep named `{}`; the study has {}",
+                    name.unwrap_or_default(),
+                    dimsum::error::one_of(&names)
+                )
+            },
+        )
+        .into());
+    }
+    let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
+    create_dir(&dir)?;
+    for spec in sweeps {
+        let bars = Bars::new();
+        let o = run::sweep(&study, spec, shard, &dir, &|t, d, n| bars.update(t, d, n))?;
+        bars.finish();
+        match o.csv {
+            Some(p) => println!("wrote {} ({} items, {} solved now)", p.display(), o.items, o.solved_now),
+            None => println!("sweep `{}` shard {}/{} unfinished", spec.name, shard.index, shard.count),
+        }
+    }
+    Ok(())
+}
+
+fn merge(a: MergeArgs) -> anyhow::Result<()> {
+    let MergeArgs { out, shards } = a;
+    let n = sweep::merge(&shards, &out).map_err(|e| match e {
+        sweep::MergeError::Write(w) => anyhow::Error::from(w),
+        other => InputError::arg("merge", other.to_string()).into(),
+    })?;
+    println!("wrote {} ({n} items from {} shards)", out.display(), shards.len());
+    Ok(())
+}
+
+fn coopt(a: CooptArgs) -> anyhow::Result<()> {
+    let CooptArgs { study, top, json } = a;
+    let study = Study::load(&study)?;
+    if study.model.is_none() {
+        return Err(InputError::arg("coopt", format!("study `{}` has no [model] to parallelize", study.name)).into());
+    }
+    let started = Instant::now();
+    let progress = Progress::new(1, "strategies");
+    let r = coopt::coopt(&study, &|done, total| {
+        progress.bar.set_length(total as u64);
+        progress.set(done);
+    })
+    .map_err(|m| anyhow::anyhow!(m))?;
+    progress.finish();
+    let secs = started.elapsed().as_secs_f64();
+    let best = r.strategies.first().and_then(|b| b.time_ms());
+    if json {
+        let mut v = serde_json::to_value(&r)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("study".into(), study.name.clone().into());
+            o.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
+            o.insert("solve_s".into(), secs.into());
+            o.insert("best_ms".into(), best.into());
+        }
+        println!("{v}");
+        return Ok(());
+    }
+    print!("{}", report::text::coopt(&study, &r, secs, top));
+    Ok(())
+}
+
+fn export_astra_sim(a: ExportAstraSimArgs) -> anyhow::Result<()> {
+    let ExportAstraSimArgs { study, bw, out } = a;
+    let study = Study::load(&study)?;
+    let bw = bw_of(&study, bw.as_deref())?;
+    let files = dimsum::interop::astra::input_set(&study.astra_design(), &bw, &out.display().to_string())
+        .map_err(|m| InputError::at(&study.path, None, "workload", m))?;
+    create_dir(&out)?;
+    for (name, bytes) in &files {
+        dimsum::io::write_atomic(&out.join(name), bytes)?;
+    }
+    println!("{} files written to {}", files.len(), out.display());
+    Ok(())
+}
+
+fn export_msccl(a: ExportMscclArgs) -> anyhow::Result<()> {
+    let ExportMscclArgs { schedule, out } = a;
+    let s = collective::load_schedule(&schedule)?;
+    let xml = dimsum::interop::msccl::write(&s).map_err(|m| InputError::at(&schedule, None, "", m))?;
+    dimsum::io::write_atomic(&out, xml.as_bytes())?;
+    println!("{} transfers written to {}", s.transfers.len(), out.display());
+    Ok(())
+}
+
+fn export_chakra(a: ExportChakraArgs) -> anyhow::Result<()> {
+    let ExportChakraArgs { schedule, prefix, size } = a;
+    let s = collective::load_schedule(&schedule)?;
+    let size = dimsum::model::units::parse_bytes(&size).map_err(|m| InputError::arg("--size", m))?;
+    let traces = dimsum::interop::chakra::encode_schedule(&s, s.chunk_bytes(size))
+        .map_err(|m| InputError::at(&schedule, None, "", m))?;
+    if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_dir(dir)?;
+    }
+    for (rank, t) in traces.iter().enumerate() {
+        dimsum::io::write_atomic(&dimsum::interop::chakra::rank_path(&prefix, rank as u32), t)?;
+    }
+    println!(
+        "{} traces ({:.1} MB) written to {}.*.et",
+        traces.len(),
+        traces.iter().map(|t| t.len()).sum::<usize>() as f64 / 1e6,
+        prefix.display()
+    );
+    Ok(())
+}
+
+fn import_msccl(a: ImportMscclArgs) -> anyhow::Result<()> {
+    let ImportMscclArgs { file, out } = a;
+    let text =
+        std::fs::read_to_string(&file).map_err(|e| InputError::at(&file, None, "", format!("cannot read: {e}")))?;
+    let s = dimsum::interop::msccl::parse(&text)
+        .map_err(|e| InputError::at(&file, Some(e.line as usize), "", e.message))?;
+    dimsum::io::write_atomic(&out, s.to_json().as_bytes())?;
+    println!(
+        "{} transfers on {} NPUs written to {}",
+        s.transfers.len(),
+        s.npus,
+        out.display()
+    );
+    Ok(())
+}
+
+fn import_chakra(a: ImportChakraArgs) -> anyhow::Result<()> {
+    let ImportChakraArgs { prefix, out } = a;
+    let traces = dimsum::interop::chakra::read_traces(&prefix)
+        .map_err(|e| InputError::at(Path::new(&e.path), None, "", e.message))?;
+    let s = dimsum::interop::chakra::to_schedule(&traces, &prefix)
+        .map_err(|e| InputError::at(Path::new(&e.path), None, "", e.message))?;
+    dimsum::io::write_atomic(&out, s.to_json().as_bytes())?;
+    println!(
+        "{} transfers on {} NPUs written to {}",
+        s.transfers.len(),
+        s.npus,
+        out.display()
+    );
+    Ok(())
+}
+
+fn import_libra(a: ImportLibraArgs) -> anyhow::Result<()> {
+    let ImportLibraArgs {
+        network,
+        workload,
+        communicator,
+        cost,
+        name,
+    } = a;
+    let mut study = Study::from_libra_files(&network, &workload, &communicator, &cost)?;
+    if let Some(n) = name {
+        study.name = n;
+    }
+    study.description = format!("LIBRA inputs: {} on {}", workload.display(), study.fabric.shape());
+    let header = vec![
+            format!("dimsum study imported from LIBRA's inputs by dimsum {}", env!("CARGO_PKG_VERSION")),
+            format!("network: {}", network.display()),
+            format!("workload: {}", workload.display()),
+            format!("communicator: {}", communicator.display()),
+            format!("cost model: {}", cost.display()),
+            "LIBRA (astra-sim/libra) inputs are MIT-licensed: Copyright (c) 2024 Georgia Institute of Technology, Intel Corporation.".into(),
+            "Compute times are ns and sizes bytes, as LIBRA reads them; no latency (LIBRA's time model).".into(),
+        ];
+    print!("{}", study.to_toml(&header));
+    Ok(())
 }
 
 /// The allocation `--bw` gives, else the study's `bw`.
