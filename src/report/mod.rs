@@ -6,6 +6,21 @@
 //! Charts draw on linear axes in transformed coordinates (log10 where a range
 //! spans more than a decade) and label ticks with the real values, so one
 //! drawing routine serves every combination of linear and log axes.
+//!
+//! Reports are typed: [`doc::Doc`] holds headings, paragraphs, lists,
+//! tables and charts, and renders as Markdown or as a self-contained page.
+//!
+//! ```
+//! use dimsum::report::doc::{Block, Doc};
+//! use std::collections::BTreeMap;
+//!
+//! let mut d = Doc::default();
+//! d.heading(2, "Frontier");
+//! d.push(Block::Table(vec!["budget".into(), "ms".into()], vec![vec!["1".into(), "2.5".into()]]));
+//! assert_eq!(d.markdown(), "## Frontier\n\n| budget | ms |\n|---|---|\n| 1 | 2.5 |\n");
+//! let page = dimsum::report::html::render(&d, "t", &BTreeMap::new());
+//! assert!(page.contains("<h2>Frontier</h2>") && page.contains("<td>2.5</td>"));
+//! ```
 
 pub mod doc;
 pub mod html;
