@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Built-in collective algorithms replayed on explicit topologies, against the
 # lower bounds: results/collectives/collectives.csv and collectives.md, plus
-# the heatmap and timeline of a few cases. Only calls the CLI.
+# the heatmap and timeline of a few cases (under ROOT/results/collectives if
+# given a directory ROOT: scripts/reproduce.sh --check). Only calls the CLI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
-bin=target/release/dimsum
-out=results/collectives
+bin=${CARGO_TARGET_DIR:-target}/release/dimsum
+out=${1:+$1/}results/collectives
 mkdir -p "$out"
 csv=$(mktemp)
 trap 'rm -f "$csv"' EXIT
@@ -15,10 +16,13 @@ echo "topology,collective,size_bytes,label,algorithm,chunks_per_npu,time_us,lowe
 case_row() { # label topology collective size algorithm [extra args...]
   local label=$1 topo=$2 coll=$3 size=$4 algo=$5
   shift 5
+  # A fabric study brings its own links (the CLI refuses --link-gbps for it).
+  local links=()
+  if [[ $topo != fabric:* ]]; then links=(--link-gbps 50 --link-latency-us 0.5); fi
   local json
   json=$(mktemp)
   if ! "$bin" collective --topology "$topo" --collective "$coll" --size "$size" --algorithm "$algo" \
-    --link-gbps 50 --link-latency-us 0.5 --json "$@" >"$json" 2>/dev/null; then
+    "${links[@]}" --json "$@" >"$json" 2>/dev/null; then
     rm -f "$json"
     return 0 # not defined for this case (e.g. halving-doubling all-to-all on 12 NPUs)
   fi

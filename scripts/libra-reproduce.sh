@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Reproduces LIBRA's repository defaults with dimsum and writes the table to
-# studies/LIBRA-REPRODUCTION.md. Only calls the CLI.
+# studies/LIBRA-REPRODUCTION.md (ROOT/studies/LIBRA-REPRODUCTION.md if given a
+# directory ROOT: scripts/reproduce.sh --check). Only calls the CLI.
 #   - 4D GPT-3 under LIBRA's multiple_constraints, perf and perf-per-cost;
 #   - every workload on the 4D and 3D fabrics under sum of B = 500 GB/s
 #     (LIBRA's total_bw_500gbps constraint), perf and perf-per-cost.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
-bin=target/release/dimsum
-out=studies/LIBRA-REPRODUCTION.md
+bin=${CARGO_TARGET_DIR:-target}/release/dimsum
+out=${1:+$1/}studies/LIBRA-REPRODUCTION.md
+mkdir -p "$(dirname "$out")"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 

@@ -4,13 +4,14 @@
 # hierarchical schedules at 1, 2 and 4 chunks per NPU and TACOS-synthesized
 # schedules: each optimum evaluated the other way (the analytic optimum's
 # schedules replayed; the schedule-backed optimum's analytic time). Writes
-# results/schedule-backed/compare.md and the JSON of every run. Only calls
-# the CLI (python3 formats the table).
+# results/schedule-backed/compare.md and the JSON of every run (under ROOT if
+# given a directory ROOT: scripts/reproduce.sh --check). Only calls the CLI
+# (python3 formats the table).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
-bin=target/release/dimsum
-out=results/schedule-backed
+bin=${CARGO_TARGET_DIR:-target}/release/dimsum
+out=${1:+$1/}results/schedule-backed
 mkdir -p "$out/json"
 
 {
