@@ -1,0 +1,263 @@
+//! The `[fabric]` and `[cost]` sections: `[[fabric.dims]]` (each dimension's
+//! name, block, NPU count, latency, bandwidth bounds and options, cost tier
+//! and collective algorithm) and `[cost.tiers.<name>]` (the $ and pJ/bit per
+//! GB/s of each tier); and the check of an allocation (`bw`, `[[case]]`,
+//! `--bw`) against the fabric.
+
+use super::{StudyFile, find_line, zero};
+use crate::error::{InputError, one_of};
+use crate::model::collective::Algorithm;
+use crate::model::cost::Tier;
+use crate::model::fabric::{Block, Dim, Fabric};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use toml::Spanned;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFabric {
+    dims: Spanned<Vec<Spanned<RawDim>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDim {
+    name: String,
+    block: Block,
+    npus: Spanned<i64>,
+    #[serde(default = "zero")]
+    latency_ns: Spanned<f64>,
+    min_gbps: Option<Spanned<f64>>,
+    max_gbps: Option<Spanned<f64>>,
+    tier: Option<Spanned<String>>,
+    algorithm: Option<Spanned<Algorithm>>,
+    options_gbps: Option<Spanned<Vec<f64>>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCost {
+    #[serde(default)]
+    pub(super) tiers: BTreeMap<String, Tier>,
+}
+
+/// The fabric and each dimension's collective algorithm, every dimension
+/// checked in order (its tier must be one of `cost`'s); then the cost tiers'
+/// values.
+pub(super) fn fabric(
+    raw: &RawFabric,
+    cost: &RawCost,
+    src: StudyFile<'_>,
+) -> Result<(Fabric, Vec<Algorithm>), InputError> {
+    let raw_dims = &raw.dims;
+    if raw_dims.get_ref().is_empty() {
+        return Err(src.at(
+            raw_dims.span(),
+            "fabric.dims",
+            "the fabric needs at least one dimension",
+        ));
+    }
+    let mut dims = Vec::new();
+    let mut algorithms = Vec::new();
+    for (i, sd) in raw_dims.get_ref().iter().enumerate() {
+        let (dim, algorithm) = dim(i, sd, &dims, cost, src)?;
+        algorithms.push(algorithm);
+        dims.push(dim);
+    }
+    let fabric = Fabric { dims };
+    fabric_npus_fit(&fabric).map_err(|m| src.at(raw_dims.span(), "fabric.dims", m))?;
+    check_tiers(cost, src)?;
+    Ok((fabric, algorithms))
+}
+
+/// `[[fabric.dims]]` number `i`, given the dimensions before it.
+fn dim(
+    i: usize,
+    sd: &Spanned<RawDim>,
+    before: &[Dim],
+    cost: &RawCost,
+    src: StudyFile<'_>,
+) -> Result<(Dim, Algorithm), InputError> {
+    let d = sd.get_ref();
+    let field = |f: &str| format!("fabric.dims[{i}].{f}");
+    let npus = *d.npus.get_ref();
+    if npus < 2 || npus > i64::from(u32::MAX) {
+        return Err(src.at(
+            d.npus.span(),
+            field("npus"),
+            format!("{npus} NPUs is not allowed: a dimension has at least 2 NPUs"),
+        ));
+    }
+    if before.iter().any(|x| x.name == d.name) {
+        return Err(src.at(
+            sd.span(),
+            field("name"),
+            format!("`{}` names two dimensions: names must be unique", d.name),
+        ));
+    }
+    if d.name.parse::<f64>().is_ok() || d.name.is_empty() || d.name.contains(char::is_whitespace) {
+        return Err(src.at(
+            sd.span(),
+            field("name"),
+            format!("`{}` is not a usable name: use letters, digits, - or _", d.name),
+        ));
+    }
+    let latency = *d.latency_ns.get_ref();
+    if !(latency.is_finite() && latency >= 0.0) {
+        return Err(src.at(
+            d.latency_ns.span(),
+            field("latency_ns"),
+            format!("{latency} is not allowed: use a latency >= 0"),
+        ));
+    }
+    for (name, b) in [("min_gbps", &d.min_gbps), ("max_gbps", &d.max_gbps)] {
+        if let Some(b) = b {
+            let v = *b.get_ref();
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(src.at(
+                    b.span(),
+                    field(name),
+                    format!("{v} is not allowed: use a bandwidth >= 0 GB/s"),
+                ));
+            }
+        }
+    }
+    if let (Some(lo), Some(hi)) = (&d.min_gbps, &d.max_gbps)
+        && lo.get_ref() > hi.get_ref()
+    {
+        return Err(src.at(
+            hi.span(),
+            field("max_gbps"),
+            format!("{} is below min_gbps {}", hi.get_ref(), lo.get_ref()),
+        ));
+    }
+    let tier = d.tier.as_ref().map_or(d.name.clone(), |t| t.get_ref().clone());
+    if !cost.tiers.contains_key(&tier) {
+        let span = d.tier.as_ref().map_or(sd.span(), |t| t.span());
+        let known: Vec<&str> = cost.tiers.keys().map(String::as_str).collect();
+        return Err(src.at(
+            span,
+            field("tier"),
+            format!(
+                "cost tier `{tier}` is not defined in [cost.tiers]; defined: {}",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    one_of(&known)
+                }
+            ),
+        ));
+    }
+    let options = options(d, &field, src)?;
+    let algorithm = algorithm(d, &field, src)?;
+    let dim = Dim {
+        name: d.name.clone(),
+        block: d.block,
+        npus: npus as u32,
+        latency_ns: latency,
+        min_gbps: d.min_gbps.as_ref().map(|b| *b.get_ref()),
+        max_gbps: d.max_gbps.as_ref().map(|b| *b.get_ref()),
+        tier,
+        options_gbps: options,
+    };
+    Ok((dim, algorithm))
+}
+
+/// A dimension's `options_gbps`, sorted without repeats.
+fn options(d: &RawDim, field: &dyn Fn(&str) -> String, src: StudyFile<'_>) -> Result<Option<Vec<f64>>, InputError> {
+    let Some(o) = &d.options_gbps else {
+        return Ok(None);
+    };
+    let mut v = o.get_ref().clone();
+    if v.is_empty() || v.iter().any(|x| !(x.is_finite() && *x > 0.0)) {
+        return Err(src.at(
+            o.span(),
+            field("options_gbps"),
+            "list at least one bandwidth, each > 0 GB/s",
+        ));
+    }
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    Ok(Some(v))
+}
+
+/// A dimension's `algorithm`, which must run on its block (default: the
+/// block's own).
+fn algorithm(d: &RawDim, field: &dyn Fn(&str) -> String, src: StudyFile<'_>) -> Result<Algorithm, InputError> {
+    let Some(a) = &d.algorithm else {
+        return Ok(Algorithm::default_for(d.block));
+    };
+    if !a.get_ref().fits(d.block) {
+        return Err(src.at(
+            a.span(),
+            field("algorithm"),
+            format!(
+                "`{}` does not run on a {} dimension: use {}",
+                a.get_ref(),
+                d.block,
+                one_of(Algorithm::allowed(d.block))
+            ),
+        ));
+    }
+    Ok(*a.get_ref())
+}
+
+/// Every cost tier's prices and energies are finite and >= 0.
+fn check_tiers(cost: &RawCost, src: StudyFile<'_>) -> Result<(), InputError> {
+    for (name, tier) in &cost.tiers {
+        for (f, v) in [
+            ("link_usd_per_gbps", tier.link_usd_per_gbps),
+            ("switch_usd_per_gbps", tier.switch_usd_per_gbps),
+            ("nic_usd_per_gbps", tier.nic_usd_per_gbps),
+            ("link_pj_per_bit", tier.link_pj_per_bit),
+            ("switch_pj_per_bit", tier.switch_pj_per_bit),
+            ("nic_pj_per_bit", tier.nic_pj_per_bit),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                let line =
+                    find_line(src.text, &format!("[cost.tiers.{name}]")).or_else(|| find_line(src.text, "[cost"));
+                return Err(InputError::at(
+                    src.path,
+                    line,
+                    format!("cost.tiers.{name}.{f}"),
+                    format!("{v} is not allowed: use a value >= 0"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks an allocation against a fabric: one finite value >= 0 per dimension.
+pub(super) fn check_bw(values: &[f64], fabric: &Fabric) -> Result<Vec<f64>, String> {
+    if values.len() != fabric.ndims() {
+        return Err(format!(
+            "{} values given but the fabric has {} dimensions ({}): give one GB/s per NPU value per dimension",
+            values.len(),
+            fabric.ndims(),
+            fabric
+                .dims
+                .iter()
+                .map(|d| d.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some((d, v)) = values.iter().enumerate().find(|(_, v)| !(v.is_finite() && **v >= 0.0)) {
+        return Err(format!(
+            "{v} GB/s on dimension `{}` is not allowed: use a bandwidth >= 0",
+            fabric.dims[d].name
+        ));
+    }
+    Ok(values.to_vec())
+}
+
+/// Rejects fabrics whose NPU count overflows.
+fn fabric_npus_fit(fabric: &Fabric) -> Result<u64, String> {
+    fabric
+        .dims
+        .iter()
+        .try_fold(1u64, |acc, d| acc.checked_mul(u64::from(d.npus)))
+        .filter(|n| *n <= 1 << 40)
+        .ok_or_else(|| "the fabric has more than 2^40 NPUs".to_string())
+}

@@ -1,0 +1,95 @@
+//! `[[frontier]]` (the budget axis and number of points of each frontier
+//! `run` draws) and `[[case]]` (the named fixed allocations `run` evaluates
+//! and shows beside them); and the budget axis names a `[[sweep]]` also uses.
+
+use super::StudyFile;
+use super::fabric::check_bw;
+use crate::error::{InputError, one_of};
+use crate::model::fabric::Fabric;
+use crate::optimize::frontier::Axis;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A `[[frontier]]` to draw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrontierSpec {
+    /// Budget axis.
+    pub axis: Axis,
+    /// Number of points.
+    pub points: usize,
+}
+
+/// A `[[case]]`: a named fixed allocation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// Name.
+    pub name: String,
+    /// GB/s per NPU per dimension.
+    pub bw: Vec<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFrontier {
+    axis: Option<Spanned<String>>,
+    points: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCase {
+    name: String,
+    bw: Spanned<Vec<f64>>,
+}
+
+/// A budget axis by name (default: cost).
+pub(super) fn axis(a: &Option<Spanned<String>>, field: String, src: StudyFile<'_>) -> Result<Axis, InputError> {
+    match a {
+        None => Ok(Axis::Cost),
+        Some(a) => Axis::from_name(a.get_ref()).ok_or_else(|| {
+            src.at(
+                a.span(),
+                field,
+                format!("`{}` is not an axis; allowed: {}", a.get_ref(), one_of(&Axis::NAMES)),
+            )
+        }),
+    }
+}
+
+/// Every `[[frontier]]`: 2 to 100000 points (default 40) on an axis.
+pub(super) fn frontiers(raw: &[Spanned<RawFrontier>], src: StudyFile<'_>) -> Result<Vec<FrontierSpec>, InputError> {
+    let mut frontiers = Vec::new();
+    for (i, f) in raw.iter().enumerate() {
+        let r = f.get_ref();
+        let points = match &r.points {
+            None => 40,
+            Some(p) if (2..=100_000).contains(p.get_ref()) => *p.get_ref() as usize,
+            Some(p) => {
+                return Err(src.at(
+                    p.span(),
+                    format!("frontier[{i}].points"),
+                    format!("{} is not allowed: use 2 to 100000 points", p.get_ref()),
+                ));
+            }
+        };
+        frontiers.push(FrontierSpec {
+            axis: axis(&r.axis, format!("frontier[{i}].axis"), src)?,
+            points,
+        });
+    }
+    Ok(frontiers)
+}
+
+/// Every `[[case]]`, its allocation checked against the fabric.
+pub(super) fn cases(raw: &[Spanned<RawCase>], fabric: &Fabric, src: StudyFile<'_>) -> Result<Vec<Case>, InputError> {
+    let mut cases = Vec::new();
+    for (i, c) in raw.iter().enumerate() {
+        let r = c.get_ref();
+        let bw = check_bw(r.bw.get_ref(), fabric).map_err(|m| src.at(r.bw.span(), format!("case[{i}].bw"), m))?;
+        cases.push(Case {
+            name: r.name.clone(),
+            bw,
+        });
+    }
+    Ok(cases)
+}

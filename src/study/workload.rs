@@ -1,0 +1,472 @@
+//! The workload, written or generated. Written: `[workload]` with its
+//! `[[workload.layers]]` (each phase's compute time, collective, bytes and
+//! group) and default communicators (`[workload.communicator]`), or LIBRA's
+//! files named by `libra_workload` and `libra_communicator`. Generated: from
+//! `[model]` (a preset or every field), `[npu]` and `[parallelism]` (tp, pp,
+//! dp, ZeRO, sequence parallelism, recomputation, placement `order`).
+
+use super::StudyFile;
+use super::zero;
+use crate::error::{InputError, one_of};
+use crate::interop::libra;
+use crate::model::fabric::Fabric;
+use crate::model::transformer::{ModelSpec, Npu, Par, Strategy};
+use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
+use serde::Deserialize;
+use toml::Spanned;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWorkload {
+    communicator: Option<RawCommunicator>,
+    libra_workload: Option<Spanned<String>>,
+    libra_communicator: Option<Spanned<String>>,
+    layers: Option<Vec<RawLayer>>,
+}
+
+impl RawWorkload {
+    /// The LIBRA files named, as written: the workload's, then the
+    /// communicator's.
+    pub(super) fn libra_files(&self) -> impl Iterator<Item = &String> {
+        [&self.libra_workload, &self.libra_communicator]
+            .into_iter()
+            .flatten()
+            .map(Spanned::get_ref)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCommunicator {
+    forward: Option<Spanned<Vec<i64>>>,
+    input_grad: Option<Spanned<Vec<i64>>>,
+    weight_grad: Option<Spanned<Vec<i64>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLayer {
+    name: Option<String>,
+    forward: Option<RawPhase>,
+    input_grad: Option<RawPhase>,
+    weight_grad: Option<RawPhase>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPhase {
+    #[serde(default = "zero")]
+    compute_ns: Spanned<f64>,
+    collective: Option<Spanned<RawCollective>>,
+    #[serde(default = "zero")]
+    bytes: Spanned<f64>,
+    group: Option<Spanned<Vec<i64>>>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "kebab-case")]
+enum RawCollective {
+    None,
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+    AllToAll,
+    SendRecv,
+}
+
+impl RawCollective {
+    fn kind(self) -> Option<CollectiveKind> {
+        match self {
+            RawCollective::None => None,
+            RawCollective::AllReduce => Some(CollectiveKind::AllReduce),
+            RawCollective::ReduceScatter => Some(CollectiveKind::ReduceScatter),
+            RawCollective::AllGather => Some(CollectiveKind::AllGather),
+            RawCollective::AllToAll => Some(CollectiveKind::AllToAll),
+            RawCollective::SendRecv => Some(CollectiveKind::SendRecv),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawModel {
+    preset: Option<String>,
+    name: Option<String>,
+    layers: Option<u32>,
+    hidden: Option<u64>,
+    heads: Option<u32>,
+    ffn: Option<u64>,
+    ffn_matrices: Option<u32>,
+    seq: Option<u64>,
+    vocab: Option<u64>,
+    global_batch: Option<u64>,
+    micro_batch: Option<u64>,
+    bytes_weight: Option<f64>,
+    bytes_grad: Option<f64>,
+    bytes_optimizer: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawParallelism {
+    tp: u64,
+    pp: u64,
+    dp: u64,
+    #[serde(default = "one")]
+    zero: u8,
+    #[serde(default = "yes")]
+    sequence_parallel: bool,
+    #[serde(default)]
+    recompute: bool,
+    order: Option<String>,
+}
+
+fn one() -> u8 {
+    1
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The generator sections, checked: what a workload is generated from.
+pub(super) struct Generator {
+    /// `[model]`.
+    pub(super) model: Option<ModelSpec>,
+    /// `[npu]`.
+    pub(super) npu: Option<Npu>,
+    /// `[parallelism]`.
+    pub(super) parallelism: Option<Strategy>,
+}
+
+/// `[model]`, `[npu]` and `[parallelism]`, each checked if present (errors
+/// on the section's header line).
+pub(super) fn generator(
+    model: Option<&RawModel>,
+    npu: Option<&Npu>,
+    parallelism: Option<&RawParallelism>,
+    src: StudyFile<'_>,
+) -> Result<Generator, InputError> {
+    let model = match model {
+        None => None,
+        Some(m) => Some(model_spec(m).map_err(|msg| src.at_line("[model]", "model", msg))?),
+    };
+    let npu = match npu {
+        None => None,
+        Some(n) => {
+            let ok = |v: f64| v.is_finite() && v > 0.0;
+            if !(ok(n.peak_tflops) && ok(n.hbm_gib) && ok(n.efficiency) && n.efficiency <= 1.0) {
+                return Err(src.at_line(
+                    "[npu]",
+                    "npu",
+                    "peak_tflops and hbm_gib must be > 0 and efficiency in (0, 1]",
+                ));
+            }
+            Some(n.clone())
+        }
+    };
+    let parallelism = match parallelism {
+        None => None,
+        Some(p) => Some(strategy(p).map_err(|msg| src.at_line("[parallelism]", "parallelism", msg))?),
+    };
+    Ok(Generator {
+        model,
+        npu,
+        parallelism,
+    })
+}
+
+/// The workload: `[workload]` as written, or generated from `[model]`,
+/// `[npu]` and `[parallelism]`; exactly one of the two.
+pub(super) fn workload(
+    raw: Option<&RawWorkload>,
+    generator: &Generator,
+    fabric: &Fabric,
+    src: StudyFile<'_>,
+) -> Result<Workload, InputError> {
+    match (raw, &generator.model, &generator.npu, &generator.parallelism) {
+        (Some(w), None, _, _) => read_workload(w, fabric, src),
+        (None, Some(m), Some(n), Some(st)) => Ok(crate::model::transformer::generate(m, n, st, fabric)
+            .map_err(|msg| src.at_line("[parallelism]", "parallelism", msg))?
+            .workload),
+        (Some(_), Some(_), _, _) => Err(src.at_line("[model]", "model", "give either [workload] or [model], not both")),
+        (None, Some(_), _, _) => Err(src.at_line(
+            "[model]",
+            "model",
+            "a [model] needs [npu] (peak_tflops, efficiency, hbm_gib) and [parallelism] (tp, pp, dp)",
+        )),
+        (None, None, _, _) => Err(InputError::at(
+            src.path,
+            None,
+            "workload",
+            "no workload: add [workload] (layers or LIBRA files) or [model]",
+        )),
+    }
+}
+
+/// A written `[workload]`: its default communicators, then its layers.
+fn read_workload(raw: &RawWorkload, fabric: &Fabric, src: StudyFile<'_>) -> Result<Workload, InputError> {
+    let defaults = communicators(raw, fabric, src)?;
+    let layers = match (&raw.layers, &raw.libra_workload) {
+        (Some(_), Some(f)) => {
+            return Err(src.at(
+                f.span(),
+                "workload.libra_workload",
+                "give either [[workload.layers]] or libra_workload, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(src.at_line(
+                "[workload]",
+                "workload",
+                "no layers: add [[workload.layers]] or name a LIBRA workload with libra_workload",
+            ));
+        }
+        (None, Some(f)) => {
+            let file = src.dir().join(f.get_ref());
+            let layers = libra::read_workload(&file)?;
+            libra::attach_communicators(&layers, &defaults, &file)?
+        }
+        (Some(raw_layers), None) => {
+            let mut layers = Vec::new();
+            for (i, l) in raw_layers.iter().enumerate() {
+                let phase = |kind, p: &Option<RawPhase>| phase(i, kind, p.as_ref(), &defaults, fabric, src);
+                layers.push(Layer {
+                    name: l.name.clone().unwrap_or_else(|| format!("layer{i}")),
+                    forward: phase(PhaseKind::Forward, &l.forward)?,
+                    input_grad: phase(PhaseKind::InputGrad, &l.input_grad)?,
+                    weight_grad: phase(PhaseKind::WeightGrad, &l.weight_grad)?,
+                });
+            }
+            layers
+        }
+    };
+    Ok(Workload { layers })
+}
+
+/// The default communicator of each phase: inline, from a LIBRA file, or none.
+fn communicators(raw: &RawWorkload, fabric: &Fabric, src: StudyFile<'_>) -> Result<[Option<Group>; 3], InputError> {
+    let mut defaults: [Option<Group>; 3] = [None, None, None];
+    match (&raw.communicator, &raw.libra_communicator) {
+        (Some(_), Some(f)) => {
+            return Err(src.at(
+                f.span(),
+                "workload.libra_communicator",
+                "give either [workload.communicator] or libra_communicator, not both",
+            ));
+        }
+        (Some(c), None) => {
+            for (i, (name, g)) in [
+                ("forward", &c.forward),
+                ("input_grad", &c.input_grad),
+                ("weight_grad", &c.weight_grad),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if let Some(g) = g {
+                    let group = Group::from_libra(g.get_ref())
+                        .and_then(|grp| grp.check(fabric).map(|_| grp))
+                        .map_err(|m| src.at(g.span(), format!("workload.communicator.{name}"), m))?;
+                    defaults[i] = Some(group);
+                }
+            }
+        }
+        (None, Some(f)) => {
+            let file = src.dir().join(f.get_ref());
+            let comm = libra::read_communicator(&file)?;
+            comm.check(fabric, &file)?;
+            defaults = comm.groups.map(Some);
+        }
+        (None, None) => {}
+    }
+    Ok(defaults)
+}
+
+/// One phase of layer `i` (absent: no compute, no collective); a collective
+/// without its own group takes the phase's default communicator.
+fn phase(
+    i: usize,
+    kind: PhaseKind,
+    p: Option<&RawPhase>,
+    defaults: &[Option<Group>; 3],
+    fabric: &Fabric,
+    src: StudyFile<'_>,
+) -> Result<Phase, InputError> {
+    let field = |f: &str| format!("workload.layers[{i}].{}.{f}", kind.name());
+    let Some(p) = p else {
+        return Ok(Phase::default());
+    };
+    let compute = *p.compute_ns.get_ref();
+    if !(compute.is_finite() && compute >= 0.0) {
+        return Err(src.at(
+            p.compute_ns.span(),
+            field("compute_ns"),
+            format!("{compute} is not allowed: use a compute time >= 0 ns"),
+        ));
+    }
+    let bytes = *p.bytes.get_ref();
+    if !(bytes.is_finite() && bytes >= 0.0) {
+        return Err(src.at(
+            p.bytes.span(),
+            field("bytes"),
+            format!("{bytes} is not allowed: a size is >= 0 bytes"),
+        ));
+    }
+    let kind_c = p.collective.as_ref().and_then(|c| c.get_ref().kind());
+    let comm = match kind_c {
+        None => {
+            if bytes > 0.0 {
+                return Err(src.at(
+                    p.bytes.span(),
+                    field("bytes"),
+                    format!(
+                        "{bytes} bytes given but no collective: set collective = {}",
+                        one_of(&CollectiveKind::NAMES)
+                    ),
+                ));
+            }
+            None
+        }
+        Some(_) if bytes == 0.0 => None,
+        Some(k) => {
+            let group = match &p.group {
+                Some(g) => Group::from_libra(g.get_ref())
+                    .and_then(|grp| grp.check(fabric).map(|_| grp))
+                    .map_err(|m| src.at(g.span(), field("group"), m))?,
+                None => defaults[kind as usize].clone().ok_or_else(|| {
+                    let span = p.collective.as_ref().map_or(p.bytes.span(), |c| c.span());
+                    src.at(
+                        span,
+                        field("group"),
+                        format!(
+                            "no communicator for this {k}: set group = [...] here or {} in [workload.communicator]",
+                            kind.name()
+                        ),
+                    )
+                })?,
+            };
+            Some(Comm { kind: k, bytes, group })
+        }
+    };
+    Ok(Phase {
+        compute_ns: compute,
+        comm,
+    })
+}
+
+/// A model from a preset (with overrides) or from every field.
+fn model_spec(m: &RawModel) -> Result<ModelSpec, String> {
+    let base = match &m.preset {
+        Some(p) => Some(
+            ModelSpec::preset(p)
+                .ok_or_else(|| format!("`{p}` is not a preset; allowed: {}", one_of(&ModelSpec::PRESETS)))?,
+        ),
+        None => None,
+    };
+    let need = |name: &str| {
+        format!(
+            "`{name}` is missing: give every field or a preset ({})",
+            one_of(&ModelSpec::PRESETS)
+        )
+    };
+    macro_rules! field {
+        ($f:ident) => {
+            match (m.$f.clone(), &base) {
+                (Some(v), _) => v,
+                (None, Some(b)) => b.$f.clone(),
+                (None, None) => return Err(need(stringify!($f))),
+            }
+        };
+    }
+    let spec = ModelSpec {
+        name: m
+            .name
+            .clone()
+            .or_else(|| m.preset.clone())
+            .unwrap_or_else(|| "model".into()),
+        layers: field!(layers),
+        hidden: field!(hidden),
+        heads: field!(heads),
+        ffn: field!(ffn),
+        ffn_matrices: field!(ffn_matrices),
+        seq: field!(seq),
+        vocab: field!(vocab),
+        global_batch: field!(global_batch),
+        micro_batch: field!(micro_batch),
+        bytes_weight: field!(bytes_weight),
+        bytes_grad: field!(bytes_grad),
+        bytes_optimizer: field!(bytes_optimizer),
+    };
+    if spec.layers == 0
+        || spec.hidden == 0
+        || spec.heads == 0
+        || spec.ffn == 0
+        || spec.seq == 0
+        || spec.global_batch == 0
+        || spec.micro_batch == 0
+    {
+        return Err("layers, hidden, heads, ffn, seq, global_batch and micro_batch must be > 0".into());
+    }
+    if !(2..=3).contains(&spec.ffn_matrices) {
+        return Err(format!(
+            "ffn_matrices {} is not allowed: 2 (GELU MLP) or 3 (SwiGLU)",
+            spec.ffn_matrices
+        ));
+    }
+    if [spec.bytes_weight, spec.bytes_grad, spec.bytes_optimizer]
+        .iter()
+        .any(|b| !(b.is_finite() && *b >= 0.0))
+    {
+        return Err("bytes per element must be >= 0".into());
+    }
+    Ok(spec)
+}
+
+/// Why a placement order is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OrderError {
+    /// A part that is not `tp`, `pp` or `dp`.
+    #[error("`{0}` is not a parallelism; use tp, pp and dp, e.g. \"tp,pp,dp\"")]
+    NotAParallelism(String),
+    /// Not each of `tp`, `pp` and `dp` exactly once (the whole order).
+    #[error("`{0}` must name tp, pp and dp once each, innermost first")]
+    NotEachOnce(String),
+}
+
+/// Parses `tp,pp,dp`-style placement orders.
+pub fn parse_order(s: &str) -> Result<[Par; 3], OrderError> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let mut out = Vec::new();
+    for p in &parts {
+        out.push(match *p {
+            "tp" => Par::Tp,
+            "pp" => Par::Pp,
+            "dp" => Par::Dp,
+            other => return Err(OrderError::NotAParallelism(other.to_string())),
+        });
+    }
+    match out[..] {
+        [a, b, c] if a != b && b != c && a != c => Ok([a, b, c]),
+        _ => Err(OrderError::NotEachOnce(s.to_string())),
+    }
+}
+
+/// A `[parallelism]`: degrees >= 1, a ZeRO stage, a placement order.
+fn strategy(p: &RawParallelism) -> Result<Strategy, String> {
+    if p.tp == 0 || p.pp == 0 || p.dp == 0 {
+        return Err("tp, pp and dp must be >= 1".into());
+    }
+    if p.zero > 3 {
+        return Err(format!("zero {} is not allowed: ZeRO stages are 0 to 3", p.zero));
+    }
+    Ok(Strategy {
+        tp: p.tp,
+        pp: p.pp,
+        dp: p.dp,
+        zero: p.zero,
+        sequence_parallel: p.sequence_parallel,
+        recompute: p.recompute,
+        order: parse_order(p.order.as_deref().unwrap_or("tp,pp,dp")).map_err(|e| e.to_string())?,
+    })
+}
