@@ -77,6 +77,64 @@ pub fn one_of(names: &[&str]) -> String {
     }
 }
 
+/// A name outside a closed set: what was given and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{given}` is not {what}; allowed: {allowed}")]
+pub struct UnknownName {
+    /// What a value of the set is called, with its article ("an algorithm").
+    pub what: &'static str,
+    /// The name given.
+    pub given: String,
+    /// The allowed names, as [`one_of`] lists them.
+    pub allowed: String,
+}
+
+/// A closed set of names (an enum spelled one way in studies, on the
+/// command line and in reports). [`named!`](crate::named) gives it
+/// `FromStr` (with the allowed list in the error) and `Display`.
+pub trait Named: Sized + Copy + 'static {
+    /// What one value is called, with its article ("a link model").
+    const WHAT: &'static str;
+    /// Every value, in the order error messages list them.
+    const ALL: &'static [Self];
+    /// The value's name.
+    fn as_name(self) -> &'static str;
+    /// Every name, in order.
+    fn names() -> Vec<&'static str> {
+        Self::ALL.iter().map(|v| v.as_name()).collect()
+    }
+    /// The value named `s`.
+    fn from_name(s: &str) -> Result<Self, UnknownName> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|v| v.as_name() == s)
+            .ok_or_else(|| UnknownName {
+                what: Self::WHAT,
+                given: s.to_string(),
+                allowed: one_of(&Self::names()),
+            })
+    }
+}
+
+/// `FromStr` and `Display` for a [`Named`] type.
+#[macro_export]
+macro_rules! named {
+    ($t:ty) => {
+        impl std::str::FromStr for $t {
+            type Err = $crate::error::UnknownName;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                <$t as $crate::error::Named>::from_name(s)
+            }
+        }
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str($crate::error::Named::as_name(*self))
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

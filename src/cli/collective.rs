@@ -1,26 +1,16 @@
 //! `dimsum collective`: build (or read) a collective schedule, replay it on
 //! an explicit topology, and report its time beside the lower bounds.
 
-use dimsum::error::{InputError, one_of};
-use dimsum::report;
-use dimsum::schedule::Schedule;
-use dimsum::schedule::bounds::{self, Bounds};
-use dimsum::schedule::builtin::{self, Algo};
-use dimsum::schedule::swing::{self, Peers, SwingOptions, Variant};
-use dimsum::schedule::synth::{self, SynthOptions};
-
-/// The swing module's algorithms on the command line.
-const SWING_NAMES: [&str; 5] = [
-    "swing",
-    "swing-latency",
-    "recursive-doubling",
-    "recursive-doubling-bw",
-    "bucket",
-];
 use clap::Args;
+use dimsum::error::{InputError, one_of};
 use dimsum::model::topology::{self, Topology};
 use dimsum::model::units;
 use dimsum::model::workload::CollectiveKind;
+use dimsum::report;
+use dimsum::schedule::Schedule;
+use dimsum::schedule::algorithm::{self, Algorithm, Options, SpecError};
+use dimsum::schedule::bounds::{self, Bounds};
+use dimsum::schedule::builtin::Algo;
 use dimsum::schedule::simulate::{self, LinkModel, SimOptions, SimResult};
 use dimsum::study::Study;
 use std::fmt::Write as _;
@@ -177,12 +167,8 @@ fn collective_kind(s: &str) -> Result<CollectiveKind, InputError> {
 
 /// The `--link-model` named.
 pub fn link_model(name: &str) -> Result<LinkModel, InputError> {
-    LinkModel::parse(name).ok_or_else(|| {
-        InputError::arg(
-            "--link-model",
-            format!("`{name}` is not a link model: use {}", one_of(&LinkModel::NAMES)),
-        )
-    })
+    name.parse::<LinkModel>()
+        .map_err(|e| InputError::arg("--link-model", e.to_string()))
 }
 
 /// Reads a schedule file (`--schedule-out`'s JSON) and checks its structure.
@@ -211,96 +197,39 @@ pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<
         return load_schedule(path);
     }
     let kind = collective_kind(&args.collective)?;
-    if args.chunks_per_npu < 1 {
-        return Err(InputError::arg("--chunks-per-npu", "must be at least 1"));
-    }
-    let default = if topo.dims.is_empty() { "ring" } else { "hierarchical" };
-    let algo = args.algorithm.as_deref().unwrap_or(default);
-    let mut names: Vec<&str> = Algo::NAMES.to_vec();
-    names.extend(["hierarchical", "tacos"]);
-    names.extend(SWING_NAMES);
-    if let Some(i) = SWING_NAMES.iter().position(|n| *n == algo) {
-        if args.dim_algorithms.is_some() {
-            return Err(InputError::arg(
-                "--dim-algorithms",
-                "only a hierarchical schedule takes per-dimension algorithms",
-            ));
-        }
-        if algo == "bucket" {
-            return swing::bucket(topo, kind, !args.single_port, args.chunks_per_npu)
-                .map_err(|e| InputError::arg("--algorithm", e.to_string()));
-        }
-        let (peers, variant) = [
-            (Peers::Swing, Variant::Bandwidth),
-            (Peers::Swing, Variant::Latency),
-            (Peers::Doubling, Variant::Latency),
-            (Peers::Doubling, Variant::Bandwidth),
-        ][i];
-        let opt = SwingOptions {
-            peers,
-            variant,
-            multiport: !args.single_port,
-            chunks_per_npu: args.chunks_per_npu,
-        };
-        return swing::build(topo, kind, &opt).map_err(|e| InputError::arg("--algorithm", e.to_string()));
-    }
-    if args.single_port {
-        return Err(InputError::arg(
-            "--single-port",
-            "only swing, swing-latency, recursive-doubling, recursive-doubling-bw and bucket have ports to choose",
-        ));
-    }
-    if algo == "tacos" {
-        if args.dim_algorithms.is_some() {
-            return Err(InputError::arg(
-                "--dim-algorithms",
-                "only a hierarchical schedule takes per-dimension algorithms",
-            ));
-        }
-        if args.restarts < 1 {
-            return Err(InputError::arg("--restarts", "must be at least 1"));
-        }
-        let opt = SynthOptions {
-            seed: args.seed,
-            size_bytes: size,
-            chunks_per_npu: args.chunks_per_npu,
-        };
-        return synth::best_of(topo, kind, &opt, args.restarts)
-            .map(|s| s.schedule)
-            .map_err(|e| InputError::arg("--algorithm", e.to_string()));
-    }
-    let built = if algo == "hierarchical" {
-        let algos: Vec<Algo> = match &args.dim_algorithms {
-            None => topo.dims.iter().map(|d| Algo::default_for(d.kind)).collect(),
-            Some(list) => list
-                .split(',')
-                .map(|a| {
-                    Algo::parse(a.trim()).ok_or_else(|| {
-                        InputError::arg(
-                            "--dim-algorithms",
-                            format!("`{}` is not an algorithm: use {}", a.trim(), one_of(&Algo::NAMES)),
-                        )
-                    })
-                })
-                .collect::<Result<_, _>>()?,
-        };
-        builtin::build(topo, kind, Algo::Ring, Some(&algos), args.chunks_per_npu)
-    } else {
-        let a = Algo::parse(algo).ok_or_else(|| {
-            InputError::arg(
-                "--algorithm",
-                format!("`{algo}` is not an algorithm: use {}", one_of(&names)),
-            )
-        })?;
-        if args.dim_algorithms.is_some() {
-            return Err(InputError::arg(
-                "--dim-algorithms",
-                "only a hierarchical schedule takes per-dimension algorithms",
-            ));
-        }
-        builtin::build(topo, kind, a, None, args.chunks_per_npu)
+    let algorithm = match &args.algorithm {
+        Some(a) => a
+            .parse::<Algorithm>()
+            .map_err(|e| InputError::arg("--algorithm", e.to_string()))?,
+        None => Algorithm::default_for(topo),
     };
-    built.map_err(|e| InputError::arg("--algorithm", e.to_string()))
+    let dim_algorithms = match &args.dim_algorithms {
+        None => None,
+        Some(list) => Some(
+            list.split(',')
+                .map(|a| a.trim().parse::<Algo>())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| InputError::arg("--dim-algorithms", e.to_string()))?,
+        ),
+    };
+    let opt = Options {
+        chunks_per_npu: args.chunks_per_npu,
+        dim_algorithms,
+        multiport: !args.single_port,
+        seed: args.seed,
+        restarts: args.restarts,
+        size_bytes: size,
+    };
+    algorithm::build(topo, kind, algorithm, &opt).map_err(|e| {
+        let flag = match e {
+            SpecError::Chunks => "--chunks-per-npu",
+            SpecError::DimAlgorithms => "--dim-algorithms",
+            SpecError::Ports => "--single-port",
+            SpecError::Restarts => "--restarts",
+            SpecError::Build(_) => "--algorithm",
+        };
+        InputError::arg(flag, e.to_string())
+    })
 }
 
 /// Everything `dimsum collective` reports.

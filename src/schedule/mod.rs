@@ -25,6 +25,7 @@
 //! keeps hierarchical schedules small: after the reduce-scatter on the first
 //! dimensions an NPU holds every `P`-th shard.
 
+pub mod algorithm;
 pub mod bounds;
 pub mod builtin;
 pub mod simulate;
