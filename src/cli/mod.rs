@@ -621,7 +621,7 @@ fn export_astra_sim(a: ExportAstraSimArgs) -> anyhow::Result<()> {
     let study = Study::load(&study)?;
     let bw = bw_of(&study, bw.as_deref())?;
     let files = dimsum::interop::astra::input_set(&study.astra_design(), &bw, &out.display().to_string())
-        .map_err(|m| InputError::at(&study.path, None, "workload", m))?;
+        .map_err(|e| InputError::at(&study.path, None, "workload", e.to_string()))?;
     create_dir(&out)?;
     for (name, bytes) in &files {
         dimsum::io::write_atomic(&out.join(name), bytes)?;
@@ -633,7 +633,7 @@ fn export_astra_sim(a: ExportAstraSimArgs) -> anyhow::Result<()> {
 fn export_msccl(a: ExportMscclArgs) -> anyhow::Result<()> {
     let ExportMscclArgs { schedule, out } = a;
     let s = collective::load_schedule(&schedule)?;
-    let xml = dimsum::interop::msccl::write(&s).map_err(|m| InputError::at(&schedule, None, "", m))?;
+    let xml = dimsum::interop::msccl::write(&s).map_err(|e| InputError::at(&schedule, None, "", e.to_string()))?;
     dimsum::io::write_atomic(&out, xml.as_bytes())?;
     println!("{} transfers written to {}", s.transfers.len(), out.display());
     Ok(())
@@ -644,7 +644,7 @@ fn export_chakra(a: ExportChakraArgs) -> anyhow::Result<()> {
     let s = collective::load_schedule(&schedule)?;
     let size = dimsum::model::units::parse_bytes(&size).map_err(|m| InputError::arg("--size", m))?;
     let traces = dimsum::interop::chakra::encode_schedule(&s, s.chunk_bytes(size))
-        .map_err(|m| InputError::at(&schedule, None, "", m))?;
+        .map_err(|e| InputError::at(&schedule, None, "", e.to_string()))?;
     if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_dir(dir)?;
     }

@@ -28,6 +28,7 @@ use crate::model::fabric::Block;
 use crate::model::fabric::Fabric;
 use crate::model::topology::per_link_gbps;
 use crate::model::training::Loop;
+use crate::model::units::{BYTES_PER_GB, BYTES_PER_GIB, ns_to_us};
 use crate::model::workload::{CollectiveKind, PhaseKind, Workload};
 use std::fmt::Write as _;
 
@@ -49,6 +50,22 @@ pub struct Design<'a> {
 
 /// The files of an input set, as (name, bytes).
 pub type Files = Vec<(String, Vec<u8>)>;
+
+/// Why a design's workload cannot be written as a Chakra trace.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkloadError {
+    /// A phase issues a send-recv (a pipeline stage boundary), which has
+    /// no `COMM_COLL_NODE`.
+    #[error(
+        "layer {layer} ({phase}): a send-recv has no COMM_COLL_NODE; ASTRA-sim export takes workloads without pipeline stages"
+    )]
+    SendRecv {
+        /// The layer's name.
+        layer: String,
+        /// The phase's name (`forward`, ...).
+        phase: &'static str,
+    },
+}
 
 fn comm_type(kind: CollectiveKind) -> Option<i64> {
     match kind {
@@ -72,11 +89,10 @@ pub fn network_yml(design: &Design<'_>, bw: &[f64]) -> String {
         })
         .collect();
     let npus: Vec<String> = dims.iter().map(|d| d.npus.to_string()).collect();
-    let gib = f64::from(1u32 << 30);
     let link: Vec<String> = dims
         .iter()
         .zip(bw)
-        .map(|(d, b)| format!("{}", per_link_gbps(d.block, d.npus, *b) * 1e9 / gib))
+        .map(|(d, b)| format!("{}", per_link_gbps(d.block, d.npus, *b) * BYTES_PER_GB / BYTES_PER_GIB))
         .collect();
     let lat: Vec<String> = dims.iter().map(|d| format!("{}", d.latency_ns)).collect();
     format!(
@@ -124,7 +140,7 @@ pub fn system_json(design: &Design<'_>) -> String {
 }
 
 /// The iteration as one rank's trace (every rank runs the same one).
-pub fn workload_trace(design: &Design<'_>) -> Result<Trace, String> {
+pub fn workload_trace(design: &Design<'_>) -> Result<Trace, WorkloadError> {
     let ndims = design.fabric.dims.len();
     let mut nodes: Vec<Node> = Vec::new();
     let mut last: Option<u64> = None;
@@ -147,18 +163,15 @@ pub fn workload_trace(design: &Design<'_>) -> Result<Trace, String> {
             name: format!("{} {}", layer.name, kind.name()),
             r#type: NodeType::CompNode as i32,
             data_deps: last.into_iter().collect(),
-            duration_micros: (phase.compute_ns / 1e3).ceil() as u64,
+            duration_micros: ns_to_us(phase.compute_ns).ceil() as u64,
             attr: vec![attr("is_cpu_op", Value::BoolVal(false))],
             ..Default::default()
         });
         last = Some(id);
         if let Some(c) = &phase.comm {
-            let ty = comm_type(c.kind).ok_or_else(|| {
-                format!(
-                    "layer {} ({}): a send-recv has no COMM_COLL_NODE; ASTRA-sim export takes workloads without pipeline stages",
-                    layer.name,
-                    kind.name()
-                )
+            let ty = comm_type(c.kind).ok_or_else(|| WorkloadError::SendRecv {
+                layer: layer.name.clone(),
+                phase: kind.name(),
             })?;
             let involved: Vec<bool> = (0..ndims)
                 .map(|d| c.group.0.get(d).copied().flatten().is_some_and(|p| p > 1))
@@ -193,7 +206,7 @@ pub fn workload_trace(design: &Design<'_>) -> Result<Trace, String> {
 
 /// Every file of the input set for `design` at `bw`, `dir_hint` being where
 /// the README says they are.
-pub fn input_set(design: &Design<'_>, bw: &[f64], dir_hint: &str) -> Result<Files, String> {
+pub fn input_set(design: &Design<'_>, bw: &[f64], dir_hint: &str) -> Result<Files, WorkloadError> {
     let trace = workload_trace(design)?.encode();
     let n = design.fabric.npus();
     let mut files: Files = vec![

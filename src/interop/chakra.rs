@@ -20,11 +20,19 @@
 //! start, count, stride triples; `dimsum_deps`, `dimsum_after`,
 //! `dimsum_route`, `dimsum_op`) and the metadata the schedule's header, so
 //! a schedule read back is the one written; other consumers ignore them.
+//!
+//! **Traces to schedule.** Traces dimsum wrote (`dimsum_format` in the
+//! metadata) give that schedule back, checked (every send received, no
+//! dependency cycle); another producer's traces become an untracked
+//! schedule (sends matched to receives per sender, receiver and tag; sizes
+//! and compute durations, no chunk identities). Reading errors are
+//! [`TraceError`]s naming the file; writing ones [`WriteError`]s.
 
+use crate::model::units::us_to_ns;
 use crate::model::workload::CollectiveKind;
 use crate::schedule::{Op, Run, Schedule, Transfer};
 use prost::Message;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
 /// The schema version written in `GlobalMetadata.version`.
@@ -418,159 +426,117 @@ pub fn read_traces(prefix: &Path) -> Result<Vec<Trace>, TraceError> {
     }
 }
 
-/// The traces of `s`, one per rank.
-pub fn from_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Trace>, String> {
+/// Why a schedule cannot be written as Chakra traces.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WriteError {
+    /// The schedule was read from another producer's trace: it has no
+    /// chunks to write.
+    #[error("{}", super::UNTRACKED)]
+    Untracked,
+    /// More transfers than `comm_tag` (int32) can number.
+    #[error("{0} transfers: more than comm_tag (int32) can number")]
+    TooManyTransfers(usize),
+    /// A transfer depends on one that arrives at neither of its NPUs.
+    #[error(
+        "transfer {transfer} ({src} -> {dst}) depends on transfer {dep} ({dep_src} -> {dep_dst}), which arrives at neither of its NPUs: a trace only orders a rank's own nodes"
+    )]
+    DepElsewhere {
+        /// The waiting transfer.
+        transfer: usize,
+        /// Its sender.
+        src: u32,
+        /// Its receiver.
+        dst: u32,
+        /// The transfer it waits for.
+        dep: u32,
+        /// That one's sender.
+        dep_src: u32,
+        /// That one's receiver.
+        dep_dst: u32,
+    },
+}
+
+/// Refuses what no trace can hold: an untracked schedule, and more
+/// transfers than `comm_tag` numbers.
+fn check_writable(s: &Schedule) -> Result<(), WriteError> {
     if s.untracked {
-        return Err("an untracked schedule (read from another producer's trace) has no chunks to write: export the schedule it came from".into());
+        return Err(WriteError::Untracked);
     }
     if s.transfers.len() > i32::MAX as usize {
-        return Err(format!(
-            "{} transfers: more than comm_tag (int32) can number",
-            s.transfers.len()
-        ));
+        return Err(WriteError::TooManyTransfers(s.transfers.len()));
     }
-    let n = s.npus as usize;
-    let mut nodes: Vec<Vec<Node>> = vec![Vec::new(); n];
-    // Per transfer: its send node (on src) and the node whose end is its
-    // arrival (on dst: the receive, or the reduction after it).
-    let mut send_of = vec![0u64; s.transfers.len()];
-    let mut done_of = vec![0u64; s.transfers.len()];
-    let mut recv_of = vec![0u64; s.transfers.len()];
-    // Ids first (deps may point forward in transfer order).
-    let mut next_id = vec![0u64; n];
+    Ok(())
+}
+
+/// Refuses, in transfer order, a dependency that arrives at neither NPU
+/// of the transfer waiting for it (a trace only orders a rank's own nodes).
+fn check_deps(s: &Schedule) -> Result<(), WriteError> {
     for (i, t) in s.transfers.iter().enumerate() {
-        if t.op == Op::Copy {
-            let id = next_id[t.src as usize];
-            next_id[t.src as usize] += 1;
-            send_of[i] = id;
-            recv_of[i] = id;
-            done_of[i] = id;
-            continue;
-        }
-        send_of[i] = next_id[t.src as usize];
-        next_id[t.src as usize] += 1;
-        recv_of[i] = next_id[t.dst as usize];
-        next_id[t.dst as usize] += 1;
-        done_of[i] = recv_of[i];
-        if t.op == Op::Reduce {
-            done_of[i] = next_id[t.dst as usize];
-            next_id[t.dst as usize] += 1;
-        }
-    }
-    for (i, t) in s.transfers.iter().enumerate() {
-        let size = (t.chunk_count() as f64 * chunk_bytes).round() as i64;
-        let runs: Vec<u64> = t
-            .chunks
-            .iter()
-            .flat_map(|r| [u64::from(r.start), u64::from(r.count), u64::from(r.stride)])
-            .collect();
-        let mut common = vec![
-            attr("is_cpu_op", Value::BoolVal(false)),
-            attr("dimsum_transfer", Value::Int64Val(i as i64)),
-            attr("dimsum_chunks", Value::Uint64List(Uint64List { values: runs })),
-        ];
-        if !t.deps.is_empty() {
-            common.push(attr(
-                "dimsum_deps",
-                Value::Int64List(Int64List {
-                    values: t.deps.iter().map(|&d| i64::from(d)).collect(),
-                }),
-            ));
-        }
-        if !t.after.is_empty() {
-            common.push(attr(
-                "dimsum_after",
-                Value::Int64List(Int64List {
-                    values: t.after.iter().map(|&d| i64::from(d)).collect(),
-                }),
-            ));
-        }
-        if !t.route.is_empty() {
-            common.push(attr(
-                "dimsum_route",
-                Value::Int64List(Int64List {
-                    values: t.route.iter().map(|&d| i64::from(d)).collect(),
-                }),
-            ));
-        }
-        // Dependencies local to each side.
-        let (mut at_src, mut at_dst) = (Vec::new(), Vec::new());
         for &d in &t.deps {
             let dt = &s.transfers[d as usize];
-            if dt.dst == t.src {
-                at_src.push(done_of[d as usize]);
-            } else if dt.dst == t.dst {
-                at_dst.push(done_of[d as usize]);
-            } else {
-                return Err(format!(
-                    "transfer {i} ({} -> {}) depends on transfer {d} ({} -> {}), which arrives at neither of its NPUs: a trace only orders a rank's own nodes",
-                    t.src, t.dst, dt.src, dt.dst
-                ));
+            if dt.dst != t.src && dt.dst != t.dst {
+                return Err(WriteError::DepElsewhere {
+                    transfer: i,
+                    src: t.src,
+                    dst: t.dst,
+                    dep: d,
+                    dep_src: dt.src,
+                    dep_dst: dt.dst,
+                });
             }
         }
-        if t.op == Op::Copy {
-            let mut a = common;
-            a.push(attr("dimsum_op", Value::StringVal("copy".into())));
-            nodes[t.src as usize].push(Node {
-                id: send_of[i],
-                name: format!("copy {i}"),
-                r#type: NodeType::CompNode as i32,
-                data_deps: at_src,
-                attr: a,
-                ..Default::default()
-            });
-            continue;
-        }
-        let mut send_attr = common.clone();
-        send_attr.extend([
-            attr("comm_dst", Value::Int32Val(t.dst as i32)),
-            attr("comm_size", Value::Int64Val(size)),
-            attr("comm_tag", Value::Int32Val(i as i32)),
-        ]);
-        send_attr.push(attr(
-            "dimsum_op",
-            Value::StringVal(if t.op == Op::Reduce { "reduce" } else { "send" }.into()),
-        ));
-        nodes[t.src as usize].push(Node {
-            id: send_of[i],
-            name: format!("send {i} to {}", t.dst),
-            r#type: NodeType::CommSendNode as i32,
-            data_deps: at_src,
-            attr: send_attr,
-            ..Default::default()
-        });
-        let mut recv_attr = vec![attr("is_cpu_op", Value::BoolVal(false))];
-        recv_attr.extend([
-            attr("comm_src", Value::Int32Val(t.src as i32)),
-            attr("comm_size", Value::Int64Val(size)),
-            attr("comm_tag", Value::Int32Val(i as i32)),
-            attr("dimsum_transfer", Value::Int64Val(i as i64)),
-        ]);
-        nodes[t.dst as usize].push(Node {
-            id: recv_of[i],
-            name: format!("recv {i} from {}", t.src),
-            r#type: NodeType::CommRecvNode as i32,
-            data_deps: at_dst,
-            attr: recv_attr,
-            ..Default::default()
-        });
-        if t.op == Op::Reduce {
-            let mut deps = vec![recv_of[i]];
-            deps.extend(t.after.iter().map(|&a| send_of[a as usize]));
-            nodes[t.dst as usize].push(Node {
-                id: done_of[i],
-                name: format!("reduce {i}"),
-                r#type: NodeType::CompNode as i32,
-                data_deps: deps,
-                attr: vec![
-                    attr("is_cpu_op", Value::BoolVal(false)),
-                    attr("dimsum_transfer", Value::Int64Val(i as i64)),
-                ],
-                ..Default::default()
-            });
-        }
     }
-    let header = vec![
+    Ok(())
+}
+
+/// The node ids of every transfer, numbered per rank in transfer order
+/// (ids first: dependencies may point forward in transfer order).
+struct NodeIds {
+    /// Its send node, on the sender.
+    send: Vec<u64>,
+    /// Its receive node, on the receiver.
+    recv: Vec<u64>,
+    /// The node whose end is its arrival, on the receiver: the receive, or
+    /// the reduction after it. A copy is one node, all three.
+    done: Vec<u64>,
+}
+
+impl NodeIds {
+    fn of(s: &Schedule) -> NodeIds {
+        let nt = s.transfers.len();
+        let mut ids = NodeIds {
+            send: vec![0; nt],
+            recv: vec![0; nt],
+            done: vec![0; nt],
+        };
+        let mut next_id = vec![0u64; s.npus as usize];
+        let mut take = |rank: u32| {
+            let id = next_id[rank as usize];
+            next_id[rank as usize] += 1;
+            id
+        };
+        for (i, t) in s.transfers.iter().enumerate() {
+            if t.op == Op::Copy {
+                let id = take(t.src);
+                (ids.send[i], ids.recv[i], ids.done[i]) = (id, id, id);
+                continue;
+            }
+            ids.send[i] = take(t.src);
+            ids.recv[i] = take(t.dst);
+            ids.done[i] = if t.op == Op::Reduce { take(t.dst) } else { ids.recv[i] };
+        }
+        ids
+    }
+}
+
+/// `comm_size`: the transfer's chunks in bytes, rounded.
+fn comm_size(t: &Transfer, chunk_bytes: f64) -> i64 {
+    (t.chunk_count() as f64 * chunk_bytes).round() as i64
+}
+
+/// The schedule's header, as `GlobalMetadata` attributes.
+fn header(s: &Schedule) -> Vec<AttributeProto> {
+    vec![
         attr("dimsum_format", Value::StringVal(s.format.clone())),
         attr("dimsum_algorithm", Value::StringVal(s.algorithm.clone())),
         attr("dimsum_topology", Value::StringVal(s.topology.clone())),
@@ -578,7 +544,19 @@ pub fn from_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Trace>, Strin
         attr("dimsum_npus", Value::Int64Val(i64::from(s.npus))),
         attr("dimsum_chunks_per_npu", Value::Int64Val(i64::from(s.chunks_per_npu))),
         attr("dimsum_transfers", Value::Int64Val(s.transfers.len() as i64)),
-    ];
+    ]
+}
+
+/// The traces of `s`, one per rank.
+pub fn from_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Trace>, WriteError> {
+    check_writable(s)?;
+    let ids = NodeIds::of(s);
+    check_deps(s)?;
+    let mut nodes: Vec<Vec<Node>> = vec![Vec::new(); s.npus as usize];
+    for i in 0..s.transfers.len() {
+        push_transfer(&mut nodes, s, &ids, i, chunk_bytes);
+    }
+    let header = header(s);
     Ok(nodes
         .into_iter()
         .map(|nodes| Trace {
@@ -589,6 +567,115 @@ pub fn from_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Trace>, Strin
             nodes,
         })
         .collect())
+}
+
+/// dimsum's attributes of transfer `i` on its send (or copy) node.
+fn dimsum_attrs(i: usize, t: &Transfer) -> Vec<AttributeProto> {
+    let runs: Vec<u64> = t
+        .chunks
+        .iter()
+        .flat_map(|r| [u64::from(r.start), u64::from(r.count), u64::from(r.stride)])
+        .collect();
+    let mut common = vec![
+        attr("is_cpu_op", Value::BoolVal(false)),
+        attr("dimsum_transfer", Value::Int64Val(i as i64)),
+        attr("dimsum_chunks", Value::Uint64List(Uint64List { values: runs })),
+    ];
+    for (name, v) in [
+        ("dimsum_deps", &t.deps),
+        ("dimsum_after", &t.after),
+        ("dimsum_route", &t.route),
+    ] {
+        if !v.is_empty() {
+            common.push(attr(
+                name,
+                Value::Int64List(Int64List {
+                    values: v.iter().map(|&d| i64::from(d)).collect(),
+                }),
+            ));
+        }
+    }
+    common
+}
+
+/// The nodes `t` waits for, per side: the arrivals of its dependencies
+/// that landed on its sender, and of those that landed on its receiver.
+fn side_deps(s: &Schedule, t: &Transfer, ids: &NodeIds) -> (Vec<u64>, Vec<u64>) {
+    let (mut at_src, mut at_dst) = (Vec::new(), Vec::new());
+    for &d in &t.deps {
+        let dt = &s.transfers[d as usize];
+        if dt.dst == t.src {
+            at_src.push(ids.done[d as usize]);
+        } else if dt.dst == t.dst {
+            at_dst.push(ids.done[d as usize]);
+        }
+    }
+    (at_src, at_dst)
+}
+
+/// Transfer `i`'s nodes, onto their ranks: a copy node, or a send node, a
+/// receive node and, for a reduction, the sum after it.
+fn push_transfer(nodes: &mut [Vec<Node>], s: &Schedule, ids: &NodeIds, i: usize, chunk_bytes: f64) {
+    let t = &s.transfers[i];
+    let size = comm_size(t, chunk_bytes);
+    let mut common = dimsum_attrs(i, t);
+    let (at_src, at_dst) = side_deps(s, t, ids);
+    if t.op == Op::Copy {
+        common.push(attr("dimsum_op", Value::StringVal(super::op_name(t.op).into())));
+        nodes[t.src as usize].push(Node {
+            id: ids.send[i],
+            name: format!("copy {i}"),
+            r#type: NodeType::CompNode as i32,
+            data_deps: at_src,
+            attr: common,
+            ..Default::default()
+        });
+        return;
+    }
+    let mut send_attr = common;
+    send_attr.extend([
+        attr("comm_dst", Value::Int32Val(t.dst as i32)),
+        attr("comm_size", Value::Int64Val(size)),
+        attr("comm_tag", Value::Int32Val(i as i32)),
+        attr("dimsum_op", Value::StringVal(super::op_name(t.op).into())),
+    ]);
+    nodes[t.src as usize].push(Node {
+        id: ids.send[i],
+        name: format!("send {i} to {}", t.dst),
+        r#type: NodeType::CommSendNode as i32,
+        data_deps: at_src,
+        attr: send_attr,
+        ..Default::default()
+    });
+    nodes[t.dst as usize].push(Node {
+        id: ids.recv[i],
+        name: format!("recv {i} from {}", t.src),
+        r#type: NodeType::CommRecvNode as i32,
+        data_deps: at_dst,
+        attr: vec![
+            attr("is_cpu_op", Value::BoolVal(false)),
+            attr("comm_src", Value::Int32Val(t.src as i32)),
+            attr("comm_size", Value::Int64Val(size)),
+            attr("comm_tag", Value::Int32Val(i as i32)),
+            attr("dimsum_transfer", Value::Int64Val(i as i64)),
+        ],
+        ..Default::default()
+    });
+    if t.op == Op::Reduce {
+        let mut deps = vec![ids.recv[i]];
+        deps.extend(t.after.iter().map(|&a| ids.send[a as usize]));
+        nodes[t.dst as usize].push(Node {
+            id: ids.done[i],
+            name: format!("reduce {i}"),
+            r#type: NodeType::CompNode as i32,
+            data_deps: deps,
+            attr: vec![
+                attr("is_cpu_op", Value::BoolVal(false)),
+                attr("dimsum_transfer", Value::Int64Val(i as i64)),
+            ],
+            ..Default::default()
+        });
+    }
 }
 
 /// Protobuf wire-format writing for [`encode_schedule`]: the bytes prost
@@ -717,228 +804,289 @@ mod wire {
 /// The traces of `s` as framed bytes, one per rank: exactly
 /// `from_schedule(s, chunk_bytes)` encoded, written directly and in
 /// parallel over ranks (millions of nodes per second).
-pub fn encode_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Vec<u8>>, String> {
-    if s.untracked {
-        return Err("an untracked schedule (read from another producer's trace) has no chunks to write: export the schedule it came from".into());
-    }
+pub fn encode_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Vec<u8>>, WriteError> {
     use rayon::prelude::*;
-    if s.transfers.len() > i32::MAX as usize {
-        return Err(format!(
-            "{} transfers: more than comm_tag (int32) can number",
-            s.transfers.len()
-        ));
-    }
-    let n = s.npus as usize;
-    let nt = s.transfers.len();
-    // Node ids, as from_schedule numbers them.
-    let (mut send_of, mut recv_of, mut done_of) = (vec![0u64; nt], vec![0u64; nt], vec![0u64; nt]);
-    let mut next_id = vec![0u64; n];
-    // Per rank, the transfers that put nodes on it, in order.
-    let mut touch_at = vec![0usize; n + 1];
-    for t in &s.transfers {
-        touch_at[t.src as usize + 1] += 1;
-        if t.dst != t.src {
-            touch_at[t.dst as usize + 1] += 1;
-        }
-    }
-    for r in 0..n {
-        touch_at[r + 1] += touch_at[r];
-    }
-    let mut fill = touch_at.clone();
-    let mut touch = vec![0u32; touch_at[n]];
-    for (i, t) in s.transfers.iter().enumerate() {
-        touch[fill[t.src as usize]] = i as u32;
-        fill[t.src as usize] += 1;
-        if t.dst != t.src {
-            touch[fill[t.dst as usize]] = i as u32;
-            fill[t.dst as usize] += 1;
-        }
-        if t.op == Op::Copy {
-            let id = next_id[t.src as usize];
-            next_id[t.src as usize] += 1;
-            (send_of[i], recv_of[i], done_of[i]) = (id, id, id);
-            continue;
-        }
-        send_of[i] = next_id[t.src as usize];
-        next_id[t.src as usize] += 1;
-        recv_of[i] = next_id[t.dst as usize];
-        next_id[t.dst as usize] += 1;
-        done_of[i] = recv_of[i];
-        if t.op == Op::Reduce {
-            done_of[i] = next_id[t.dst as usize];
-            next_id[t.dst as usize] += 1;
-        }
-    }
-    // Dependencies must arrive at one of the transfer's NPUs.
-    for (i, t) in s.transfers.iter().enumerate() {
-        for &d in &t.deps {
-            let dt = &s.transfers[d as usize];
-            if dt.dst != t.src && dt.dst != t.dst {
-                return Err(format!(
-                    "transfer {i} ({} -> {}) depends on transfer {d} ({} -> {}), which arrives at neither of its NPUs: a trace only orders a rank's own nodes",
-                    t.src, t.dst, dt.src, dt.dst
-                ));
-            }
-        }
-    }
-    let mut meta = Vec::new();
-    {
-        let mut m = Vec::new();
-        wire::bytes(&mut m, 1, VERSION.as_bytes());
-        let header: [(&str, Value); 7] = [
-            ("dimsum_format", Value::StringVal(s.format.clone())),
-            ("dimsum_algorithm", Value::StringVal(s.algorithm.clone())),
-            ("dimsum_topology", Value::StringVal(s.topology.clone())),
-            ("dimsum_collective", Value::StringVal(s.collective.name().into())),
-            ("dimsum_npus", Value::Int64Val(i64::from(s.npus))),
-            ("dimsum_chunks_per_npu", Value::Int64Val(i64::from(s.chunks_per_npu))),
-            ("dimsum_transfers", Value::Int64Val(nt as i64)),
-        ];
-        for (name, v) in header {
-            // GlobalMetadata's attributes are field 2, not 10.
-            let mut a = Vec::new();
-            match v {
-                Value::StringVal(x) => wire::attr_string(&mut a, name, &x),
-                Value::Int64Val(x) => wire::attr_varint(&mut a, name, 9, x as u64),
-                _ => {}
-            }
-            a[0] = 2 << 3 | 2;
-            m.extend_from_slice(&a);
-        }
-        wire::varint(&mut meta, m.len() as u64);
-        meta.extend_from_slice(&m);
-    }
-    let out: Vec<Vec<u8>> = (0..n)
+    check_writable(s)?;
+    let by_rank = ByRank::of(s);
+    let ids = NodeIds::of(s);
+    check_deps(s)?;
+    let meta = metadata_bytes(s);
+    let out: Vec<Vec<u8>> = (0..s.npus as usize)
         .into_par_iter()
-        .map(|r| {
-            // About 200 bytes per node: no regrowth on the way.
-            let mut out = Vec::with_capacity(meta.len() + (touch_at[r + 1] - touch_at[r]) * 240);
-            out.extend_from_slice(&meta);
-            let mut b: Vec<u8> = Vec::with_capacity(256);
-            let mut name: Vec<u8> = Vec::with_capacity(32);
-            let mut deps: Vec<u64> = Vec::new();
-            let mut list: Vec<u64> = Vec::new();
-            let emit = |b: &mut Vec<u8>, out: &mut Vec<u8>| {
-                wire::varint(out, b.len() as u64);
-                out.extend_from_slice(b);
-                b.clear();
-            };
-            for &i in &touch[touch_at[r]..touch_at[r + 1]] {
-                let i = i as usize;
-                let t = &s.transfers[i];
-                let size = (t.chunk_count() as f64 * chunk_bytes).round() as i64;
-                let common = |b: &mut Vec<u8>, list: &mut Vec<u64>| {
-                    wire::attr_varint(b, "is_cpu_op", 27, 0);
-                    wire::attr_varint(b, "dimsum_transfer", 9, i as u64);
-                    list.clear();
-                    list.extend(
-                        t.chunks
-                            .iter()
-                            .flat_map(|c| [u64::from(c.start), u64::from(c.count), u64::from(c.stride)]),
-                    );
-                    wire::attr_list(b, "dimsum_chunks", 14, list);
-                    for (field, v) in [
-                        ("dimsum_deps", &t.deps),
-                        ("dimsum_after", &t.after),
-                        ("dimsum_route", &t.route),
-                    ] {
-                        if !v.is_empty() {
-                            list.clear();
-                            list.extend(v.iter().map(|&x| u64::from(x)));
-                            wire::attr_list(b, field, 10, list);
-                        }
-                    }
-                };
-                let side_deps = |deps: &mut Vec<u64>, at: u32| {
-                    deps.clear();
-                    deps.extend(
-                        t.deps
-                            .iter()
-                            .filter(|&&d| {
-                                let dd = s.transfers[d as usize].dst;
-                                if at == t.src {
-                                    dd == t.src
-                                } else {
-                                    dd == t.dst && dd != t.src
-                                }
-                            })
-                            .map(|&d| done_of[d as usize]),
-                    );
-                };
-                if t.op == Op::Copy {
-                    side_deps(&mut deps, t.src);
-                    wire::uint(&mut b, 1, send_of[i]);
-                    wire::text(&mut name, &[b"copy ", &wire::num(i as u64)]);
-                    wire::bytes(&mut b, 2, &name);
-                    wire::uint(&mut b, 3, NodeType::CompNode as u64);
-                    wire::packed(&mut b, 5, &deps);
-                    common(&mut b, &mut list);
-                    wire::attr_string(&mut b, "dimsum_op", "copy");
-                    emit(&mut b, &mut out);
-                    continue;
-                }
-                if t.src as usize == r {
-                    side_deps(&mut deps, t.src);
-                    wire::uint(&mut b, 1, send_of[i]);
-                    wire::text(
-                        &mut name,
-                        &[b"send ", &wire::num(i as u64), b" to ", &wire::num(u64::from(t.dst))],
-                    );
-                    wire::bytes(&mut b, 2, &name);
-                    wire::uint(&mut b, 3, NodeType::CommSendNode as u64);
-                    wire::packed(&mut b, 5, &deps);
-                    common(&mut b, &mut list);
-                    wire::attr_varint(&mut b, "comm_dst", 7, u64::from(t.dst));
-                    wire::attr_varint(&mut b, "comm_size", 9, size as u64);
-                    wire::attr_varint(&mut b, "comm_tag", 7, i as u64);
-                    wire::attr_string(&mut b, "dimsum_op", if t.op == Op::Reduce { "reduce" } else { "send" });
-                    emit(&mut b, &mut out);
-                }
-                if t.dst as usize == r {
-                    side_deps(&mut deps, t.dst);
-                    wire::uint(&mut b, 1, recv_of[i]);
-                    wire::text(
-                        &mut name,
-                        &[b"recv ", &wire::num(i as u64), b" from ", &wire::num(u64::from(t.src))],
-                    );
-                    wire::bytes(&mut b, 2, &name);
-                    wire::uint(&mut b, 3, NodeType::CommRecvNode as u64);
-                    wire::packed(&mut b, 5, &deps);
-                    wire::attr_varint(&mut b, "is_cpu_op", 27, 0);
-                    wire::attr_varint(&mut b, "comm_src", 7, u64::from(t.src));
-                    wire::attr_varint(&mut b, "comm_size", 9, size as u64);
-                    wire::attr_varint(&mut b, "comm_tag", 7, i as u64);
-                    wire::attr_varint(&mut b, "dimsum_transfer", 9, i as u64);
-                    emit(&mut b, &mut out);
-                    if t.op == Op::Reduce {
-                        deps.clear();
-                        deps.push(recv_of[i]);
-                        deps.extend(t.after.iter().map(|&a| send_of[a as usize]));
-                        wire::uint(&mut b, 1, done_of[i]);
-                        wire::text(&mut name, &[b"reduce ", &wire::num(i as u64)]);
-                        wire::bytes(&mut b, 2, &name);
-                        wire::uint(&mut b, 3, NodeType::CompNode as u64);
-                        wire::packed(&mut b, 5, &deps);
-                        wire::attr_varint(&mut b, "is_cpu_op", 27, 0);
-                        wire::attr_varint(&mut b, "dimsum_transfer", 9, i as u64);
-                        emit(&mut b, &mut out);
-                    }
-                }
-            }
-            out
-        })
+        .map(|r| RankEncoder::encode(s, &ids, chunk_bytes, &meta, r, by_rank.rank(r)))
         .collect();
     Ok(out)
+}
+
+/// Per rank, the transfers that put nodes on it, in transfer order (one
+/// compressed row per rank).
+struct ByRank {
+    /// Where each rank's row starts in `transfers` (and, last, the end).
+    start: Vec<usize>,
+    /// The rows.
+    transfers: Vec<u32>,
+}
+
+impl ByRank {
+    fn of(s: &Schedule) -> ByRank {
+        let n = s.npus as usize;
+        let mut start = vec![0usize; n + 1];
+        for t in &s.transfers {
+            start[t.src as usize + 1] += 1;
+            if t.dst != t.src {
+                start[t.dst as usize + 1] += 1;
+            }
+        }
+        for r in 0..n {
+            start[r + 1] += start[r];
+        }
+        let mut fill = start.clone();
+        let mut transfers = vec![0u32; start[n]];
+        for (i, t) in s.transfers.iter().enumerate() {
+            transfers[fill[t.src as usize]] = i as u32;
+            fill[t.src as usize] += 1;
+            if t.dst != t.src {
+                transfers[fill[t.dst as usize]] = i as u32;
+                fill[t.dst as usize] += 1;
+            }
+        }
+        ByRank { start, transfers }
+    }
+
+    fn rank(&self, r: usize) -> &[u32] {
+        &self.transfers[self.start[r]..self.start[r + 1]]
+    }
+}
+
+/// The framed `GlobalMetadata` every rank's file starts with.
+fn metadata_bytes(s: &Schedule) -> Vec<u8> {
+    let mut m = Vec::new();
+    wire::bytes(&mut m, 1, VERSION.as_bytes());
+    for a in header(s) {
+        // GlobalMetadata's attributes are field 2, not 10.
+        let mut b = Vec::new();
+        match a.value {
+            Some(Value::StringVal(x)) => wire::attr_string(&mut b, &a.name, &x),
+            Some(Value::Int64Val(x)) => wire::attr_varint(&mut b, &a.name, 9, x as u64),
+            _ => {}
+        }
+        b[0] = 2 << 3 | 2;
+        m.extend_from_slice(&b);
+    }
+    let mut meta = Vec::new();
+    wire::varint(&mut meta, m.len() as u64);
+    meta.extend_from_slice(&m);
+    meta
+}
+
+/// One rank's trace bytes, written node by node into reused buffers.
+struct RankEncoder<'a> {
+    s: &'a Schedule,
+    ids: &'a NodeIds,
+    chunk_bytes: f64,
+    /// The file so far.
+    out: Vec<u8>,
+    /// The node being written.
+    b: Vec<u8>,
+    /// Its name.
+    name: Vec<u8>,
+    /// Its `data_deps`.
+    deps: Vec<u64>,
+    /// A list attribute's values.
+    list: Vec<u64>,
+}
+
+impl<'a> RankEncoder<'a> {
+    /// Rank `r`'s file: `meta`, then the nodes of `transfers` on it.
+    fn encode(
+        s: &'a Schedule,
+        ids: &'a NodeIds,
+        chunk_bytes: f64,
+        meta: &[u8],
+        r: usize,
+        transfers: &[u32],
+    ) -> Vec<u8> {
+        let mut e = RankEncoder {
+            s,
+            ids,
+            chunk_bytes,
+            // About 200 bytes per node: no regrowth on the way.
+            out: Vec::with_capacity(meta.len() + transfers.len() * 240),
+            b: Vec::with_capacity(256),
+            name: Vec::with_capacity(32),
+            deps: Vec::new(),
+            list: Vec::new(),
+        };
+        e.out.extend_from_slice(meta);
+        for &i in transfers {
+            let i = i as usize;
+            let t = &s.transfers[i];
+            if t.op == Op::Copy {
+                e.copy(i);
+                continue;
+            }
+            if t.src as usize == r {
+                e.send(i);
+            }
+            if t.dst as usize == r {
+                e.recv(i);
+                if t.op == Op::Reduce {
+                    e.reduce(i);
+                }
+            }
+        }
+        e.out
+    }
+
+    /// The node in `b`, framed, onto the file.
+    fn emit(&mut self) {
+        wire::varint(&mut self.out, self.b.len() as u64);
+        self.out.extend_from_slice(&self.b);
+        self.b.clear();
+    }
+
+    /// A node's id, `name`, type and `deps`.
+    fn head(&mut self, id: u64, kind: NodeType) {
+        wire::uint(&mut self.b, 1, id);
+        wire::bytes(&mut self.b, 2, &self.name);
+        wire::uint(&mut self.b, 3, kind as u64);
+        wire::packed(&mut self.b, 5, &self.deps);
+    }
+
+    /// `deps` = the nodes transfer `i` waits for on rank `at` (its sender
+    /// or its receiver).
+    fn side_deps(&mut self, i: usize, at: u32) {
+        let (s, ids) = (self.s, self.ids);
+        let done = &ids.done;
+        let t = &s.transfers[i];
+        self.deps.clear();
+        self.deps.extend(
+            t.deps
+                .iter()
+                .filter(|&&d| {
+                    let dd = s.transfers[d as usize].dst;
+                    if at == t.src {
+                        dd == t.src
+                    } else {
+                        dd == t.dst && dd != t.src
+                    }
+                })
+                .map(|&d| done[d as usize]),
+        );
+    }
+
+    /// dimsum's attributes of transfer `i` (see [`dimsum_attrs`]).
+    fn common(&mut self, i: usize) {
+        let s = self.s;
+        let t = &s.transfers[i];
+        let (b, list) = (&mut self.b, &mut self.list);
+        wire::attr_varint(b, "is_cpu_op", 27, 0);
+        wire::attr_varint(b, "dimsum_transfer", 9, i as u64);
+        list.clear();
+        list.extend(
+            t.chunks
+                .iter()
+                .flat_map(|c| [u64::from(c.start), u64::from(c.count), u64::from(c.stride)]),
+        );
+        wire::attr_list(b, "dimsum_chunks", 14, list);
+        for (field, v) in [
+            ("dimsum_deps", &t.deps),
+            ("dimsum_after", &t.after),
+            ("dimsum_route", &t.route),
+        ] {
+            if !v.is_empty() {
+                list.clear();
+                list.extend(v.iter().map(|&x| u64::from(x)));
+                wire::attr_list(b, field, 10, list);
+            }
+        }
+    }
+
+    fn copy(&mut self, i: usize) {
+        let s = self.s;
+        let t = &s.transfers[i];
+        self.side_deps(i, t.src);
+        wire::text(&mut self.name, &[b"copy ", &wire::num(i as u64)]);
+        self.head(self.ids.send[i], NodeType::CompNode);
+        self.common(i);
+        wire::attr_string(&mut self.b, "dimsum_op", super::op_name(t.op));
+        self.emit();
+    }
+
+    fn send(&mut self, i: usize) {
+        let s = self.s;
+        let t = &s.transfers[i];
+        let size = comm_size(t, self.chunk_bytes);
+        self.side_deps(i, t.src);
+        wire::text(
+            &mut self.name,
+            &[b"send ", &wire::num(i as u64), b" to ", &wire::num(u64::from(t.dst))],
+        );
+        self.head(self.ids.send[i], NodeType::CommSendNode);
+        self.common(i);
+        let b = &mut self.b;
+        wire::attr_varint(b, "comm_dst", 7, u64::from(t.dst));
+        wire::attr_varint(b, "comm_size", 9, size as u64);
+        wire::attr_varint(b, "comm_tag", 7, i as u64);
+        wire::attr_string(b, "dimsum_op", super::op_name(t.op));
+        self.emit();
+    }
+
+    fn recv(&mut self, i: usize) {
+        let s = self.s;
+        let t = &s.transfers[i];
+        let size = comm_size(t, self.chunk_bytes);
+        self.side_deps(i, t.dst);
+        wire::text(
+            &mut self.name,
+            &[b"recv ", &wire::num(i as u64), b" from ", &wire::num(u64::from(t.src))],
+        );
+        self.head(self.ids.recv[i], NodeType::CommRecvNode);
+        let b = &mut self.b;
+        wire::attr_varint(b, "is_cpu_op", 27, 0);
+        wire::attr_varint(b, "comm_src", 7, u64::from(t.src));
+        wire::attr_varint(b, "comm_size", 9, size as u64);
+        wire::attr_varint(b, "comm_tag", 7, i as u64);
+        wire::attr_varint(b, "dimsum_transfer", 9, i as u64);
+        self.emit();
+    }
+
+    fn reduce(&mut self, i: usize) {
+        let s = self.s;
+        let t = &s.transfers[i];
+        self.deps.clear();
+        self.deps.push(self.ids.recv[i]);
+        let ids = self.ids;
+        self.deps.extend(t.after.iter().map(|&a| ids.send[a as usize]));
+        wire::text(&mut self.name, &[b"reduce ", &wire::num(i as u64)]);
+        self.head(self.ids.done[i], NodeType::CompNode);
+        wire::attr_varint(&mut self.b, "is_cpu_op", 27, 0);
+        wire::attr_varint(&mut self.b, "dimsum_transfer", 9, i as u64);
+        self.emit();
+    }
 }
 
 fn meta_get<'a>(m: &'a GlobalMetadata, name: &str) -> Option<&'a Value> {
     m.attr.iter().find(|a| a.name == name).and_then(|a| a.value.as_ref())
 }
 
-/// The schedule a set of traces written by [`from_schedule`] describes.
-/// Traces from other producers carry no chunk identities and are refused
-/// here with what they are missing.
+/// The schedule a set of traces describes: exactly the one written, for
+/// traces written by [`from_schedule`] (`dimsum_format` in the metadata; a
+/// dimsum header missing a field is refused, naming it); for traces from
+/// other producers, an untracked schedule (sizes and compute durations,
+/// no chunk identities).
 pub fn to_schedule(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceError> {
+    if meta_get(&traces[0].metadata, "dimsum_format").is_none() {
+        return foreign(traces, prefix);
+    }
+    let (s, npus, count) = own_header(traces, prefix)?;
+    let found = own_transfers(traces, prefix, npus, count)?;
+    own_schedule(s, found, prefix)
+}
+
+/// The schedule dimsum's `GlobalMetadata` describes (no transfers yet),
+/// its rank count (checked against the files found) and transfer count.
+fn own_header(traces: &[Trace], prefix: &Path) -> Result<(Schedule, i64, usize), TraceError> {
     let path0 = rank_path(prefix, 0);
     let m = &traces[0].metadata;
     let text = |name: &str| -> Result<String, TraceError> {
@@ -958,9 +1106,6 @@ pub fn to_schedule(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceErr
             _ => Err(err(&path0, format!("GlobalMetadata has no integer `{name}`"))),
         }
     };
-    if meta_get(m, "dimsum_format").is_none() {
-        return foreign(traces, prefix);
-    }
     let format = text("dimsum_format")?;
     let collective = text("dimsum_collective")?;
     let kind = [
@@ -992,87 +1137,131 @@ pub fn to_schedule(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceErr
     );
     s.format = format;
     s.topology = text("dimsum_topology")?;
-    let mut slots: Vec<Option<Transfer>> = vec![None; count];
-    // Receives seen, per transfer (to check every send has one).
-    let mut received: HashMap<usize, u32> = HashMap::new();
+    Ok((s, npus, count))
+}
+
+/// What dimsum's nodes say: the transfers, by index, and per transfer the
+/// sender its receive names (to check every send has one).
+struct Found {
+    slots: Vec<Option<Transfer>>,
+    received: HashMap<usize, u32>,
+}
+
+/// What one node of a dimsum trace stands for.
+enum OwnNode {
+    /// The receive of a transfer (its index), naming its sender.
+    Recv(usize, u32),
+    /// The node that sends (or copies) a transfer: the transfer.
+    Send(usize, Transfer),
+    /// A node that only orders (a reduction after its receive).
+    Other,
+}
+
+/// Every node of dimsum's traces, into [`Found`].
+fn own_transfers(traces: &[Trace], prefix: &Path, npus: i64, count: usize) -> Result<Found, TraceError> {
+    let mut found = Found {
+        slots: vec![None; count],
+        received: HashMap::new(),
+    };
     for (rank, tr) in traces.iter().enumerate() {
         let path = rank_path(prefix, rank as u32);
         for node in &tr.nodes {
             let at = |m: String| err(&path, format!("rank {rank}, node {} (`{}`): {m}", node.id, node.name));
-            let kind = node
-                .kind()
-                .ok_or_else(|| at(format!("unknown node type {}", node.r#type)))?;
-            let idx = node
-                .int("dimsum_transfer")
-                .ok_or_else(|| at("no dimsum_transfer attribute".into()))?;
-            let idx = usize::try_from(idx)
-                .ok()
-                .filter(|&i| i < count)
-                .ok_or_else(|| at(format!("dimsum_transfer {idx} is not below {count}")))?;
-            match kind {
-                NodeType::CommRecvNode => {
-                    let src = node
-                        .int("comm_src")
-                        .ok_or_else(|| at("a receive without comm_src".into()))?;
-                    received.insert(idx, src as u32);
-                    continue;
+            match own_node(node, rank, npus, count).map_err(at)? {
+                OwnNode::Recv(idx, src) => {
+                    found.received.insert(idx, src);
                 }
-                NodeType::CommSendNode | NodeType::CompNode if node.get("dimsum_chunks").is_some() => {}
-                NodeType::CompNode => continue,
-                other => return Err(at(format!("a {other:?} in a schedule's trace"))),
+                OwnNode::Send(idx, t) => {
+                    if found.slots[idx].is_some() {
+                        return Err(at(format!("transfer {idx} is sent twice")));
+                    }
+                    found.slots[idx] = Some(t);
+                }
+                OwnNode::Other => {}
             }
-            let runs = node.ints("dimsum_chunks").unwrap_or_default();
-            if runs.len() % 3 != 0 || runs.iter().any(|&v| !(0..=i64::from(u32::MAX)).contains(&v)) {
-                return Err(at("dimsum_chunks is not a list of start, count, stride triples".into()));
-            }
-            let list = |name: &str| -> Vec<u32> {
-                node.ints(name)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|v| v.clamp(0, i64::from(u32::MAX)) as u32)
-                    .collect()
-            };
-            let op = match node.get("dimsum_op") {
-                Some(Value::StringVal(o)) if o == "send" => Op::Send,
-                Some(Value::StringVal(o)) if o == "reduce" => Op::Reduce,
-                Some(Value::StringVal(o)) if o == "copy" => Op::Copy,
-                _ => return Err(at("dimsum_op is not send, reduce or copy".into())),
-            };
-            let dst = if op == Op::Copy {
-                rank as i64
-            } else {
-                node.int("comm_dst")
-                    .ok_or_else(|| at("a send without comm_dst".into()))?
-            };
-            if !(0..npus).contains(&dst) {
-                return Err(at(format!("comm_dst {dst} is not a rank (0..{npus})")));
-            }
-            if slots[idx].is_some() {
-                return Err(at(format!("transfer {idx} is sent twice")));
-            }
-            slots[idx] = Some(Transfer {
-                src: rank as u32,
-                dst: dst as u32,
-                op,
-                chunks: runs
-                    .chunks(3)
-                    .map(|c| Run {
-                        start: c[0] as u32,
-                        count: c[1] as u32,
-                        stride: c[2] as u32,
-                    })
-                    .collect(),
-                deps: list("dimsum_deps"),
-                route: list("dimsum_route"),
-                after: list("dimsum_after"),
-                bytes: None,
-                duration_ns: 0.0,
-            });
         }
     }
-    for (i, slot) in slots.into_iter().enumerate() {
+    Ok(found)
+}
+
+/// What `node`, on `rank`, stands for; the error names what is wrong.
+fn own_node(node: &Node, rank: usize, npus: i64, count: usize) -> Result<OwnNode, String> {
+    let kind = node
+        .kind()
+        .ok_or_else(|| format!("unknown node type {}", node.r#type))?;
+    let idx = node
+        .int("dimsum_transfer")
+        .ok_or_else(|| "no dimsum_transfer attribute".to_string())?;
+    let idx = usize::try_from(idx)
+        .ok()
+        .filter(|&i| i < count)
+        .ok_or_else(|| format!("dimsum_transfer {idx} is not below {count}"))?;
+    match kind {
+        NodeType::CommRecvNode => {
+            let src = node
+                .int("comm_src")
+                .ok_or_else(|| "a receive without comm_src".to_string())?;
+            return Ok(OwnNode::Recv(idx, src as u32));
+        }
+        NodeType::CommSendNode | NodeType::CompNode if node.get("dimsum_chunks").is_some() => {}
+        NodeType::CompNode => return Ok(OwnNode::Other),
+        other => return Err(format!("a {other:?} in a schedule's trace")),
+    }
+    let runs = node.ints("dimsum_chunks").unwrap_or_default();
+    if !runs.len().is_multiple_of(3) || runs.iter().any(|&v| !(0..=i64::from(u32::MAX)).contains(&v)) {
+        return Err("dimsum_chunks is not a list of start, count, stride triples".into());
+    }
+    let list = |name: &str| -> Vec<u32> {
+        node.ints(name)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| v.clamp(0, i64::from(u32::MAX)) as u32)
+            .collect()
+    };
+    let op = match node.get("dimsum_op") {
+        Some(Value::StringVal(o)) if o == "send" => Op::Send,
+        Some(Value::StringVal(o)) if o == "reduce" => Op::Reduce,
+        Some(Value::StringVal(o)) if o == "copy" => Op::Copy,
+        _ => return Err("dimsum_op is not send, reduce or copy".into()),
+    };
+    let dst = if op == Op::Copy {
+        rank as i64
+    } else {
+        node.int("comm_dst")
+            .ok_or_else(|| "a send without comm_dst".to_string())?
+    };
+    if !(0..npus).contains(&dst) {
+        return Err(format!("comm_dst {dst} is not a rank (0..{npus})"));
+    }
+    Ok(OwnNode::Send(
+        idx,
+        Transfer {
+            src: rank as u32,
+            dst: dst as u32,
+            op,
+            chunks: runs
+                .chunks(3)
+                .map(|c| Run {
+                    start: c[0] as u32,
+                    count: c[1] as u32,
+                    stride: c[2] as u32,
+                })
+                .collect(),
+            deps: list("dimsum_deps"),
+            route: list("dimsum_route"),
+            after: list("dimsum_after"),
+            bytes: None,
+            duration_ns: 0.0,
+        },
+    ))
+}
+
+/// `s` with the transfers found: every one sent, every send received, the
+/// schedule valid and free of dependency cycles.
+fn own_schedule(mut s: Schedule, found: Found, prefix: &Path) -> Result<Schedule, TraceError> {
+    for (i, slot) in found.slots.into_iter().enumerate() {
         let t = slot.ok_or_else(|| err(prefix, format!("transfer {i} has no send node on any rank")))?;
-        if t.op != Op::Copy && received.get(&i) != Some(&t.src) {
+        if t.op != Op::Copy && found.received.get(&i) != Some(&t.src) {
             return Err(err(
                 &rank_path(prefix, t.dst),
                 format!(
@@ -1106,8 +1295,7 @@ pub fn to_schedule(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceErr
 /// structure, not the data.
 fn foreign(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceError> {
     let n = traces.len() as u32;
-    let m = &traces[0].metadata;
-    let kind = match meta_get(m, "collective") {
+    let kind = match meta_get(&traces[0].metadata, "collective") {
         Some(Value::StringVal(c)) if c == "allgather" => CollectiveKind::AllGather,
         Some(Value::StringVal(c)) if c == "reducescatter" => CollectiveKind::ReduceScatter,
         _ => CollectiveKind::AllReduce,
@@ -1115,133 +1303,22 @@ fn foreign(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceError> {
     let mut s = Schedule::new("chakra", kind, n.max(2), 1);
     s.untracked = true;
     s.topology = String::new();
-    // Per rank: node id -> the transfer that stands for it.
-    let mut of: Vec<HashMap<u64, u32>> = vec![HashMap::new(); traces.len()];
-    // Sends and receives waiting for their match, per (src, dst, tag).
-    let mut sends: HashMap<(u32, u32, i64), std::collections::VecDeque<u32>> = HashMap::new();
-    let mut recvs: HashMap<(u32, u32, i64), std::collections::VecDeque<(usize, u64)>> = HashMap::new();
+    let mut f = Foreign {
+        of: vec![HashMap::new(); traces.len()],
+        sends: HashMap::new(),
+        recvs: HashMap::new(),
+    };
     // Pass 1: a transfer per send and per compute node.
     for (r, tr) in traces.iter().enumerate() {
         let path = rank_path(prefix, r as u32);
         for node in &tr.nodes {
-            let at = |m: String| err(&path, format!("rank {r}, node {} (`{}`): {m}", node.id, node.name));
-            match node.kind() {
-                Some(NodeType::CommSendNode) => {
-                    let dst = node
-                        .int("comm_dst")
-                        .ok_or_else(|| at("a send without comm_dst".into()))?;
-                    if !(0..i64::from(n)).contains(&dst) || dst == r as i64 {
-                        return Err(at(format!("comm_dst {dst} is not another rank (0..{n})")));
-                    }
-                    let size = node
-                        .int("comm_size")
-                        .ok_or_else(|| at("a send without comm_size".into()))?;
-                    let id = s.transfers.len() as u32;
-                    s.transfers.push(Transfer {
-                        src: r as u32,
-                        dst: dst as u32,
-                        op: Op::Send,
-                        chunks: Vec::new(),
-                        deps: Vec::new(),
-                        route: Vec::new(),
-                        after: Vec::new(),
-                        bytes: Some(size.max(0) as f64),
-                        duration_ns: 0.0,
-                    });
-                    of[r].insert(node.id, id);
-                    let tag = node.int("comm_tag").unwrap_or(0);
-                    sends.entry((r as u32, dst as u32, tag)).or_default().push_back(id);
-                }
-                Some(NodeType::CommRecvNode) => {
-                    let src = node
-                        .int("comm_src")
-                        .ok_or_else(|| at("a receive without comm_src".into()))?;
-                    if !(0..i64::from(n)).contains(&src) || src == r as i64 {
-                        return Err(at(format!("comm_src {src} is not another rank (0..{n})")));
-                    }
-                    let tag = node.int("comm_tag").unwrap_or(0);
-                    recvs
-                        .entry((src as u32, r as u32, tag))
-                        .or_default()
-                        .push_back((r, node.id));
-                }
-                Some(NodeType::CompNode) => {
-                    let id = s.transfers.len() as u32;
-                    s.transfers.push(Transfer {
-                        src: r as u32,
-                        dst: r as u32,
-                        op: Op::Copy,
-                        chunks: Vec::new(),
-                        deps: Vec::new(),
-                        route: Vec::new(),
-                        after: Vec::new(),
-                        bytes: None,
-                        duration_ns: node.duration_micros as f64 * 1e3,
-                    });
-                    of[r].insert(node.id, id);
-                }
-                Some(NodeType::CommCollNode) => {
-                    return Err(at(
-                        "a collective node: this is a workload trace; import takes traces of point-to-point sends and receives".into(),
-                    ));
-                }
-                other => return Err(at(format!("a {other:?} node has no place in a schedule"))),
-            }
+            f.add_node(&mut s, r, node)
+                .map_err(|m| err(&path, format!("rank {r}, node {} (`{}`): {m}", node.id, node.name)))?;
         }
     }
-    // Match receives to sends.
-    for (key, q) in &mut recvs {
-        let sq = sends.entry(*key).or_default();
-        while let Some((r, node)) = q.pop_front() {
-            let t = sq.pop_front().ok_or_else(|| {
-                err(
-                    &rank_path(prefix, r as u32),
-                    format!(
-                        "rank {r}, node {node}: a receive from rank {} (tag {}) that rank {} never sends",
-                        key.0, key.2, key.0
-                    ),
-                )
-            })?;
-            of[r].insert(node, t);
-        }
-    }
-    if let Some((key, q)) = sends.iter().find(|(_, q)| !q.is_empty()) {
-        return Err(err(
-            &rank_path(prefix, key.0),
-            format!(
-                "rank {}: a send to rank {} (tag {}, transfer {}) that rank {} never receives",
-                key.0, key.1, key.2, q[0], key.1
-            ),
-        ));
-    }
+    f.match_receives(prefix)?;
     // Pass 2: dependencies.
-    for (r, tr) in traces.iter().enumerate() {
-        let path = rank_path(prefix, r as u32);
-        for node in &tr.nodes {
-            let me = of[r][&node.id];
-            let mut deps = Vec::new();
-            for d in node.data_deps.iter().chain(&node.ctrl_deps) {
-                let t = *of[r].get(d).ok_or_else(|| {
-                    err(
-                        &path,
-                        format!(
-                            "rank {r}, node {}: depends on node {d}, which rank {r} does not have",
-                            node.id
-                        ),
-                    )
-                })?;
-                if t != me {
-                    deps.push(t);
-                }
-            }
-            let t = &mut s.transfers[me as usize];
-            if node.kind() == Some(NodeType::CommRecvNode) {
-                t.after.extend(deps);
-            } else {
-                t.deps.extend(deps);
-            }
-        }
-    }
+    f.link(&mut s, traces, prefix)?;
     for t in &mut s.transfers {
         for v in [&mut t.deps, &mut t.after] {
             v.sort_unstable();
@@ -1257,6 +1334,146 @@ fn foreign(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceError> {
         ));
     }
     Ok(s)
+}
+
+/// A (sender, receiver, tag) triple: sends and receives match per key.
+type Tagged = (u32, u32, i64);
+
+/// A foreign trace set on its way to a schedule.
+struct Foreign {
+    /// Per rank: node id -> the transfer that stands for it.
+    of: Vec<HashMap<u64, u32>>,
+    /// Sends waiting for their receive: transfers, in file order.
+    sends: HashMap<Tagged, VecDeque<u32>>,
+    /// Receives waiting for their send: (rank, node id), in file order.
+    recvs: HashMap<Tagged, VecDeque<(usize, u64)>>,
+}
+
+impl Foreign {
+    /// Rank `r`'s `node`: a send or a compute node becomes a transfer of
+    /// `s`, a receive waits for its send; the error names what is wrong.
+    fn add_node(&mut self, s: &mut Schedule, r: usize, node: &Node) -> Result<(), String> {
+        let n = self.of.len() as u32;
+        let local = |dst: u32, op: Op, bytes: Option<f64>, duration_ns: f64| Transfer {
+            src: r as u32,
+            dst,
+            op,
+            chunks: Vec::new(),
+            deps: Vec::new(),
+            route: Vec::new(),
+            after: Vec::new(),
+            bytes,
+            duration_ns,
+        };
+        match node.kind() {
+            Some(NodeType::CommSendNode) => {
+                let dst = node
+                    .int("comm_dst")
+                    .ok_or_else(|| "a send without comm_dst".to_string())?;
+                if !(0..i64::from(n)).contains(&dst) || dst == r as i64 {
+                    return Err(format!("comm_dst {dst} is not another rank (0..{n})"));
+                }
+                let size = node
+                    .int("comm_size")
+                    .ok_or_else(|| "a send without comm_size".to_string())?;
+                let id = s.transfers.len() as u32;
+                s.transfers
+                    .push(local(dst as u32, Op::Send, Some(size.max(0) as f64), 0.0));
+                self.of[r].insert(node.id, id);
+                let tag = node.int("comm_tag").unwrap_or(0);
+                self.sends.entry((r as u32, dst as u32, tag)).or_default().push_back(id);
+            }
+            Some(NodeType::CommRecvNode) => {
+                let src = node
+                    .int("comm_src")
+                    .ok_or_else(|| "a receive without comm_src".to_string())?;
+                if !(0..i64::from(n)).contains(&src) || src == r as i64 {
+                    return Err(format!("comm_src {src} is not another rank (0..{n})"));
+                }
+                let tag = node.int("comm_tag").unwrap_or(0);
+                self.recvs
+                    .entry((src as u32, r as u32, tag))
+                    .or_default()
+                    .push_back((r, node.id));
+            }
+            Some(NodeType::CompNode) => {
+                let id = s.transfers.len() as u32;
+                s.transfers
+                    .push(local(r as u32, Op::Copy, None, us_to_ns(node.duration_micros as f64)));
+                self.of[r].insert(node.id, id);
+            }
+            Some(NodeType::CommCollNode) => {
+                return Err(
+                    "a collective node: this is a workload trace; import takes traces of point-to-point sends and receives".into(),
+                );
+            }
+            other => return Err(format!("a {other:?} node has no place in a schedule")),
+        }
+        Ok(())
+    }
+
+    /// Every receive to the send it matches; refuses a receive nobody
+    /// sends and a send nobody receives.
+    fn match_receives(&mut self, prefix: &Path) -> Result<(), TraceError> {
+        for (key, q) in &mut self.recvs {
+            let sq = self.sends.entry(*key).or_default();
+            while let Some((r, node)) = q.pop_front() {
+                let t = sq.pop_front().ok_or_else(|| {
+                    err(
+                        &rank_path(prefix, r as u32),
+                        format!(
+                            "rank {r}, node {node}: a receive from rank {} (tag {}) that rank {} never sends",
+                            key.0, key.2, key.0
+                        ),
+                    )
+                })?;
+                self.of[r].insert(node, t);
+            }
+        }
+        if let Some((key, q)) = self.sends.iter().find(|(_, q)| !q.is_empty()) {
+            return Err(err(
+                &rank_path(prefix, key.0),
+                format!(
+                    "rank {}: a send to rank {} (tag {}, transfer {}) that rank {} never receives",
+                    key.0, key.1, key.2, q[0], key.1
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every node's `data_deps` and `ctrl_deps` as its transfer's `deps`
+    /// (a receive's as its `after`).
+    fn link(&self, s: &mut Schedule, traces: &[Trace], prefix: &Path) -> Result<(), TraceError> {
+        for (r, tr) in traces.iter().enumerate() {
+            let path = rank_path(prefix, r as u32);
+            for node in &tr.nodes {
+                let me = self.of[r][&node.id];
+                let mut deps = Vec::new();
+                for d in node.data_deps.iter().chain(&node.ctrl_deps) {
+                    let t = *self.of[r].get(d).ok_or_else(|| {
+                        err(
+                            &path,
+                            format!(
+                                "rank {r}, node {}: depends on node {d}, which rank {r} does not have",
+                                node.id
+                            ),
+                        )
+                    })?;
+                    if t != me {
+                        deps.push(t);
+                    }
+                }
+                let t = &mut s.transfers[me as usize];
+                if node.kind() == Some(NodeType::CommRecvNode) {
+                    t.after.extend(deps);
+                } else {
+                    t.deps.extend(deps);
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A transfer that can never land, if any: the events are a transfer's

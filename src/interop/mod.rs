@@ -5,7 +5,8 @@
 //!   workload as Chakra traces) for a designed fabric.
 //! - [`chakra`]: Chakra execution traces (protobuf, one file per rank), to
 //!   and from schedules.
-//! - [`msccl`]: MSCCL-IR XML (MSCCLang's output) into schedules.
+//! - [`msccl`]: MSCCL-IR XML (MSCCLang's output) into schedules, and
+//!   schedules into it.
 //! - [`libra`]: LIBRA's inputs (astra-sim/libra, ISPASS'24): the ASTRA-sim 1.0
 //!   workload text, and the network, communicator and cost-model YAML.
 
@@ -13,3 +14,17 @@ pub mod astra;
 pub mod chakra;
 pub mod libra;
 pub mod msccl;
+
+use crate::schedule::Op;
+
+/// Why a writer refuses an untracked schedule.
+const UNTRACKED: &str = "an untracked schedule (read from another producer's trace) has no chunks to write: export the schedule it came from";
+
+/// dimsum's name of an operation (`dimsum_op`).
+fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Send => "send",
+        Op::Reduce => "reduce",
+        Op::Copy => "copy",
+    }
+}

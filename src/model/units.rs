@@ -18,6 +18,8 @@ pub const BYTES_PER_GIB: f64 = 1_073_741_824.0;
 pub const BITS_PER_GB: f64 = 8e9;
 /// Nanoseconds in one millisecond.
 pub const NS_PER_MS: f64 = 1e6;
+/// Nanoseconds in one microsecond (Chakra's `duration_micros`).
+pub const NS_PER_US: f64 = 1e3;
 
 /// A GiB count as bytes.
 pub fn gib(n: f64) -> f64 {
@@ -32,6 +34,16 @@ pub fn mib(n: f64) -> f64 {
 /// Nanoseconds to milliseconds.
 pub fn ns_to_ms(ns: f64) -> f64 {
     ns / NS_PER_MS
+}
+
+/// Nanoseconds to microseconds.
+pub fn ns_to_us(ns: f64) -> f64 {
+    ns / NS_PER_US
+}
+
+/// Microseconds to nanoseconds.
+pub fn us_to_ns(us: f64) -> f64 {
+    us * NS_PER_US
 }
 
 /// Time in ns to move `bytes` at `gbps` GB/s: bytes / (GB/s) = ns.
@@ -155,6 +167,8 @@ mod tests {
         assert_relative_eq!(gib(1.0), 1_073_741_824.0);
         assert_relative_eq!(mib(1.0), 1_048_576.0);
         assert_relative_eq!(ns_to_ms(2.5e6), 2.5);
+        assert_eq!(ns_to_us(1500.0), 1.5);
+        assert_eq!(us_to_ns(3.0), 3000.0);
     }
 
     #[test]
