@@ -33,9 +33,9 @@
 //! back from the last arrival through whatever delayed each transfer last (a
 //! busy link or its last dependency).
 
-use crate::model::topology::{NONE, Topology};
+use crate::model::topology::{Link, NONE, Topology};
 use crate::model::workload::CollectiveKind;
-use crate::schedule::{Op, Schedule};
+use crate::schedule::{Op, Schedule, Transfer};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -551,32 +551,114 @@ fn final_errors(s: &Schedule, st: &State, errors: &mut Vec<String>, count: &mut 
 /// are errors; a schedule that runs but computes the wrong thing is a result
 /// with `valid = false` and the problems listed.
 pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimResult, SimError> {
-    s.check()?;
-    let tracked = u64::from(s.npus)
-        * if s.collective == CollectiveKind::AllToAll {
-            s.chunks() / u64::from(s.npus)
-        } else {
-            s.chunks()
-        };
-    if tracked > MAX_STATE {
-        return Err(SimError::TooLarge {
-            npus: s.npus,
-            chunks: s.chunks(),
-            max: MAX_STATE,
-        });
+    let input = Input::new(s, topo, opt)?;
+    let mut r = replay(&input);
+    end_errors(s, &mut r);
+    let path = critical_path(&input, &mut r);
+    Ok(result(&input, r, path))
+}
+
+/// What a replay reads: the schedule, the topology, the options, and per
+/// transfer its route (link ids, empty for a local operation) and bytes.
+struct Input<'a> {
+    s: &'a Schedule,
+    topo: &'a Topology,
+    opt: &'a SimOptions,
+    routes: Csr,
+    bytes: Vec<f64>,
+    /// Dimensions (link labels), at least 1.
+    ndims: usize,
+}
+
+impl<'a> Input<'a> {
+    /// Checks that `s` can be replayed on `topo` and flattens its routes.
+    fn new(s: &'a Schedule, topo: &'a Topology, opt: &'a SimOptions) -> Result<Input<'a>, SimError> {
+        s.check()?;
+        let tracked = u64::from(s.npus)
+            * if s.collective == CollectiveKind::AllToAll {
+                s.chunks() / u64::from(s.npus)
+            } else {
+                s.chunks()
+            };
+        if tracked > MAX_STATE {
+            return Err(SimError::TooLarge {
+                npus: s.npus,
+                chunks: s.chunks(),
+                max: MAX_STATE,
+            });
+        }
+        if s.npus != topo.npus {
+            return Err(SimError::Size {
+                schedule: s.npus,
+                topology: topo.npus,
+            });
+        }
+        let routes = routes(s, topo)?;
+        let chunk_bytes = s.chunk_bytes(opt.size_bytes);
+        let bytes: Vec<f64> = s
+            .transfers
+            .iter()
+            .map(|t| t.bytes.unwrap_or(t.chunk_count() as f64 * chunk_bytes))
+            .collect();
+        let ndims = topo.dim_names().len().max(1);
+        Ok(Input {
+            s,
+            topo,
+            opt,
+            routes,
+            bytes,
+            ndims,
+        })
     }
-    if s.npus != topo.npus {
-        return Err(SimError::Size {
-            schedule: s.npus,
-            topology: topo.npus,
-        });
+}
+
+/// A compressed adjacency (CSR): the items of node `i` are
+/// `items[at[i]..at[i + 1]]`.
+struct Csr {
+    at: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Csr {
+    /// Per transfer, the transfers whose `list` names it, in transfer order
+    /// (the dependents, from `deps`; the receive buffers waiting for it,
+    /// from `after`).
+    fn inverted(s: &Schedule, list: impl Fn(&Transfer) -> &[u32]) -> Csr {
+        let nt = s.transfers.len();
+        let mut at = vec![0u32; nt + 1];
+        for t in &s.transfers {
+            for &d in list(t) {
+                at[d as usize + 1] += 1;
+            }
+        }
+        for i in 0..nt {
+            at[i + 1] += at[i];
+        }
+        let mut fill = at.clone();
+        let mut items = vec![0u32; at[nt] as usize];
+        for (i, t) in s.transfers.iter().enumerate() {
+            for &d in list(t) {
+                items[fill[d as usize] as usize] = i as u32;
+                fill[d as usize] += 1;
+            }
+        }
+        Csr { at, items }
     }
-    let nt = s.transfers.len();
-    // Routes, flattened.
-    let mut route_at = Vec::with_capacity(nt + 1);
-    let mut routes: Vec<u32> = Vec::new();
+
+    /// The items of node `i`.
+    #[inline]
+    fn of(&self, i: usize) -> &[u32] {
+        &self.items[self.at[i] as usize..self.at[i + 1] as usize]
+    }
+}
+
+/// Every transfer's route as link ids (its own, checked, or the topology's
+/// when it names none), flattened.
+fn routes(s: &Schedule, topo: &Topology) -> Result<Csr, SimError> {
+    let mut at = Vec::with_capacity(s.transfers.len() + 1);
+    let mut items: Vec<u32> = Vec::new();
     for (i, t) in s.transfers.iter().enumerate() {
-        route_at.push(routes.len() as u32);
+        at.push(items.len() as u32);
         let bad = |m: String| SimError::Route {
             transfer: i,
             src: t.src,
@@ -585,7 +667,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
         };
         if t.route.is_empty() {
             let r = topo.route(t.src, t.dst).map_err(|e| bad(e.to_string()))?;
-            routes.extend(r);
+            items.extend(r);
         } else {
             let mut at = t.src;
             for &l in &t.route {
@@ -601,93 +683,145 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
             if at != t.dst {
                 return Err(bad(format!("the route ends at node {at}")));
             }
-            routes.extend(&t.route);
+            items.extend(&t.route);
         }
     }
-    route_at.push(routes.len() as u32);
-    // Dependents, flattened.
+    at.push(items.len() as u32);
+    Ok(Csr { at, items })
+}
+
+/// The links' and the NPUs' tallies during a replay.
+struct Links {
+    /// When each link is free again, ns.
+    free_at: Vec<f64>,
+    /// The transfer each link sent last.
+    last_on: Vec<u32>,
+    /// Busy time per link, ns.
+    busy: Vec<f64>,
+    /// Bytes per link.
+    bytes: Vec<f64>,
+    /// Bytes sent per NPU per dimension, at `npu * ndims + dim`.
+    sent: Vec<f64>,
+    npus: u32,
+    ndims: usize,
+    model: LinkModel,
+    record: bool,
+    /// Every wait for a link: (transfer, its hop, link, the transfer ahead).
+    blocks: Vec<(u32, u32, u32, u32)>,
+    /// Every hop, if recorded.
+    timeline: Vec<Hop>,
+    /// Link traversals.
+    hops: u64,
+}
+
+impl Links {
+    fn new(input: &Input) -> Links {
+        let nlinks = input.topo.links.len();
+        Links {
+            free_at: vec![0.0f64; nlinks],
+            last_on: vec![NONE; nlinks],
+            busy: vec![0.0f64; nlinks],
+            bytes: vec![0.0f64; nlinks],
+            sent: vec![0.0f64; input.s.npus as usize * input.ndims],
+            npus: input.s.npus,
+            ndims: input.ndims,
+            model: input.opt.model,
+            record: input.opt.record,
+            blocks: Vec::new(),
+            timeline: Vec::new(),
+            hops: 0,
+        }
+    }
+
+    /// Puts transfer `t` of `bytes` bytes on link `l`, hop `h` of its
+    /// route, at `now`; returns when it reaches the link's far end.
+    #[inline(always)]
+    fn occupy(&mut self, link: &Link, l: usize, t: usize, h: u32, bytes: f64, now: f64) -> f64 {
+        let start = now.max(self.free_at[l]);
+        if start > now {
+            self.blocks.push((t as u32, h, l as u32, self.last_on[l]));
+        }
+        let ser = if bytes > 0.0 { bytes / link.gbps } else { 0.0 };
+        let hold = match self.model {
+            LinkModel::AlphaBeta => ser,
+            LinkModel::Tacos => ser + link.latency_ns,
+        };
+        self.free_at[l] = start + hold;
+        self.last_on[l] = t as u32;
+        self.busy[l] += hold;
+        self.bytes[l] += bytes;
+        if link.src < self.npus {
+            let d = link.dim.map_or(0, usize::from).min(self.ndims - 1);
+            self.sent[link.src as usize * self.ndims + d] += bytes;
+        }
+        self.hops += 1;
+        if self.record {
+            self.timeline.push(Hop {
+                transfer: t as u32,
+                link: l as u32,
+                start_ns: start,
+                end_ns: start + hold,
+            });
+        }
+        start + link.latency_ns + ser
+    }
+}
+
+/// What the replay recorded.
+struct Replay {
+    /// Issue time per transfer, ns (NaN: never issued).
+    issue: Vec<f64>,
+    /// Arrival time per transfer, ns (NaN: never landed).
+    arrive: Vec<f64>,
+    /// The dependency whose arrival issued each transfer (`NONE`: none).
+    cause: Vec<u32>,
+    links: Links,
+    /// The chunks' values at the end.
+    state: State,
+    errors: Vec<String>,
+    error_count: u64,
+    chunk_moves: u64,
+}
+
+/// Replays the transfers, in time order, on the links.
+///
+/// `hop!`, `issue!` and `land!` are macros, not closures or methods: they
+/// call one another (a landing issues the transfers waiting for it, an
+/// issue puts a transfer on its first link) and update the same locals,
+/// which closures could not borrow mutably at once; as macros they expand
+/// into this one loop, the hot path stays inlined and nothing is allocated
+/// per event but the receive buffers `after` asks for.
+fn replay(input: &Input) -> Replay {
+    let (s, topo, routes, bytes) = (input.s, input.topo, &input.routes, &input.bytes[..]);
+    let nt = s.transfers.len();
+    let dependents = Csr::inverted(s, |t| &t.deps[..]);
+    let after_of = Csr::inverted(s, |t| &t.after[..]);
     let mut remaining: Vec<u32> = s.transfers.iter().map(|t| t.deps.len() as u32).collect();
-    let mut dep_at = vec![0u32; nt + 1];
-    for t in &s.transfers {
-        for &d in &t.deps {
-            dep_at[d as usize + 1] += 1;
-        }
-    }
-    for i in 0..nt {
-        dep_at[i + 1] += dep_at[i];
-    }
-    let mut fill = dep_at.clone();
-    let mut dependents = vec![0u32; dep_at[nt] as usize];
-    for (i, t) in s.transfers.iter().enumerate() {
-        for &d in &t.deps {
-            dependents[fill[d as usize] as usize] = i as u32;
-            fill[d as usize] += 1;
-        }
-    }
-    let chunk_bytes = s.chunk_bytes(opt.size_bytes);
-    let bytes: Vec<f64> = s
-        .transfers
-        .iter()
-        .map(|t| t.bytes.unwrap_or(t.chunk_count() as f64 * chunk_bytes))
-        .collect();
-    let ndims = topo.dim_names().len().max(1);
-    let nlinks = topo.links.len();
-    let mut free_at = vec![0.0f64; nlinks];
-    let mut last_on = vec![NONE; nlinks];
-    let mut busy = vec![0.0f64; nlinks];
-    let mut link_bytes = vec![0.0f64; nlinks];
-    let mut sent = vec![0.0f64; s.npus as usize * ndims];
+    let mut after_left: Vec<u32> = s.transfers.iter().map(|t| t.after.len() as u32).collect();
+    let mut links = Links::new(input);
     let mut issue = vec![f64::NAN; nt];
     let mut arrive = vec![f64::NAN; nt];
     let mut cause = vec![NONE; nt];
-    // Every wait for a link: (transfer, its hop, link, the transfer ahead).
-    let mut blocks: Vec<(u32, u32, u32, u32)> = Vec::new();
-    let mut timeline = Vec::new();
     let mut state = initial_state(s, topo);
     let mut errors = Vec::new();
     let mut error_count = 0u64;
+    let mut chunk_moves = 0u64;
     let mut issue_seq = vec![0u32; nt];
     let mut seq = 0u32;
     // Events keyed (time bits, transfer, hop) packed in one u128: times are
     // non-negative, so their bits order like the times.
     let key = |time: f64, t: usize, h: u32| u128::from(time.to_bits()) << 64 | (t as u128) << 32 | u128::from(h);
     let mut heap: BinaryHeap<Reverse<u128>> = BinaryHeap::new();
-    let mut hops = 0u64;
-    let mut chunk_moves = 0u64;
+    // Receive buffers: arrived, and what is held back.
+    let mut wire = vec![false; nt];
+    let mut held: HashMap<usize, Held> = HashMap::new();
 
     // Puts transfer `t` on hop `h` of its route at `now`.
     macro_rules! hop {
         ($t:expr, $h:expr, $now:expr) => {{
             let (t, h, now): (usize, u32, f64) = ($t, $h, $now);
-            let l = routes[route_at[t] as usize + h as usize] as usize;
-            let link = &topo.links[l];
-            let start = now.max(free_at[l]);
-            if start > now {
-                blocks.push((t as u32, h, l as u32, last_on[l]));
-            }
-            let ser = if bytes[t] > 0.0 { bytes[t] / link.gbps } else { 0.0 };
-            let hold = match opt.model {
-                LinkModel::AlphaBeta => ser,
-                LinkModel::Tacos => ser + link.latency_ns,
-            };
-            free_at[l] = start + hold;
-            last_on[l] = t as u32;
-            busy[l] += hold;
-            link_bytes[l] += bytes[t];
-            if link.src < s.npus {
-                let d = link.dim.map_or(0, usize::from).min(ndims - 1);
-                sent[link.src as usize * ndims + d] += bytes[t];
-            }
-            hops += 1;
-            if opt.record {
-                timeline.push(Hop {
-                    transfer: t as u32,
-                    link: l as u32,
-                    start_ns: start,
-                    end_ns: start + hold,
-                });
-            }
-            let at = start + link.latency_ns + ser;
+            let l = routes.items[routes.at[t] as usize + h as usize] as usize;
+            let at = links.occupy(&topo.links[l], l, t, h, bytes[t], now);
             heap.push(Reverse(key(at, t, h + 1)));
         }};
     }
@@ -697,7 +831,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
             let (t, now): (usize, f64) = ($t, $now);
             issue[t] = now;
             issue_seq[t] = seq;
-            if route_at[t + 1] > route_at[t] {
+            if routes.at[t + 1] > routes.at[t] {
                 hop!(t, 0, now);
             } else {
                 // A local operation: done after its duration.
@@ -705,148 +839,35 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
             }
         }};
     }
-
-    // Receive buffers: `after` lists, inverted, and what is held back.
-    let mut after_left: Vec<u32> = s.transfers.iter().map(|t| t.after.len() as u32).collect();
-    let mut after_at = vec![0u32; nt + 1];
-    for t in &s.transfers {
-        for &a in &t.after {
-            after_at[a as usize + 1] += 1;
-        }
-    }
-    for i in 0..nt {
-        after_at[i + 1] += after_at[i];
-    }
-    let mut fill = after_at.clone();
-    let mut after_of = vec![0u32; after_at[nt] as usize];
-    for (i, t) in s.transfers.iter().enumerate() {
-        for &a in &t.after {
-            after_of[fill[a as usize] as usize] = i as u32;
-            fill[a as usize] += 1;
-        }
-    }
-    let mut wire = vec![false; nt];
-    type Held = (Vec<u64>, Option<(u32, u64)>);
-    let mut held: HashMap<usize, Held> = HashMap::new();
-
     // Lands transfer `t` at `now`: the sender's chunks, unchanged since
     // issue, are stored or reduced at the receiver, and the dependents that
     // were waiting for it are issued.
     macro_rules! land {
         ($t:expr, $t32:expr, $now:expr) => {{
             let (t, t32, now): (usize, u32, f64) = ($t, $t32, $now);
-        arrive[t] = now;
-        seq += 1;
-        let tr = &s.transfers[t];
-        let reduce = tr.op == Op::Reduce;
-        let first_bad = if let Some((vals, bad)) = held.remove(&t) {
-            // Read when it arrived (see below), applied now.
-            let mut i = 0;
-            for run in &tr.chunks {
-                chunk_moves += u64::from(run.count);
-                for c in run.iter() {
-                    state.apply(tr.dst, c, vals[i], reduce, seq);
-                    i += 1;
-                }
-            }
-            bad
-        } else {
-            match &mut state {
-            State::Dense {
-                chunks,
-                cell,
-                perm,
-                own,
-            } => {
-                // The hot loop: the two rows as slices, no per-chunk dispatch.
-                let w = *chunks as usize;
-                let (sb, db) = (tr.src as usize * w, tr.dst as usize * w);
-                let (src_base, dst_base) = (base(*own, tr.src), base(*own, tr.dst));
-                let limit = issue_seq[t];
-                let mut bad = None;
-                if sb == db {
-                    // A copy onto the same NPU: the value stays, the write
-                    // is recorded.
-                    for run in &tr.chunks {
-                        chunk_moves += u64::from(run.count);
-                        for c in run.iter() {
-                            let e = &mut cell[sb + perm[c as usize] as usize];
-                            let v = value(*e).wrapping_add(src_base);
-                            if v == 0 || e[2] > limit {
-                                error_count += 1;
-                                bad = bad.or(Some((c, v)));
-                            }
-                            e[2] = seq;
-                        }
-                    }
-                } else {
-                    let (src_row, dst_row): (&[[u32; 3]], &mut [[u32; 3]]) = if sb < db {
-                        let (a, b) = cell.split_at_mut(db);
-                        (&a[sb..sb + w], &mut b[..w])
-                    } else {
-                        let (a, b) = cell.split_at_mut(sb);
-                        (&b[..w], &mut a[db..db + w])
-                    };
-                    for run in &tr.chunks {
-                        chunk_moves += u64::from(run.count);
-                        let (start, end) = (run.start as usize, run.end() as usize);
-                        for (i, &p) in perm[start..end].iter().step_by(run.stride.max(1) as usize).enumerate() {
-                            let p = p as usize;
-                            let from = src_row[p];
-                            let v = value(from).wrapping_add(src_base);
-                            if v == 0 || from[2] > limit {
-                                error_count += 1;
-                                bad = bad.or(Some(((start + i * run.stride as usize) as u32, v)));
-                            }
-                            let e = &mut dst_row[p];
-                            let x = if reduce {
-                                value(*e).wrapping_add(v)
-                            } else {
-                                v.wrapping_sub(dst_base)
-                            };
-                            *e = [x as u32, (x >> 32) as u32, seq];
-                        }
-                    }
-                }
+            arrive[t] = now;
+            seq += 1;
+            let tr = &s.transfers[t];
+            let first_bad = if let Some((vals, bad)) = held.remove(&t) {
+                // Read when it arrived (see below), applied now.
+                apply_held(&mut state, tr, &vals, seq, &mut chunk_moves);
                 bad
-            }
-            State::Sparse(_) => {
-                let mut bad = None;
-                for run in &tr.chunks {
-                    chunk_moves += u64::from(run.count);
-                    for c in run.iter() {
-                        let (v, w) = state.get(tr.src, c);
-                        if v == 0 || w > issue_seq[t] {
-                            error_count += 1;
-                            bad = bad.or(Some((c, v)));
-                        }
-                        state.apply(tr.dst, c, v, reduce, seq);
-                    }
-                }
-                bad
-            }
-        }
-        };
-        if let Some((c, v)) = first_bad
-            && errors.len() < MAX_ERRORS
-        {
-            errors.push(if v == 0 {
-                format!("NPU {} sends chunk {c} (transfer {t}) but never holds it", tr.src)
             } else {
-                format!(
-                    "NPU {} sends chunk {c} (transfer {t}) before it is final there: a transfer that changed it arrived after this one was issued (a missing dependency)",
-                    tr.src
-                )
-            });
-        }
-        for &d in &dependents[dep_at[t] as usize..dep_at[t + 1] as usize] {
-            let d = d as usize;
-            remaining[d] -= 1;
-            if remaining[d] == 0 {
-                cause[d] = t32;
-                issue!(d, now);
+                move_chunks(&mut state, tr, issue_seq[t], seq, &mut chunk_moves, &mut error_count)
+            };
+            if let Some(bad) = first_bad
+                && errors.len() < MAX_ERRORS
+            {
+                errors.push(send_error(tr, t, bad));
             }
-        }
+            for &d in dependents.of(t) {
+                let d = d as usize;
+                remaining[d] -= 1;
+                if remaining[d] == 0 {
+                    cause[d] = t32;
+                    issue!(d, now);
+                }
+            }
         }};
     }
 
@@ -857,7 +878,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
     while let Some(Reverse(k)) = heap.pop() {
         let (now, t32, h) = (f64::from_bits((k >> 64) as u64), (k >> 32) as u32, k as u32);
         let t = t32 as usize;
-        if h < route_at[t + 1] - route_at[t] {
+        if h < routes.at[t + 1] - routes.at[t] {
             hop!(t, h, now);
             continue;
         }
@@ -865,24 +886,11 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
         if after_left[t] > 0 {
             // A receive buffer: read the data now, apply it once the
             // receiver's own sends in `after` are out.
-            let tr = &s.transfers[t];
-            let mut vals = Vec::with_capacity(tr.chunk_count() as usize);
-            let mut bad = None;
-            for run in &tr.chunks {
-                for c in run.iter() {
-                    let (v, w) = state.get(tr.src, c);
-                    if v == 0 || w > issue_seq[t] {
-                        error_count += 1;
-                        bad = bad.or(Some((c, v)));
-                    }
-                    vals.push(v);
-                }
-            }
-            held.insert(t, (vals, bad));
+            held.insert(t, read_held(&state, &s.transfers[t], issue_seq[t], &mut error_count));
         } else {
             land!(t, t32, now);
         }
-        for &w in &after_of[after_at[t] as usize..after_at[t + 1] as usize] {
+        for &w in after_of.of(t) {
             let w = w as usize;
             after_left[w] -= 1;
             if after_left[w] == 0 && wire[w] {
@@ -890,10 +898,164 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
             }
         }
     }
-    let never: Vec<usize> = (0..nt).filter(|&t| arrive[t].is_nan()).collect();
+    Replay {
+        issue,
+        arrive,
+        cause,
+        links,
+        state,
+        errors,
+        error_count,
+        chunk_moves,
+    }
+}
+
+/// A receive buffer's data, read on arrival: the values, and the first
+/// chunk that was not final at the sender (chunk, value).
+type Held = (Vec<u64>, Option<(u32, u64)>);
+
+/// Reads the sender's chunks of `tr` (issued at sequence `limit`) into a
+/// receive buffer, counting the chunks not final there.
+fn read_held(state: &State, tr: &Transfer, limit: u32, error_count: &mut u64) -> Held {
+    let mut vals = Vec::with_capacity(tr.chunk_count() as usize);
+    let mut bad = None;
+    for run in &tr.chunks {
+        for c in run.iter() {
+            let (v, w) = state.get(tr.src, c);
+            if v == 0 || w > limit {
+                *error_count += 1;
+                bad = bad.or(Some((c, v)));
+            }
+            vals.push(v);
+        }
+    }
+    (vals, bad)
+}
+
+/// Applies a receive buffer's values at the receiver of `tr`.
+fn apply_held(state: &mut State, tr: &Transfer, vals: &[u64], seq: u32, chunk_moves: &mut u64) {
+    let reduce = tr.op == Op::Reduce;
+    let mut i = 0;
+    for run in &tr.chunks {
+        *chunk_moves += u64::from(run.count);
+        for c in run.iter() {
+            state.apply(tr.dst, c, vals[i], reduce, seq);
+            i += 1;
+        }
+    }
+}
+
+/// Stores (or reduces) the sender's chunks of `tr`, issued at sequence
+/// `limit`, at the receiver as write `seq`, counting the chunk moves and
+/// the errors. Returns the first chunk the sender did not hold
+/// or that changed after issue (chunk, value). The replay's hot loop:
+/// inlined into `land!`, the two rows as slices, no per-chunk dispatch.
+#[inline(always)]
+fn move_chunks(
+    state: &mut State,
+    tr: &Transfer,
+    limit: u32,
+    seq: u32,
+    chunk_moves: &mut u64,
+    error_count: &mut u64,
+) -> Option<(u32, u64)> {
+    let reduce = tr.op == Op::Reduce;
+    match state {
+        State::Dense {
+            chunks,
+            cell,
+            perm,
+            own,
+        } => {
+            let w = *chunks as usize;
+            let (sb, db) = (tr.src as usize * w, tr.dst as usize * w);
+            let (src_base, dst_base) = (base(*own, tr.src), base(*own, tr.dst));
+            let mut bad = None;
+            if sb == db {
+                // A copy onto the same NPU: the value stays, the write
+                // is recorded.
+                for run in &tr.chunks {
+                    *chunk_moves += u64::from(run.count);
+                    for c in run.iter() {
+                        let e = &mut cell[sb + perm[c as usize] as usize];
+                        let v = value(*e).wrapping_add(src_base);
+                        if v == 0 || e[2] > limit {
+                            *error_count += 1;
+                            bad = bad.or(Some((c, v)));
+                        }
+                        e[2] = seq;
+                    }
+                }
+            } else {
+                let (src_row, dst_row): (&[[u32; 3]], &mut [[u32; 3]]) = if sb < db {
+                    let (a, b) = cell.split_at_mut(db);
+                    (&a[sb..sb + w], &mut b[..w])
+                } else {
+                    let (a, b) = cell.split_at_mut(sb);
+                    (&b[..w], &mut a[db..db + w])
+                };
+                for run in &tr.chunks {
+                    *chunk_moves += u64::from(run.count);
+                    let (start, end) = (run.start as usize, run.end() as usize);
+                    for (i, &p) in perm[start..end].iter().step_by(run.stride.max(1) as usize).enumerate() {
+                        let p = p as usize;
+                        let from = src_row[p];
+                        let v = value(from).wrapping_add(src_base);
+                        if v == 0 || from[2] > limit {
+                            *error_count += 1;
+                            bad = bad.or(Some(((start + i * run.stride as usize) as u32, v)));
+                        }
+                        let e = &mut dst_row[p];
+                        let x = if reduce {
+                            value(*e).wrapping_add(v)
+                        } else {
+                            v.wrapping_sub(dst_base)
+                        };
+                        *e = [x as u32, (x >> 32) as u32, seq];
+                    }
+                }
+            }
+            bad
+        }
+        State::Sparse(_) => {
+            let mut bad = None;
+            for run in &tr.chunks {
+                *chunk_moves += u64::from(run.count);
+                for c in run.iter() {
+                    let (v, w) = state.get(tr.src, c);
+                    if v == 0 || w > limit {
+                        *error_count += 1;
+                        bad = bad.or(Some((c, v)));
+                    }
+                    state.apply(tr.dst, c, v, reduce, seq);
+                }
+            }
+            bad
+        }
+    }
+}
+
+/// The error for a chunk (chunk, value) that transfer `t` sends but its
+/// sender did not hold (value 0) or that changed after issue.
+fn send_error(tr: &Transfer, t: usize, (c, v): (u32, u64)) -> String {
+    if v == 0 {
+        format!("NPU {} sends chunk {c} (transfer {t}) but never holds it", tr.src)
+    } else {
+        format!(
+            "NPU {} sends chunk {c} (transfer {t}) before it is final there: a transfer that changed it arrived after this one was issued (a missing dependency)",
+            tr.src
+        )
+    }
+}
+
+/// The errors found once the replay is over: transfers that never landed
+/// (a cycle), else, for tracked schedules, chunks that do not hold the
+/// collective's result.
+fn end_errors(s: &Schedule, r: &mut Replay) {
+    let never: Vec<usize> = (0..s.transfers.len()).filter(|&t| r.arrive[t].is_nan()).collect();
     if let Some(&t) = never.first() {
-        error_count += never.len() as u64;
-        errors.push(format!(
+        r.error_count += never.len() as u64;
+        r.errors.push(format!(
             "{} transfers never land (transfer {t}, NPU {} -> {}, first): their dependencies form a cycle (through `deps` or `after`)",
             never.len(),
             s.transfers[t].src,
@@ -901,26 +1063,40 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
         ));
     }
     if never.is_empty() && !s.untracked {
-        final_errors(s, &state, &mut errors, &mut error_count);
+        final_errors(s, &r.state, &mut r.errors, &mut r.error_count);
     }
-    let time_ns = arrive.iter().copied().filter(|a| !a.is_nan()).fold(0.0, f64::max);
-    // Critical path, walked back from the last arrival. A transfer on it
-    // owns the time from when it got going (its issue, or its start on the
-    // last link it waited for before the hop that matters) to when the next
-    // one got going (its arrival, or the end of its serialization on the
-    // link the next one waited for): the path tiles [0, time], and each
-    // piece is the latency and serialization of the hops in between, per
-    // dimension (waits for receive buffers and local operations aside).
-    blocks.sort_by_key(|b| b.0);
+}
+
+/// The critical path and its split by dimension (see `SimResult`).
+struct CriticalPath {
+    steps: Vec<PathStep>,
+    alpha_ns_per_dim: Vec<f64>,
+    beta_ns_per_dim: Vec<f64>,
+    local_ns: f64,
+}
+
+/// The critical path, walked back from the last arrival. A transfer on it
+/// owns the time from when it got going (its issue, or its start on the
+/// last link it waited for before the hop that matters) to when the next
+/// one got going (its arrival, or the end of its serialization on the link
+/// the next one waited for): the path tiles [0, time], and each piece is
+/// the latency and serialization of the hops in between, per dimension
+/// (waits for receive buffers and local operations aside).
+fn critical_path(input: &Input, r: &mut Replay) -> CriticalPath {
+    let (s, topo, routes, bytes, ndims) = (input.s, input.topo, &input.routes, &input.bytes, input.ndims);
+    let nt = s.transfers.len();
+    r.links.blocks.sort_by_key(|b| b.0);
+    let blocks = &r.links.blocks;
     let blocks_of = |t: usize| {
         let lo = blocks.partition_point(|b| (b.0 as usize) < t);
         let hi = blocks.partition_point(|b| (b.0 as usize) <= t);
         &blocks[lo..hi]
     };
-    let mut critical_path = Vec::new();
+    let mut steps = Vec::new();
     let mut alpha_ns_per_dim = vec![0.0; ndims];
     let mut beta_ns_per_dim = vec![0.0; ndims];
     let mut local_ns = 0.0;
+    let (issue, arrive, cause) = (&r.issue, &r.arrive, &r.cause);
     // (transfer, the hop whose link the next step waited for; None: arrival)
     let mut cur: Option<(usize, Option<usize>)> = (0..nt)
         .filter(|&t| !arrive[t].is_nan())
@@ -928,7 +1104,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
         .map(|t| (t, None));
     let limit = nt + blocks.len();
     while let Some((t, until)) = cur {
-        let hops = &routes[route_at[t] as usize..route_at[t + 1] as usize];
+        let hops = routes.of(t);
         if hops.is_empty() {
             local_ns += s.transfers[t].duration_ns;
         }
@@ -939,9 +1115,7 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
         let (from, next, why) = match block {
             Some(&(_, h, l, ahead)) => {
                 let a = ahead as usize;
-                let at = routes[route_at[a] as usize..route_at[a + 1] as usize]
-                    .iter()
-                    .position(|&x| x == l);
+                let at = routes.of(a).iter().position(|&x| x == l);
                 (h as usize, Some((a, at)), "link")
             }
             None if cause[t] != NONE => (0, Some((cause[t] as usize, None)), "dependency"),
@@ -956,11 +1130,11 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
             if bytes[t] > 0.0 {
                 beta_ns_per_dim[d] += bytes[t] / link.gbps;
             }
-            if until != Some(h) || opt.model == LinkModel::Tacos {
+            if until != Some(h) || input.opt.model == LinkModel::Tacos {
                 alpha_ns_per_dim[d] += link.latency_ns;
             }
         }
-        critical_path.push(PathStep {
+        steps.push(PathStep {
             transfer: t as u32,
             src: s.transfers[t].src,
             dst: s.transfers[t].dst,
@@ -968,34 +1142,46 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
             arrive_ns: arrive[t],
             waited_for: why,
         });
-        cur = next.filter(|_| critical_path.len() < limit);
+        cur = next.filter(|_| steps.len() < limit);
     }
-    critical_path.reverse();
-    let npus = s.npus as usize;
-    let bytes_per_dim = (0..ndims)
-        .map(|d| (0..npus).map(|r| sent[r * ndims + d]).fold(0.0, f64::max))
-        .collect();
-    let mean_bytes_per_dim = (0..ndims)
-        .map(|d| (0..npus).map(|r| sent[r * ndims + d]).sum::<f64>() / npus as f64)
-        .collect();
-    Ok(SimResult {
-        time_ns,
-        valid: error_count == 0,
-        data_checked: !s.untracked,
-        errors,
-        error_count,
-        transfers: nt as u64,
-        hops,
-        chunk_moves,
-        link_busy_ns: busy,
-        link_bytes,
-        bytes_per_dim,
-        mean_bytes_per_dim,
-        critical_path,
+    steps.reverse();
+    CriticalPath {
+        steps,
         alpha_ns_per_dim,
         beta_ns_per_dim,
-        local_ns_on_path: local_ns,
-        timeline,
-        transfer_times: issue.into_iter().zip(arrive).collect(),
-    })
+        local_ns,
+    }
+}
+
+/// The result: the replay's record, per-dimension bytes and the critical
+/// path.
+fn result(input: &Input, r: Replay, path: CriticalPath) -> SimResult {
+    let (npus, ndims) = (input.s.npus as usize, input.ndims);
+    let sent = &r.links.sent;
+    let bytes_per_dim = (0..ndims)
+        .map(|d| (0..npus).map(|n| sent[n * ndims + d]).fold(0.0, f64::max))
+        .collect();
+    let mean_bytes_per_dim = (0..ndims)
+        .map(|d| (0..npus).map(|n| sent[n * ndims + d]).sum::<f64>() / npus as f64)
+        .collect();
+    SimResult {
+        time_ns: r.arrive.iter().copied().filter(|a| !a.is_nan()).fold(0.0, f64::max),
+        valid: r.error_count == 0,
+        data_checked: !input.s.untracked,
+        errors: r.errors,
+        error_count: r.error_count,
+        transfers: input.s.transfers.len() as u64,
+        hops: r.links.hops,
+        chunk_moves: r.chunk_moves,
+        link_busy_ns: r.links.busy,
+        link_bytes: r.links.bytes,
+        bytes_per_dim,
+        mean_bytes_per_dim,
+        critical_path: path.steps,
+        alpha_ns_per_dim: path.alpha_ns_per_dim,
+        beta_ns_per_dim: path.beta_ns_per_dim,
+        local_ns_on_path: path.local_ns,
+        timeline: r.links.timeline,
+        transfer_times: r.issue.into_iter().zip(r.arrive).collect(),
+    }
 }
