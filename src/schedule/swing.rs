@@ -197,49 +197,7 @@ pub fn build(topo: &Topology, kind: CollectiveKind, opt: &SwingOptions) -> Resul
     let k = opt.chunks_per_npu.max(1);
     let lanes = ports * k;
     check_state(n, lanes)?;
-    let coords = |r: u32| -> Vec<u32> { dims.iter().map(|d| (r / d.stride) % d.p).collect() };
-    let rank = |xs: &[u32]| -> u32 { xs.iter().zip(&dims).map(|(x, d)| x * d.stride).sum() };
-    // Reach tables per (dimension, mirror).
-    let mut reach: Vec<[Option<Reach>; 2]> = Vec::new();
-    for d in &dims {
-        let normal = Reach::new(d, opt.peers, false)?;
-        let mirrored = if opt.multiport && opt.peers == Peers::Swing {
-            Some(Reach::new(d, opt.peers, true)?)
-        } else {
-            None
-        };
-        reach.push([Some(normal), mirrored]);
-    }
-    let virtual_ranks: u32 = dims.iter().map(|d| d.q).product();
-    let virt_coords = |v: u32| -> Vec<u32> {
-        let mut v = v;
-        dims.iter()
-            .map(|d| {
-                let c = v % d.q;
-                v /= d.q;
-                c
-            })
-            .collect()
-    };
-    let phys_rank = |vc: &[u32]| -> u32 { vc.iter().zip(&dims).map(|(&v, d)| d.phys(v) * d.stride).sum() };
-    // Fold sets: the physical coordinates an NPU holds the blocks of after
-    // the fold stages below dimension `upto` (its own on the others).
-    let fold_set = |r: u32, upto: usize| -> Vec<CoordSet> {
-        coords(r)
-            .iter()
-            .enumerate()
-            .map(|(d, &x)| {
-                let elems = if d < upto && dims[d].absorbs(x) {
-                    vec![x, x + 1]
-                } else {
-                    vec![x]
-                };
-                let runs = arith_runs(&elems, dims[d].p);
-                CoordSet { elems, runs }
-            })
-            .collect()
-    };
-    let whole = |lane: u32| vec![Run::range(lane * n, n)];
+    let plan = Plan::new(n, dims, opt, up, down)?;
     let mut b = Builder {
         topo,
         out: Vec::new(),
@@ -252,158 +210,298 @@ pub fn build(topo: &Topology, kind: CollectiveKind, opt: &SwingOptions) -> Resul
         } else {
             (port as usize / 2) % active.len()
         };
-        let order = step_order(&dims, &active, start);
-        let reach_of = |d: usize| reach[d][usize::from(mirror)].as_ref().unwrap_or_else(|| unreachable!());
+        let order = step_order(&plan.dims, &active, start);
         for kk in 0..k {
             let lane = port * k + kk;
-            let base = lane * n;
+            let lane = Lane {
+                plan: &plan,
+                order: &order,
+                mirror,
+                lane,
+                base: lane * n,
+            };
             for t in &mut b.tokens {
                 t.clear();
             }
-            // Fold in, dimension 0 first.
-            for (d, dim) in dims.iter().enumerate() {
-                if dim.e == 0 {
-                    continue;
-                }
-                for r in 0..n {
-                    let x = coords(r);
-                    if !dim.extra(x[d]) || (0..d).any(|e| dims[e].extra(x[e])) {
-                        continue;
-                    }
-                    let to = r - dim.stride;
-                    let (op, chunks) = if up {
-                        (Op::Reduce, whole(lane))
-                    } else {
-                        let sets = fold_set(r, d);
-                        let refs: Vec<&CoordSet> = sets.iter().collect();
-                        (Op::Send, product_runs(&refs, &dims, base))
-                    };
-                    let id = b.push(r, to, op, chunks)?;
-                    b.tokens[to as usize].push(id);
-                }
-            }
-            // What virtual rank `vc` hands its peer at step `pos` of the
-            // reduce-scatter (the peer hands it back in the all-gather):
-            // on the step's dimension, what it reaches now but not after
-            // the step; on the others, what it still reaches.
-            let counts_before = |pos: usize| -> Vec<u32> {
-                let mut c = vec![0u32; dims.len()];
-                for &(d, _) in &order[..pos] {
-                    c[d] += 1;
-                }
-                c
-            };
-            let handed = |vc: &[u32], pos: usize| -> Vec<Run> {
-                let c = counts_before(pos);
-                let (sd, k) = order[pos];
-                let sets: Vec<&CoordSet> = (0..dims.len())
-                    .map(|d| {
-                        let r = reach_of(d);
-                        if d == sd {
-                            &r.diff[k as usize][vc[d] as usize]
-                        } else {
-                            &r.sets[c[d] as usize][vc[d] as usize]
-                        }
-                    })
-                    .collect();
-                product_runs(&sets, &dims, base)
-            };
-            let step_peer = |vc: &[u32], pos: usize| -> Vec<u32> {
-                let (d, ks) = order[pos];
-                let mut w = vc.to_vec();
-                w[d] = dims[d].peer(vc[d], ks, opt.peers, mirror);
-                w
-            };
+            lane.fold_in(&mut b)?;
             if opt.variant == Variant::Latency {
-                for pos in 0..order.len() {
-                    let mut new: Vec<(u32, u32)> = Vec::new();
-                    for v in 0..virtual_ranks {
-                        let vc = virt_coords(v);
-                        let wc = step_peer(&vc, pos);
-                        let (u, w) = (phys_rank(&vc), phys_rank(&wc));
-                        let id = b.push(u, w, Op::Reduce, whole(lane))?;
-                        new.push((w, id));
-                    }
-                    // Each side applies the peer's vector once its own is out.
-                    for v in 0..virtual_ranks as usize {
-                        let wc = step_peer(&virt_coords(v as u32), pos);
-                        let w = rank_of_virtual(&wc, &dims);
-                        let back = new[w as usize].1;
-                        let id = new[v].1 as usize;
-                        b.out[id].after.push(back);
-                    }
-                    for (w, id) in new {
-                        b.tokens[w as usize].push(id);
-                    }
-                }
+                lane.latency_steps(&mut b)?;
             } else {
-                if up {
-                    for pos in 0..order.len() {
-                        let mut new = Vec::new();
-                        for v in 0..virtual_ranks {
-                            let vc = virt_coords(v);
-                            let wc = step_peer(&vc, pos);
-                            let chunks = handed(&vc, pos);
-                            if chunks.is_empty() {
-                                continue;
-                            }
-                            let (u, w) = (phys_rank(&vc), phys_rank(&wc));
-                            new.push((w, b.push(u, w, Op::Reduce, chunks)?));
-                        }
-                        for (w, id) in new {
-                            b.tokens[w as usize].push(id);
-                        }
-                    }
-                }
-                if down {
-                    for pos in (0..order.len()).rev() {
-                        let mut new = Vec::new();
-                        for v in 0..virtual_ranks {
-                            let vc = virt_coords(v);
-                            let wc = step_peer(&vc, pos);
-                            let chunks = handed(&wc, pos);
-                            if chunks.is_empty() {
-                                continue;
-                            }
-                            let (u, w) = (phys_rank(&vc), phys_rank(&wc));
-                            new.push((w, b.push(u, w, Op::Send, chunks)?));
-                        }
-                        for (w, id) in new {
-                            b.tokens[w as usize].push(id);
-                        }
-                    }
-                }
+                lane.bandwidth_steps(&mut b)?;
             }
-            // Unfold, last dimension first.
-            for (d, dim) in dims.iter().enumerate().rev() {
-                if dim.e == 0 {
-                    continue;
-                }
-                for r in 0..n {
-                    let x = coords(r);
-                    if !dim.absorbs(x[d]) || (0..=d).any(|e| dims[e].extra(x[e])) {
-                        continue;
-                    }
-                    let to = r + dim.stride;
-                    let chunks = if down {
-                        whole(lane)
-                    } else {
-                        let mut xs = x.clone();
-                        xs[d] += 1;
-                        let sets = fold_set(rank(&xs), d);
-                        let refs: Vec<&CoordSet> = sets.iter().collect();
-                        product_runs(&refs, &dims, base)
-                    };
-                    let id = b.push(r, to, Op::Send, chunks)?;
-                    b.tokens[to as usize].push(id);
-                }
-            }
+            lane.unfold(&mut b)?;
         }
     }
     let mut s = Schedule::new(opt.name(), kind, n, lanes);
     s.topology = topo.name.clone();
     s.transfers = b.out;
     Ok(s)
+}
+
+/// What every lane of a Swing build shares: the torus's dimensions, their
+/// reach tables and the halves to build.
+struct Plan<'a> {
+    n: u32,
+    dims: Vec<Dim>,
+    /// Per dimension: the reach sets, normal and (multiport Swing) mirrored.
+    reach: Vec<[Option<Reach>; 2]>,
+    virtual_ranks: u32,
+    opt: &'a SwingOptions,
+    /// Build the reduce-scatter half.
+    up: bool,
+    /// Build the all-gather half.
+    down: bool,
+}
+
+impl<'a> Plan<'a> {
+    fn new(n: u32, dims: Vec<Dim>, opt: &'a SwingOptions, up: bool, down: bool) -> Result<Plan<'a>, BuildError> {
+        let mut reach: Vec<[Option<Reach>; 2]> = Vec::new();
+        for d in &dims {
+            let normal = Reach::new(d, opt.peers, false)?;
+            let mirrored = if opt.multiport && opt.peers == Peers::Swing {
+                Some(Reach::new(d, opt.peers, true)?)
+            } else {
+                None
+            };
+            reach.push([Some(normal), mirrored]);
+        }
+        let virtual_ranks = dims.iter().map(|d| d.q).product();
+        Ok(Plan {
+            n,
+            dims,
+            reach,
+            virtual_ranks,
+            opt,
+            up,
+            down,
+        })
+    }
+
+    /// Physical coordinates of rank `r`.
+    fn coords(&self, r: u32) -> Vec<u32> {
+        self.dims.iter().map(|d| (r / d.stride) % d.p).collect()
+    }
+
+    /// The rank at physical coordinates `xs`.
+    fn rank(&self, xs: &[u32]) -> u32 {
+        xs.iter().zip(&self.dims).map(|(x, d)| x * d.stride).sum()
+    }
+
+    /// Virtual coordinates of virtual rank `v`.
+    fn virt_coords(&self, v: u32) -> Vec<u32> {
+        let mut v = v;
+        self.dims
+            .iter()
+            .map(|d| {
+                let c = v % d.q;
+                v /= d.q;
+                c
+            })
+            .collect()
+    }
+
+    /// The physical rank a virtual coordinate vector sits at.
+    fn phys_rank(&self, vc: &[u32]) -> u32 {
+        vc.iter().zip(&self.dims).map(|(&v, d)| d.phys(v) * d.stride).sum()
+    }
+
+    /// Fold sets: the physical coordinates NPU `r` holds the blocks of after
+    /// the fold stages below dimension `upto` (its own on the others).
+    fn fold_set(&self, r: u32, upto: usize) -> Vec<CoordSet> {
+        let dims = &self.dims;
+        self.coords(r)
+            .iter()
+            .enumerate()
+            .map(|(d, &x)| {
+                let elems = if d < upto && dims[d].absorbs(x) {
+                    vec![x, x + 1]
+                } else {
+                    vec![x]
+                };
+                let runs = arith_runs(&elems, dims[d].p);
+                CoordSet { elems, runs }
+            })
+            .collect()
+    }
+}
+
+/// One lane of one of the concurrent collectives: its step order, its
+/// peers' direction and its chunks.
+struct Lane<'p, 'a> {
+    plan: &'p Plan<'a>,
+    order: &'p [(usize, u32)],
+    mirror: bool,
+    lane: u32,
+    /// The lane's first chunk.
+    base: u32,
+}
+
+impl Lane<'_, '_> {
+    /// The whole lane.
+    fn whole(&self) -> Vec<Run> {
+        vec![Run::range(self.lane * self.plan.n, self.plan.n)]
+    }
+
+    fn reach_of(&self, d: usize) -> &Reach {
+        self.plan.reach[d][usize::from(self.mirror)]
+            .as_ref()
+            .unwrap_or_else(|| unreachable!())
+    }
+
+    /// Fold in, dimension 0 first.
+    fn fold_in(&self, b: &mut Builder) -> Result<(), BuildError> {
+        let (plan, dims) = (self.plan, &self.plan.dims);
+        for (d, dim) in dims.iter().enumerate() {
+            if dim.e == 0 {
+                continue;
+            }
+            for r in 0..plan.n {
+                let x = plan.coords(r);
+                if !dim.extra(x[d]) || (0..d).any(|e| dims[e].extra(x[e])) {
+                    continue;
+                }
+                let to = r - dim.stride;
+                let (op, chunks) = if plan.up {
+                    (Op::Reduce, self.whole())
+                } else {
+                    let sets = plan.fold_set(r, d);
+                    let refs: Vec<&CoordSet> = sets.iter().collect();
+                    (Op::Send, product_runs(&refs, dims, self.base))
+                };
+                let id = b.push(r, to, op, chunks)?;
+                b.tokens[to as usize].push(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// What virtual rank `vc` hands its peer at step `pos` of the
+    /// reduce-scatter (the peer hands it back in the all-gather): on the
+    /// step's dimension, what it reaches now but not after the step; on the
+    /// others, what it still reaches.
+    fn handed(&self, vc: &[u32], pos: usize) -> Vec<Run> {
+        let dims = &self.plan.dims;
+        let mut c = vec![0u32; dims.len()];
+        for &(d, _) in &self.order[..pos] {
+            c[d] += 1;
+        }
+        let (sd, k) = self.order[pos];
+        let sets: Vec<&CoordSet> = (0..dims.len())
+            .map(|d| {
+                let r = self.reach_of(d);
+                if d == sd {
+                    &r.diff[k as usize][vc[d] as usize]
+                } else {
+                    &r.sets[c[d] as usize][vc[d] as usize]
+                }
+            })
+            .collect();
+        product_runs(&sets, dims, self.base)
+    }
+
+    /// The peer of virtual coordinates `vc` at step `pos`.
+    fn step_peer(&self, vc: &[u32], pos: usize) -> Vec<u32> {
+        let (d, ks) = self.order[pos];
+        let mut w = vc.to_vec();
+        w[d] = self.plan.dims[d].peer(vc[d], ks, self.plan.opt.peers, self.mirror);
+        w
+    }
+
+    /// The latency-optimal steps: whole-vector exchanges, each side
+    /// applying the peer's vector once its own is out.
+    fn latency_steps(&self, b: &mut Builder) -> Result<(), BuildError> {
+        let plan = self.plan;
+        for pos in 0..self.order.len() {
+            let mut new: Vec<(u32, u32)> = Vec::new();
+            for v in 0..plan.virtual_ranks {
+                let vc = plan.virt_coords(v);
+                let wc = self.step_peer(&vc, pos);
+                let (u, w) = (plan.phys_rank(&vc), plan.phys_rank(&wc));
+                let id = b.push(u, w, Op::Reduce, self.whole())?;
+                new.push((w, id));
+            }
+            // Each side applies the peer's vector once its own is out.
+            for v in 0..plan.virtual_ranks as usize {
+                let wc = self.step_peer(&plan.virt_coords(v as u32), pos);
+                let w = rank_of_virtual(&wc, &plan.dims);
+                let back = new[w as usize].1;
+                let id = new[v].1 as usize;
+                b.out[id].after.push(back);
+            }
+            for (w, id) in new {
+                b.tokens[w as usize].push(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// The bandwidth-optimal steps: the reduce-scatter, then the same steps
+    /// mirrored as the all-gather.
+    fn bandwidth_steps(&self, b: &mut Builder) -> Result<(), BuildError> {
+        let plan = self.plan;
+        let step = |pos: usize, gather: bool, b: &mut Builder| -> Result<(), BuildError> {
+            let mut new = Vec::new();
+            for v in 0..plan.virtual_ranks {
+                let vc = plan.virt_coords(v);
+                let wc = self.step_peer(&vc, pos);
+                let chunks = if gather {
+                    self.handed(&wc, pos)
+                } else {
+                    self.handed(&vc, pos)
+                };
+                if chunks.is_empty() {
+                    continue;
+                }
+                let (u, w) = (plan.phys_rank(&vc), plan.phys_rank(&wc));
+                let op = if gather { Op::Send } else { Op::Reduce };
+                new.push((w, b.push(u, w, op, chunks)?));
+            }
+            for (w, id) in new {
+                b.tokens[w as usize].push(id);
+            }
+            Ok(())
+        };
+        if plan.up {
+            for pos in 0..self.order.len() {
+                step(pos, false, b)?;
+            }
+        }
+        if plan.down {
+            for pos in (0..self.order.len()).rev() {
+                step(pos, true, b)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Unfold, last dimension first.
+    fn unfold(&self, b: &mut Builder) -> Result<(), BuildError> {
+        let (plan, dims) = (self.plan, &self.plan.dims);
+        for (d, dim) in dims.iter().enumerate().rev() {
+            if dim.e == 0 {
+                continue;
+            }
+            for r in 0..plan.n {
+                let x = plan.coords(r);
+                if !dim.absorbs(x[d]) || (0..=d).any(|e| dims[e].extra(x[e])) {
+                    continue;
+                }
+                let to = r + dim.stride;
+                let chunks = if plan.down {
+                    self.whole()
+                } else {
+                    let mut xs = x.clone();
+                    xs[d] += 1;
+                    let sets = plan.fold_set(plan.rank(&xs), d);
+                    let refs: Vec<&CoordSet> = sets.iter().collect();
+                    product_runs(&refs, dims, self.base)
+                };
+                let id = b.push(r, to, Op::Send, chunks)?;
+                b.tokens[to as usize].push(id);
+            }
+        }
+        Ok(())
+    }
 }
 
 impl From<NotButterfly> for BuildError {
