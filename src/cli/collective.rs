@@ -79,9 +79,13 @@ pub struct CollectiveArgs {
     pub json: bool,
 }
 
-fn list(text: &str, field: &str, parse: impl Fn(&str) -> Result<f64, String>) -> Result<Vec<f64>, InputError> {
+fn list(
+    text: &str,
+    field: &str,
+    parse: impl Fn(&str) -> Result<f64, units::UnitError>,
+) -> Result<Vec<f64>, InputError> {
     text.split(',')
-        .map(|v| parse(v.trim()).map_err(|m| InputError::arg(field, m)))
+        .map(|v| parse(v.trim()).map_err(|m| InputError::arg(field, m.to_string())))
         .collect()
 }
 
@@ -252,7 +256,7 @@ pub struct Outcome {
 pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
     let topo = topology_of(args)?;
     let size = match &args.size {
-        Some(s) => units::parse_bytes(s).map_err(|m| InputError::arg("--size", m))?,
+        Some(s) => units::parse_bytes(s).map_err(|m| InputError::arg("--size", m.to_string()))?,
         None => return Err(InputError::arg("--size", "give the collective's buffer, e.g. --size 64MiB").into()),
     };
     let model = link_model(&args.link_model)?;

@@ -61,8 +61,8 @@ pub fn sizes(text: &str) -> Result<Vec<f64>, InputError> {
     let bad = |m: String| InputError::arg("--sizes", m);
     if let Some((a, b)) = text.split_once("..") {
         let (lo, hi) = (
-            units::parse_bytes(a.trim()).map_err(bad)?,
-            units::parse_bytes(b.trim()).map_err(bad)?,
+            units::parse_bytes(a.trim()).map_err(|e| bad(e.to_string()))?,
+            units::parse_bytes(b.trim()).map_err(|e| bad(e.to_string()))?,
         );
         if !(lo >= 1.0 && hi >= lo) {
             return Err(bad(format!(
@@ -81,7 +81,7 @@ pub fn sizes(text: &str) -> Result<Vec<f64>, InputError> {
         .iter()
         .map(|x| units::parse_bytes(x))
         .collect::<Result<_, _>>()
-        .map_err(bad)?;
+        .map_err(|e| bad(e.to_string()))?;
     if v.is_empty() {
         return Err(bad("list at least one size".into()));
     }

@@ -539,7 +539,7 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         out,
     } = a;
     let study = Study::load(&study)?;
-    let shard = Shard::parse(&shard).map_err(|m| InputError::arg("--shard", m))?;
+    let shard = Shard::parse(&shard).map_err(|m| InputError::arg("--shard", m.to_string()))?;
     let sweeps: Vec<&SweepSpec> = study
         .sweeps
         .iter()
@@ -642,7 +642,7 @@ fn export_msccl(a: ExportMscclArgs) -> anyhow::Result<()> {
 fn export_chakra(a: ExportChakraArgs) -> anyhow::Result<()> {
     let ExportChakraArgs { schedule, prefix, size } = a;
     let s = collective::load_schedule(&schedule)?;
-    let size = dimsum::model::units::parse_bytes(&size).map_err(|m| InputError::arg("--size", m))?;
+    let size = dimsum::model::units::parse_bytes(&size).map_err(|m| InputError::arg("--size", m.to_string()))?;
     let traces = dimsum::interop::chakra::encode_schedule(&s, s.chunk_bytes(size))
         .map_err(|e| InputError::at(&schedule, None, "", e.to_string()))?;
     if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -49,7 +49,7 @@ impl Communicator {
     pub fn check(&self, fabric: &Fabric, file: &Path) -> Result<(), InputError> {
         for (i, g) in self.groups.iter().enumerate() {
             g.check(fabric)
-                .map_err(|m| InputError::at(file, self.lines[i], COMM_KEYS[i], m))?;
+                .map_err(|m| InputError::at(file, self.lines[i], COMM_KEYS[i], m.to_string()))?;
         }
         Ok(())
     }
@@ -302,7 +302,7 @@ pub fn read_communicator(path: &Path) -> Result<Communicator, InputError> {
         let v = required(&m, key, path)?;
         let sizes = int_list(v, key, &text, path)?;
         lines[i] = key_line(&text, key);
-        groups.push(Group::from_libra(&sizes).map_err(|e| InputError::at(path, lines[i], *key, e))?);
+        groups.push(Group::from_libra(&sizes).map_err(|e| InputError::at(path, lines[i], *key, e.to_string()))?);
     }
     let [f, ig, wg]: [Group; 3] = groups
         .try_into()

@@ -29,6 +29,7 @@
 
 use crate::model::catalog::{Cable, Catalog, Port, Switch};
 use crate::model::fabric::{Block, Fabric};
+use crate::model::topology::per_link_gbps;
 use serde::Serialize;
 
 /// What a study says about buying one dimension.
@@ -206,13 +207,10 @@ fn pattern(block: Block, n: u32, npus: u64, k: u32, s: f64) -> (u32, u64, f64) {
     }
 }
 
-/// Ports per link needed for `gbps` per NPU.
+/// Ports per link needed for `gbps` per NPU (at the topology's per-link
+/// bandwidth).
 fn ports_for(block: Block, n: u32, gbps: f64, s: f64) -> u32 {
-    let per_link = match block {
-        Block::Ring => gbps / 2.0,
-        Block::FullyConnected => gbps / f64::from(n - 1),
-        Block::Switch => gbps,
-    };
+    let per_link = per_link_gbps(block, n, gbps);
     // A hair of tolerance so 50.000000001 GB/s of rounding noise is one port.
     ((per_link / s) * (1.0 - 1e-12)).ceil().max(0.0) as u32
 }
@@ -512,4 +510,36 @@ pub fn options(fabric: &Fabric, spec: &Procurement, d: usize, zero: bool) -> Vec
     });
     out.sort_by(|a, b| a.gbps.total_cmp(&b.gbps).then(a.capex_usd.total_cmp(&b.capex_usd)));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_follow_the_topology_per_link_bandwidth() {
+        // The per-link bandwidth bom used to compute itself, against the
+        // topology's: identical on every block of at least 2 NPUs (a
+        // fabric's dimensions always have 2 or more).
+        let own = |block: Block, n: u32, gbps: f64| match block {
+            Block::Ring => gbps / 2.0,
+            Block::FullyConnected => gbps / f64::from(n - 1),
+            Block::Switch => gbps,
+        };
+        for block in [Block::Ring, Block::FullyConnected, Block::Switch] {
+            for n in 2..=130 {
+                for gbps in [0.0, 1e-3, 12.5, 50.0, 100.0 / 3.0, 400.0, 1234.567, 1e6] {
+                    assert_eq!(
+                        per_link_gbps(block, n, gbps).to_bits(),
+                        own(block, n, gbps).to_bits(),
+                        "{block:?} n={n} gbps={gbps}"
+                    );
+                    for s in [12.5, 25.0, 50.0, 100.0] {
+                        let k = ((own(block, n, gbps) / s) * (1.0 - 1e-12)).ceil().max(0.0) as u32;
+                        assert_eq!(ports_for(block, n, gbps, s), k);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -49,7 +49,7 @@ pub struct Port {
 impl Port {
     /// GB/s per direction (dimsum's bandwidth unit).
     pub fn gbps(&self) -> f64 {
-        self.gbits / 8.0
+        crate::model::units::gbits_to_gbytes(self.gbits)
     }
 }
 

@@ -522,8 +522,10 @@ impl Topology {
                     "a link must join two different nodes",
                 ));
             }
-            let gbps = units::parse_gbps(f[3]).map_err(|m| InputError::at(path, Some(line), "bandwidth", m))?;
-            let lat = units::parse_time_ns(f[4], 1.0).map_err(|m| InputError::at(path, Some(line), "latency", m))?;
+            let gbps =
+                units::parse_gbps(f[3]).map_err(|m| InputError::at(path, Some(line), "bandwidth", m.to_string()))?;
+            let lat = units::parse_time_ns(f[4], 1.0)
+                .map_err(|m| InputError::at(path, Some(line), "latency", m.to_string()))?;
             let dim = match f.get(5) {
                 None => None,
                 Some(d) => Some(

@@ -242,33 +242,96 @@ pub struct Generated {
     pub micro_batches: u64,
 }
 
+/// Why a strategy is not valid for a model on a fabric (`generate`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StrategyError {
+    /// The degrees do not multiply to the fabric's NPUs.
+    #[error("tp x pp x dp = {product} is not the fabric's {npus} NPUs")]
+    Npus {
+        /// tp x pp x dp.
+        product: u64,
+        /// The fabric's NPUs.
+        npus: u64,
+    },
+    /// TP does not divide the attention heads.
+    #[error("tp {tp} does not divide the {heads} heads")]
+    Heads {
+        /// TP degree.
+        tp: u64,
+        /// Heads.
+        heads: u32,
+    },
+    /// PP does not divide the layers.
+    #[error("pp {pp} does not divide the {layers} layers")]
+    Layers {
+        /// PP degree.
+        pp: u64,
+        /// Layers.
+        layers: u32,
+    },
+    /// DP x micro-batch does not divide the global batch.
+    #[error("dp {dp} x micro-batch {micro_batch} does not divide the global batch {global_batch}")]
+    Batch {
+        /// DP degree.
+        dp: u64,
+        /// Micro-batch.
+        micro_batch: u64,
+        /// Global batch.
+        global_batch: u64,
+    },
+    /// The placement order does not fit the fabric's dimensions.
+    #[error("order {order} cannot be placed on {shape}")]
+    Placement {
+        /// The order, e.g. `tp,pp,dp`.
+        order: String,
+        /// The fabric's shape.
+        shape: String,
+    },
+    /// Out of HBM.
+    #[error("needs {gib:.1} GiB per NPU, more than its {hbm_gib} GiB of HBM")]
+    Memory {
+        /// Memory per NPU, GiB.
+        gib: f64,
+        /// HBM per NPU, GiB.
+        hbm_gib: f64,
+    },
+}
+
 /// Generates the iteration of `model` on `npu` under `s` on `fabric`, or
 /// says why the strategy is not valid.
-pub fn generate(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Result<Generated, String> {
+pub fn generate(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Result<Generated, StrategyError> {
     let n = fabric.npus();
     if s.tp * s.pp * s.dp != n {
-        return Err(format!(
-            "tp x pp x dp = {} is not the fabric's {n} NPUs",
-            s.tp * s.pp * s.dp
-        ));
+        return Err(StrategyError::Npus {
+            product: s.tp * s.pp * s.dp,
+            npus: n,
+        });
     }
     if u64::from(model.heads) % s.tp != 0 {
-        return Err(format!("tp {} does not divide the {} heads", s.tp, model.heads));
+        return Err(StrategyError::Heads {
+            tp: s.tp,
+            heads: model.heads,
+        });
     }
     if u64::from(model.layers) % s.pp != 0 {
-        return Err(format!("pp {} does not divide the {} layers", s.pp, model.layers));
+        return Err(StrategyError::Layers {
+            pp: s.pp,
+            layers: model.layers,
+        });
     }
     let per_step = s.dp * model.micro_batch;
     if !model.global_batch.is_multiple_of(per_step) {
-        return Err(format!(
-            "dp {} x micro-batch {} does not divide the global batch {}",
-            s.dp, model.micro_batch, model.global_batch
-        ));
+        return Err(StrategyError::Batch {
+            dp: s.dp,
+            micro_batch: model.micro_batch,
+            global_batch: model.global_batch,
+        });
     }
     let m = model.global_batch / per_step;
-    let [tp_g, pp_g, dp_g] = s
-        .groups(fabric)
-        .ok_or_else(|| format!("order {} cannot be placed on {}", s.order_name(), fabric.shape()))?;
+    let [tp_g, pp_g, dp_g] = s.groups(fabric).ok_or_else(|| StrategyError::Placement {
+        order: s.order_name(),
+        shape: fabric.shape(),
+    })?;
     let (t, p, d) = (s.tp as f64, s.pp as f64, s.dp as f64);
     let (b, sq, h) = (model.micro_batch as f64, model.seq as f64, model.hidden as f64);
     let e = model.bytes_weight;
@@ -292,14 +355,13 @@ pub fn generate(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> 
     let hbm = npu.hbm_gib * crate::model::units::BYTES_PER_GIB;
     let total = memory.weights + memory.gradients + memory.optimizer + memory.activations;
     if total > hbm {
-        return Err(format!(
-            "needs {:.1} GiB per NPU, more than its {} GiB of HBM",
-            memory.gib(),
-            npu.hbm_gib
-        ));
+        return Err(StrategyError::Memory {
+            gib: memory.gib(),
+            hbm_gib: npu.hbm_gib,
+        });
     }
     // Compute per layer per micro-batch, ns.
-    let flops_per_ns = npu.peak_tflops * 1e12 * npu.efficiency / 1e9;
+    let flops_per_ns = crate::model::units::flops_per_ns(npu.peak_tflops, npu.efficiency);
     let fwd_ns = model.layer_forward_flops() / t / flops_per_ns;
     let extra = if s.recompute { fwd_ns } else { 0.0 };
     let comm = |kind, bytes: f64, group: &Group| {
@@ -486,11 +548,22 @@ mod tests {
             recompute: false,
             order: [Par::Tp, Par::Pp, Par::Dp],
         };
-        assert!(generate(&m, &npu, &st(32, 1, 128), &f).unwrap_err().contains("heads"));
-        assert!(generate(&m, &npu, &st(16, 8, 32), &f).unwrap_err().contains("layers"));
+        assert!(
+            generate(&m, &npu, &st(32, 1, 128), &f)
+                .unwrap_err()
+                .to_string()
+                .contains("heads")
+        );
+        assert!(
+            generate(&m, &npu, &st(16, 8, 32), &f)
+                .unwrap_err()
+                .to_string()
+                .contains("layers")
+        );
         assert!(
             generate(&m, &npu, &st(1, 1, 4096), &f)
                 .unwrap_err()
+                .to_string()
                 .contains("global batch")
         );
         // A tiny HBM: rejected with the memory it needs.

@@ -20,6 +20,10 @@ pub const BITS_PER_GB: f64 = 8e9;
 pub const NS_PER_MS: f64 = 1e6;
 /// Nanoseconds in one microsecond (Chakra's `duration_micros`).
 pub const NS_PER_US: f64 = 1e3;
+/// Dollars in one $M (the optimizer's unit of capex).
+pub const USD_PER_MUSD: f64 = 1e6;
+/// Watts in one kW (the optimizer's unit of power).
+pub const W_PER_KW: f64 = 1e3;
 
 /// A GiB count as bytes.
 pub fn gib(n: f64) -> f64 {
@@ -46,6 +50,27 @@ pub fn us_to_ns(us: f64) -> f64 {
     us * NS_PER_US
 }
 
+/// Dollars to millions of dollars.
+pub fn usd_to_musd(usd: f64) -> f64 {
+    usd / USD_PER_MUSD
+}
+
+/// Watts to kilowatts.
+pub fn w_to_kw(w: f64) -> f64 {
+    w / W_PER_KW
+}
+
+/// Gigabits to gigabytes (a port's Gb/s per direction as GB/s).
+pub fn gbits_to_gbytes(gbits: f64) -> f64 {
+    gbits / 8.0
+}
+
+/// FLOP per ns of an NPU with a peak of `peak_tflops` TFLOP/s run at
+/// `efficiency` (TFLOP/s x 1e12 = FLOP/s; / 1e9 = FLOP/ns).
+pub fn flops_per_ns(peak_tflops: f64, efficiency: f64) -> f64 {
+    peak_tflops * 1e12 * efficiency / 1e9
+}
+
 /// Time in ns to move `bytes` at `gbps` GB/s: bytes / (GB/s) = ns.
 /// Zero bytes take no time even on a zero-bandwidth dimension; positive bytes
 /// on zero bandwidth take forever (`f64::INFINITY`).
@@ -63,6 +88,21 @@ pub fn transfer_ns(bytes: f64, gbps: f64) -> f64 {
 /// GB/s * 8e9 bit/GB * pJ/bit * 1e-12 J/pJ.
 pub fn watts(gbps: f64, pj_per_bit: f64) -> f64 {
     gbps * BITS_PER_GB * pj_per_bit * 1e-12
+}
+
+/// Why a number with a unit could not be read. Each message says what is
+/// allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    /// Not a size (`parse_bytes`).
+    #[error("`{0}` is not a size: give bytes, e.g. 1048576, 64MB or 1GiB")]
+    Size(String),
+    /// Not a bandwidth (`parse_gbps`).
+    #[error("`{0}` is not a bandwidth: give GB/s, e.g. 50, 100GB/s or 50GiB/s")]
+    Bandwidth(String),
+    /// Not a time (`parse_time_ns`).
+    #[error("`{0}` is not a time: give e.g. 0.5us, 500ns or 1ms")]
+    Time(String),
 }
 
 /// Splits `text` into its number and the unit after it (`"50GiB/s"` ->
@@ -88,8 +128,8 @@ fn split_number(text: &str) -> Option<(f64, String)> {
 /// A size in bytes: a plain number of bytes or one with a unit, `B`, `KB`,
 /// `MB`, `GB`, `TB` (powers of 1000) or `KiB`, `MiB`, `GiB`, `TiB` (powers of
 /// 1024). The error says what is allowed.
-pub fn parse_bytes(text: &str) -> Result<f64, String> {
-    let bad = || format!("`{text}` is not a size: give bytes, e.g. 1048576, 64MB or 1GiB");
+pub fn parse_bytes(text: &str) -> Result<f64, UnitError> {
+    let bad = || UnitError::Size(text.to_string());
     let (n, unit) = split_number(text).ok_or_else(bad)?;
     let scale = match unit.as_str() {
         "" | "B" => 1.0,
@@ -109,8 +149,8 @@ pub fn parse_bytes(text: &str) -> Result<f64, String> {
 
 /// A bandwidth in GB/s (1 GB = 1e9 B): a plain number (GB/s) or one with a
 /// unit, `GB/s`, `GiB/s`, `MB/s`, `TB/s`, `Gbps` or `Gb/s` (bits).
-pub fn parse_gbps(text: &str) -> Result<f64, String> {
-    let bad = || format!("`{text}` is not a bandwidth: give GB/s, e.g. 50, 100GB/s or 50GiB/s");
+pub fn parse_gbps(text: &str) -> Result<f64, UnitError> {
+    let bad = || UnitError::Bandwidth(text.to_string());
     let (n, unit) = split_number(text).ok_or_else(bad)?;
     let scale = match unit.as_str() {
         "" | "GB/s" | "GBps" => 1.0,
@@ -126,8 +166,8 @@ pub fn parse_gbps(text: &str) -> Result<f64, String> {
 
 /// A time in ns: a plain number with a default unit (`default_ns` ns per
 /// unit, e.g. 1000 for microseconds) or one with a unit, `ns`, `us`, `ms`, `s`.
-pub fn parse_time_ns(text: &str, default_ns: f64) -> Result<f64, String> {
-    let bad = || format!("`{text}` is not a time: give e.g. 0.5us, 500ns or 1ms");
+pub fn parse_time_ns(text: &str, default_ns: f64) -> Result<f64, UnitError> {
+    let bad = || UnitError::Time(text.to_string());
     let (n, unit) = split_number(text).ok_or_else(bad)?;
     let scale = match unit.as_str() {
         "" => default_ns,
@@ -172,6 +212,19 @@ mod tests {
     }
 
     #[test]
+    fn helpers_are_the_inline_operations_bit_for_bit() {
+        // Each helper is the exact operation it replaced (x / 1e6 and
+        // x * 1e-6 differ in the last bit), so outputs stay byte-identical.
+        for x in [0.1, 1.0 / 3.0, 2.5e6, 123_456_789.123, 7e-3, 4096.0 * 13.7] {
+            assert_eq!(ns_to_ms(x).to_bits(), (x / 1e6).to_bits());
+            assert_eq!(usd_to_musd(x).to_bits(), (x / 1e6).to_bits());
+            assert_eq!(w_to_kw(x).to_bits(), (x / 1e3).to_bits());
+            assert_eq!(gbits_to_gbytes(x).to_bits(), (x / 8.0).to_bits());
+            assert_eq!(flops_per_ns(x, 0.37).to_bits(), (x * 1e12 * 0.37 / 1e9).to_bits());
+        }
+    }
+
+    #[test]
     fn parse_units() {
         assert_eq!(parse_bytes("1GiB").unwrap(), 1_073_741_824.0);
         assert_eq!(parse_bytes("64MB").unwrap(), 64e6);
@@ -188,5 +241,21 @@ mod tests {
         assert_eq!(parse_time_ns("0.5", 1e3).unwrap(), 500.0);
         assert_eq!(parse_time_ns("700ns", 1e3).unwrap(), 700.0);
         assert!(parse_time_ns("fast", 1.0).is_err());
+    }
+
+    #[test]
+    fn unit_error_messages() {
+        assert_eq!(
+            parse_bytes("12 parsecs").unwrap_err().to_string(),
+            "`12 parsecs` is not a size: give bytes, e.g. 1048576, 64MB or 1GiB"
+        );
+        assert_eq!(
+            parse_gbps("0").unwrap_err().to_string(),
+            "`0` is not a bandwidth: give GB/s, e.g. 50, 100GB/s or 50GiB/s"
+        );
+        assert_eq!(
+            parse_time_ns("fast", 1.0).unwrap_err().to_string(),
+            "`fast` is not a time: give e.g. 0.5us, 500ns or 1ms"
+        );
     }
 }

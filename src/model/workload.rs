@@ -51,6 +51,50 @@ impl fmt::Display for CollectiveKind {
     }
 }
 
+/// Why a communicator is not allowed (`Group::from_libra`) or does not fit
+/// a fabric (`Group::check`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GroupError {
+    /// A LIBRA group size that is neither -1 nor at least 1.
+    #[error("group size {size} on dimension {dim} is not allowed: use -1 (not involved) or a size >= 1")]
+    BadSize {
+        /// The size given.
+        size: i64,
+        /// Its position.
+        dim: usize,
+    },
+    /// One entry per dimension is needed.
+    #[error("communicator has {entries} entries but the fabric has {dims} dimensions ({shape})")]
+    Entries {
+        /// Entries given.
+        entries: usize,
+        /// The fabric's dimensions.
+        dims: usize,
+        /// The fabric's shape.
+        shape: String,
+    },
+    /// A group larger than its dimension.
+    #[error("group size {size} exceeds dimension `{dim}`, which has {npus} NPUs")]
+    Exceeds {
+        /// The group size.
+        size: u32,
+        /// The dimension's name.
+        dim: String,
+        /// Its NPUs.
+        npus: u32,
+    },
+    /// A group that does not tile its dimension.
+    #[error("group size {size} does not divide dimension `{dim}` ({npus} NPUs), so groups cannot tile it")]
+    NotDividing {
+        /// The group size.
+        size: u32,
+        /// The dimension's name.
+        dim: String,
+        /// Its NPUs.
+        npus: u32,
+    },
+}
+
 /// A communicator: the group size on each fabric dimension, `None` where the
 /// dimension is not involved.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -58,16 +102,14 @@ pub struct Group(pub Vec<Option<u32>>);
 
 impl Group {
     /// From LIBRA's notation: -1 means not involved. Values must be -1 or >= 1.
-    pub fn from_libra(sizes: &[i64]) -> Result<Group, String> {
+    pub fn from_libra(sizes: &[i64]) -> Result<Group, GroupError> {
         sizes
             .iter()
             .enumerate()
             .map(|(d, &s)| match s {
                 -1 => Ok(None),
                 s if s >= 1 && s <= i64::from(u32::MAX) => Ok(Some(s as u32)),
-                s => Err(format!(
-                    "group size {s} on dimension {d} is not allowed: use -1 (not involved) or a size >= 1"
-                )),
+                size => Err(GroupError::BadSize { size, dim: d }),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Group)
@@ -85,28 +127,29 @@ impl Group {
 
     /// Checks the group against a fabric: one entry per dimension, each
     /// involved size dividing that dimension's NPU count (so groups tile it).
-    pub fn check(&self, fabric: &Fabric) -> Result<(), String> {
+    pub fn check(&self, fabric: &Fabric) -> Result<(), GroupError> {
         if self.0.len() != fabric.ndims() {
-            return Err(format!(
-                "communicator has {} entries but the fabric has {} dimensions ({})",
-                self.0.len(),
-                fabric.ndims(),
-                fabric.shape()
-            ));
+            return Err(GroupError::Entries {
+                entries: self.0.len(),
+                dims: fabric.ndims(),
+                shape: fabric.shape(),
+            });
         }
         for (g, d) in self.0.iter().zip(&fabric.dims) {
             if let Some(g) = *g {
                 if g > d.npus {
-                    return Err(format!(
-                        "group size {g} exceeds dimension `{}`, which has {} NPUs",
-                        d.name, d.npus
-                    ));
+                    return Err(GroupError::Exceeds {
+                        size: g,
+                        dim: d.name.clone(),
+                        npus: d.npus,
+                    });
                 }
                 if d.npus % g != 0 {
-                    return Err(format!(
-                        "group size {g} does not divide dimension `{}` ({} NPUs), so groups cannot tile it",
-                        d.name, d.npus
-                    ));
+                    return Err(GroupError::NotDividing {
+                        size: g,
+                        dim: d.name.clone(),
+                        npus: d.npus,
+                    });
                 }
             }
         }
@@ -247,7 +290,12 @@ mod tests {
         assert_eq!(g.0, vec![None, Some(2), Some(4), Some(32)]);
         assert_eq!(g.size(), 256);
         assert_eq!(g.to_libra(), vec![-1, 2, 4, 32]);
-        assert!(Group::from_libra(&[0, 1]).unwrap_err().contains("group size 0"));
+        assert!(
+            Group::from_libra(&[0, 1])
+                .unwrap_err()
+                .to_string()
+                .contains("group size 0")
+        );
         assert!(Group::from_libra(&[-2]).is_err());
     }
 
@@ -255,11 +303,23 @@ mod tests {
     fn group_checks() {
         let f = libra_4d();
         assert!(Group::from_libra(&[4, 4, -1, -1]).unwrap().check(&f).is_ok());
-        let e = Group::from_libra(&[4, 4, -1]).unwrap().check(&f).unwrap_err();
+        let e = Group::from_libra(&[4, 4, -1])
+            .unwrap()
+            .check(&f)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("3 entries") && e.contains("4 dimensions"), "{e}");
-        let e = Group::from_libra(&[8, -1, -1, -1]).unwrap().check(&f).unwrap_err();
+        let e = Group::from_libra(&[8, -1, -1, -1])
+            .unwrap()
+            .check(&f)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("exceeds dimension `chiplet`"), "{e}");
-        let e = Group::from_libra(&[-1, 3, -1, -1]).unwrap().check(&f).unwrap_err();
+        let e = Group::from_libra(&[-1, 3, -1, -1])
+            .unwrap()
+            .check(&f)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("does not divide"), "{e}");
     }
 }

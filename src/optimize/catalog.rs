@@ -7,10 +7,11 @@
 //! `1/B_d = sum_o u / v_o` are linear (one option is chosen), so the time
 //! model of `training` (every collective's per-dimension rows, every path)
 //! is linear in u and the problem is a MILP that HiGHS solves exactly
-//! (relative MIP gap 1e-9): no tangents needed. Capex and power are sums of
-//! option prices, so budgets are linear too. The study's linear constraints
-//! over B apply as written; constraints on the linear `cost` / `power` model
-//! do not (the catalog's prices replace it) and are reported as skipped.
+//! (relative MIP gap `optimize::MIP_REL_GAP`, 1e-9): no tangents needed.
+//! Capex and power are sums of option prices, so budgets are linear too.
+//! The study's linear constraints over B apply as written; constraints on
+//! the linear `cost` / `power` model do not (the catalog's prices replace
+//! it) and are reported as skipped.
 //!
 //! Against the continuous optimum: pricing each dimension at the catalog's
 //! cheapest dollars per GB/s (`min_o capex_o / v_o`) under-prices every
@@ -22,10 +23,12 @@
 //! the catalog optimum is no slower.
 
 use super::expr::{Constraint, Sense, Unit};
-use super::{OptError, Problem};
+use super::{MIP_REL_GAP, OptError, Problem};
 use crate::model::bom::DimOption;
+use crate::model::collective::{Coefficients, DimCoeff};
 use crate::model::training::IterationModel;
-use good_lp::solvers::highs::highs;
+use crate::model::units::{ns_to_ms, usd_to_musd, w_to_kw};
+use good_lp::solvers::highs::{HighsProblem, highs};
 use good_lp::{Expression, ProblemVariables, ResolutionError, Solution as _, SolverModel, Variable, variable};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -108,10 +111,6 @@ pub struct CatalogSolution {
     pub options: usize,
 }
 
-fn ms(ns: f64) -> f64 {
-    ns / 1e6
-}
-
 /// Solves the catalog MILP (module doc). For `Perf`, a second solve takes
 /// the cheapest of the fastest designs (ties in time are common: a
 /// dimension off the critical collectives buys no time).
@@ -129,10 +128,79 @@ pub fn solve(p: &CatalogProblem, goal: Goal) -> Result<CatalogSolution, OptError
 
 fn solve_once(p: &CatalogProblem, goal: Goal) -> Result<CatalogSolution, OptError> {
     let n = p.dim_names.len();
+    let opts = purchasable(p)?;
+    let mut vars = ProblemVariables::new();
+    let u: Vec<Vec<Variable>> = opts
+        .iter()
+        .map(|o| o.iter().map(|_| vars.add(variable().binary())).collect())
+        .collect();
+    let m = Choice { opts: &opts, u: &u };
+    let (capex, power) = (m.capex(), m.power());
+    let (terms, term_of) = distinct_terms(&p.iteration);
+    let t: Vec<Variable> = terms.iter().map(|_| vars.add(variable().min(0.0))).collect();
+    let big_t = vars.add(variable().min(0.0));
+    let objective: Expression = match goal {
+        Goal::Perf => big_t.into(),
+        Goal::MinCapex { .. } => capex.clone(),
+        Goal::MinPower { .. } => power.clone(),
+    };
+    let mut model = highs(vars.minimise(objective))
+        .set_option("output_flag", false)
+        .set_option("mip_rel_gap", MIP_REL_GAP);
+    for ud in &u {
+        model.add_constraint(ud.iter().copied().sum::<Expression>().eq(1.0));
+    }
+    m.add_time_rows(&mut model, &terms, &t);
+    for path in &p.iteration.paths {
+        let mut counts: HashMap<usize, f64> = HashMap::new();
+        for &c in &path.collectives {
+            *counts.entry(term_of[c]).or_default() += 1.0;
+        }
+        let sum: Expression = counts.iter().map(|(k, cnt)| *cnt * t[*k]).sum();
+        model.add_constraint((big_t - sum).geq(ns_to_ms(path.constant_ns)));
+    }
+    model.add_constraint(Expression::from(big_t).geq(ns_to_ms(p.iteration.compute_ns)));
+    if let Goal::MinCapex { target_ms } | Goal::MinPower { target_ms } = goal {
+        model.add_constraint(Expression::from(big_t).leq(target_ms));
+    }
+    if let Some(b) = p.budget_usd {
+        model.add_constraint(capex.clone().leq(usd_to_musd(b)));
+    }
+    if let Some(b) = p.budget_w {
+        model.add_constraint(power.clone().leq(w_to_kw(b)));
+    }
+    m.add_constraints(&mut model, &p.constraints);
+    let sol = model.solve().map_err(|e| match e {
+        ResolutionError::Infeasible => infeasible(p, &opts, goal),
+        other => OptError::Solver(other.to_string()),
+    })?;
+    let choice: Vec<DimOption> = (0..n)
+        .map(|d| {
+            let i = (0..opts[d].len())
+                .max_by(|&a, &b| sol.value(u[d][a]).total_cmp(&sol.value(u[d][b])))
+                .unwrap_or(0);
+            opts[d][i].clone()
+        })
+        .collect();
+    let bw_gbps: Vec<f64> = choice.iter().map(|o| o.gbps).collect();
+    Ok(CatalogSolution {
+        iteration_time_ms: ns_to_ms(p.iteration.iteration_ns(&bw_gbps)),
+        capex_usd: choice.iter().map(|o| o.capex_usd).sum(),
+        power_w: choice.iter().map(|o| o.power_w).sum(),
+        bw_gbps,
+        choice,
+        mip_rel_gap: MIP_REL_GAP,
+        options: opts.iter().map(Vec::len).sum(),
+    })
+}
+
+/// Per dimension, the options the MILP chooses from: a dimension that
+/// carries traffic cannot buy nothing.
+fn purchasable(p: &CatalogProblem) -> Result<Vec<Vec<&DimOption>>, OptError> {
+    let n = p.dim_names.len();
     let traffic: Vec<bool> = (0..n)
         .map(|d| p.iteration.collectives.iter().any(|c| c.coeffs.uses(d)))
         .collect();
-    // A dimension that carries traffic cannot buy nothing.
     let opts: Vec<Vec<&DimOption>> = p
         .options
         .iter()
@@ -145,35 +213,16 @@ fn solve_once(p: &CatalogProblem, goal: Goal) -> Result<CatalogSolution, OptErro
             p.dim_names[d]
         )]));
     }
-    let mut vars = ProblemVariables::new();
-    let u: Vec<Vec<Variable>> = opts
-        .iter()
-        .map(|o| o.iter().map(|_| vars.add(variable().binary())).collect())
-        .collect();
-    let bw = |d: usize| -> Expression { u[d].iter().zip(&opts[d]).map(|(v, o)| o.gbps * *v).sum() };
-    let inv = |d: usize| -> Expression {
-        u[d].iter()
-            .zip(&opts[d])
-            .map(|(v, o)| {
-                if o.gbps > 0.0 {
-                    *v * (1.0 / o.gbps)
-                } else {
-                    Expression::from(0.0)
-                }
-            })
-            .sum()
-    };
-    let capex: Expression = (0..n)
-        .flat_map(|d| u[d].iter().zip(&opts[d]).map(|(v, o)| (o.capex_usd / 1e6) * *v))
-        .sum();
-    let power: Expression = (0..n)
-        .flat_map(|d| u[d].iter().zip(&opts[d]).map(|(v, o)| (o.power_w / 1e3) * *v))
-        .sum();
-    // Distinct collective terms, each a time variable above its rows.
+    Ok(opts)
+}
+
+/// The distinct collective terms of an iteration (equal coefficients share
+/// one time variable) and, per collective, its term.
+fn distinct_terms(it: &IterationModel) -> (Vec<&Coefficients>, Vec<usize>) {
     let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
     let mut term_of = Vec::new();
-    let mut terms: Vec<&crate::model::collective::Coefficients> = Vec::new();
-    for c in &p.iteration.collectives {
+    let mut terms: Vec<&Coefficients> = Vec::new();
+    for c in &it.collectives {
         let mut key: Vec<u64> = c
             .coeffs
             .dims
@@ -192,124 +241,140 @@ fn solve_once(p: &CatalogProblem, goal: Goal) -> Result<CatalogSolution, OptErro
         });
         term_of.push(i);
     }
-    let t: Vec<Variable> = terms.iter().map(|_| vars.add(variable().min(0.0))).collect();
-    let big_t = vars.add(variable().min(0.0));
-    let objective: Expression = match goal {
-        Goal::Perf => big_t.into(),
-        Goal::MinCapex { .. } => capex.clone(),
-        Goal::MinPower { .. } => power.clone(),
-    };
-    let mut model = highs(vars.minimise(objective))
-        .set_option("output_flag", false)
-        .set_option("mip_rel_gap", 1e-9);
-    for ud in &u {
-        model.add_constraint(ud.iter().copied().sum::<Expression>().eq(1.0));
+    (terms, term_of)
+}
+
+/// The choice variables `u[d][o]` over the options `opts[d][o]`, and the
+/// linear expressions they make.
+struct Choice<'a> {
+    opts: &'a [Vec<&'a DimOption>],
+    u: &'a [Vec<Variable>],
+}
+
+impl Choice<'_> {
+    /// B_d, GB/s.
+    fn bw(&self, d: usize) -> Expression {
+        self.u[d].iter().zip(&self.opts[d]).map(|(v, o)| o.gbps * *v).sum()
     }
-    let sum_row = |row: &[crate::model::collective::DimCoeff]| -> (f64, Expression) {
+
+    /// 1/B_d (0 for an option that buys nothing).
+    fn inv(&self, d: usize) -> Expression {
+        self.u[d]
+            .iter()
+            .zip(&self.opts[d])
+            .map(|(v, o)| {
+                if o.gbps > 0.0 {
+                    *v * (1.0 / o.gbps)
+                } else {
+                    Expression::from(0.0)
+                }
+            })
+            .sum()
+    }
+
+    /// Capex, $M.
+    fn capex(&self) -> Expression {
+        (0..self.u.len())
+            .flat_map(|d| {
+                self.u[d]
+                    .iter()
+                    .zip(&self.opts[d])
+                    .map(|(v, o)| usd_to_musd(o.capex_usd) * *v)
+            })
+            .sum()
+    }
+
+    /// Power, kW.
+    fn power(&self) -> Expression {
+        (0..self.u.len())
+            .flat_map(|d| {
+                self.u[d]
+                    .iter()
+                    .zip(&self.opts[d])
+                    .map(|(v, o)| w_to_kw(o.power_w) * *v)
+            })
+            .sum()
+    }
+
+    /// A row's constant (ms) and its bandwidth part (ms, linear in u).
+    fn sum_row(&self, row: &[DimCoeff]) -> (f64, Expression) {
         let mut alpha = 0.0;
         let mut e = Expression::from(0.0);
         for (d, k) in row.iter().enumerate() {
             if k.bytes > 0.0 || k.alpha_ns > 0.0 {
-                alpha += ms(k.alpha_ns);
+                alpha += ns_to_ms(k.alpha_ns);
                 if k.bytes > 0.0 {
-                    e += (k.bytes / 1e6) * inv(d);
+                    // bytes / (GB/s) = ns.
+                    e += ns_to_ms(k.bytes) * self.inv(d);
                 }
             }
         }
         (alpha, e)
-    };
-    for (c, tc) in terms.iter().zip(&t) {
-        if c.sequential {
-            let (alpha, e) = sum_row(&c.dims);
-            model.add_constraint((*tc - e).geq(alpha));
-        } else {
-            for (d, k) in c.dims.iter().enumerate() {
-                if k.bytes > 0.0 || k.alpha_ns > 0.0 {
-                    let e = (k.bytes / 1e6) * inv(d);
-                    model.add_constraint((*tc - e).geq(ms(k.alpha_ns)));
+    }
+
+    /// Each term's time variable above each of its rows.
+    fn add_time_rows(&self, model: &mut HighsProblem, terms: &[&Coefficients], t: &[Variable]) {
+        for (c, tc) in terms.iter().zip(t) {
+            if c.sequential {
+                let (alpha, e) = self.sum_row(&c.dims);
+                model.add_constraint((*tc - e).geq(alpha));
+            } else {
+                for (d, k) in c.dims.iter().enumerate() {
+                    if k.bytes > 0.0 || k.alpha_ns > 0.0 {
+                        let e = ns_to_ms(k.bytes) * self.inv(d);
+                        model.add_constraint((*tc - e).geq(ns_to_ms(k.alpha_ns)));
+                    }
                 }
             }
-        }
-        for r in &c.rows {
-            let (alpha, e) = sum_row(r);
-            model.add_constraint((*tc - e).geq(alpha));
+            for r in &c.rows {
+                let (alpha, e) = self.sum_row(r);
+                model.add_constraint((*tc - e).geq(alpha));
+            }
         }
     }
-    for path in &p.iteration.paths {
-        let mut counts: HashMap<usize, f64> = HashMap::new();
-        for &c in &path.collectives {
-            *counts.entry(term_of[c]).or_default() += 1.0;
+
+    /// The study's linear constraints over B, each scaled to its largest
+    /// coefficient.
+    fn add_constraints(&self, model: &mut HighsProblem, constraints: &[Constraint]) {
+        for c in constraints {
+            let scale = c.coeffs.iter().fold(0.0f64, |a, x| a.max(x.abs())).max(1e-300);
+            let lhs: Expression = c
+                .coeffs
+                .iter()
+                .enumerate()
+                .filter(|(_, k)| **k != 0.0)
+                .map(|(d, k)| (k / scale) * self.bw(d))
+                .sum();
+            let rhs = c.rhs / scale;
+            match c.sense {
+                Sense::Le => model.add_constraint(lhs.leq(rhs)),
+                Sense::Ge => model.add_constraint(lhs.geq(rhs)),
+                Sense::Eq => model.add_constraint(lhs.eq(rhs)),
+            };
         }
-        let sum: Expression = counts.iter().map(|(k, cnt)| *cnt * t[*k]).sum();
-        model.add_constraint((big_t - sum).geq(ms(path.constant_ns)));
     }
-    model.add_constraint(Expression::from(big_t).geq(ms(p.iteration.compute_ns)));
-    if let Goal::MinCapex { target_ms } | Goal::MinPower { target_ms } = goal {
-        model.add_constraint(Expression::from(big_t).leq(target_ms));
-    }
+}
+
+/// Why the MILP has no solution: every constraint that could be to blame.
+fn infeasible(p: &CatalogProblem, opts: &[Vec<&DimOption>], goal: Goal) -> OptError {
+    let mut why: Vec<String> = p.constraints.iter().map(|c| c.text.clone()).collect();
     if let Some(b) = p.budget_usd {
-        model.add_constraint(capex.clone().leq(b / 1e6));
+        let least: f64 = opts
+            .iter()
+            .map(|o| o.iter().map(|x| x.capex_usd).fold(f64::INFINITY, f64::min))
+            .sum();
+        why.push(format!(
+            "capex <= {b} $ (the cheapest purchasable fabric, bounds aside, costs {least:.0} $)"
+        ));
     }
     if let Some(b) = p.budget_w {
-        model.add_constraint(power.clone().leq(b / 1e3));
+        why.push(format!("power <= {b} W"));
     }
-    for c in &p.constraints {
-        let scale = c.coeffs.iter().fold(0.0f64, |a, x| a.max(x.abs())).max(1e-300);
-        let lhs: Expression = c
-            .coeffs
-            .iter()
-            .enumerate()
-            .filter(|(_, k)| **k != 0.0)
-            .map(|(d, k)| (k / scale) * bw(d))
-            .sum();
-        let rhs = c.rhs / scale;
-        match c.sense {
-            Sense::Le => model.add_constraint(lhs.leq(rhs)),
-            Sense::Ge => model.add_constraint(lhs.geq(rhs)),
-            Sense::Eq => model.add_constraint(lhs.eq(rhs)),
-        };
+    if let Goal::MinCapex { target_ms } | Goal::MinPower { target_ms } = goal {
+        why.push(format!("time <= {target_ms} ms"));
     }
-    let sol = model.solve().map_err(|e| match e {
-        ResolutionError::Infeasible => {
-            let mut why: Vec<String> = p.constraints.iter().map(|c| c.text.clone()).collect();
-            if let Some(b) = p.budget_usd {
-                let least: f64 = opts
-                    .iter()
-                    .map(|o| o.iter().map(|x| x.capex_usd).fold(f64::INFINITY, f64::min))
-                    .sum();
-                why.push(format!(
-                    "capex <= {b} $ (the cheapest purchasable fabric, bounds aside, costs {least:.0} $)"
-                ));
-            }
-            if let Some(b) = p.budget_w {
-                why.push(format!("power <= {b} W"));
-            }
-            if let Goal::MinCapex { target_ms } | Goal::MinPower { target_ms } = goal {
-                why.push(format!("time <= {target_ms} ms"));
-            }
-            why.push("only the catalog's designs".into());
-            OptError::Infeasible(why)
-        }
-        other => OptError::Solver(other.to_string()),
-    })?;
-    let choice: Vec<DimOption> = (0..n)
-        .map(|d| {
-            let i = (0..opts[d].len())
-                .max_by(|&a, &b| sol.value(u[d][a]).total_cmp(&sol.value(u[d][b])))
-                .unwrap_or(0);
-            opts[d][i].clone()
-        })
-        .collect();
-    let bw_gbps: Vec<f64> = choice.iter().map(|o| o.gbps).collect();
-    Ok(CatalogSolution {
-        iteration_time_ms: ms(p.iteration.iteration_ns(&bw_gbps)),
-        capex_usd: choice.iter().map(|o| o.capex_usd).sum(),
-        power_w: choice.iter().map(|o| o.power_w).sum(),
-        bw_gbps,
-        choice,
-        mip_rel_gap: 1e-9,
-        options: opts.iter().map(Vec::len).sum(),
-    })
+    why.push("only the catalog's designs".into());
+    OptError::Infeasible(why)
 }
 
 /// The cheapest option of each dimension with at least `bw[d]` (rounding a
@@ -450,7 +515,7 @@ pub fn compare(
         let bw_gbps: Vec<f64> = choice.iter().map(|o| o.gbps).collect();
         let capex_usd: f64 = choice.iter().map(|o| o.capex_usd).sum();
         let power_w: f64 = choice.iter().map(|o| o.power_w).sum();
-        let t = ms(p.iteration.iteration_ns(&bw_gbps));
+        let t = ns_to_ms(p.iteration.iteration_ns(&bw_gbps));
         let feasible = budget_usd.is_none_or(|b| capex_usd <= b * (1.0 + 1e-9))
             && budget_w.is_none_or(|b| power_w <= b * (1.0 + 1e-9))
             && cp.constraints.iter().all(|c| {

@@ -23,6 +23,7 @@
 
 use super::expr::{Constraint, Sense, Unit};
 use super::{Goal, Mode, OptError, Problem, is_tight, lp_err, prepare};
+use crate::model::units::{usd_to_musd, w_to_kw};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -79,8 +80,8 @@ impl Axis {
     pub fn coeffs(self, p: &Problem) -> Vec<f64> {
         (0..p.n())
             .map(|d| match self {
-                Axis::Cost => p.cost.npus * p.cost.usd_per_gbps[d] / 1e6,
-                Axis::Power => p.cost.npus * p.cost.w_per_gbps[d] / 1e3,
+                Axis::Cost => usd_to_musd(p.cost.npus * p.cost.usd_per_gbps[d]),
+                Axis::Power => w_to_kw(p.cost.npus * p.cost.w_per_gbps[d]),
                 Axis::TotalBw => 1.0,
             })
             .collect()

@@ -10,7 +10,7 @@
 //! MB_kd z_d` (or the sum), `T >= c_p + sum t_k` per path, `T <= cap`.
 
 use super::expr::{Constraint, Sense as CSense};
-use super::{Goal, LpAnswer, Terms, row_scale};
+use super::{Goal, LpAnswer, MIP_REL_GAP, Terms, row_scale};
 use highs::{Col, HighsModelStatus, Model, RowProblem, Sense};
 
 /// What a master LP holds.
@@ -51,6 +51,26 @@ pub(super) struct Master {
     pub solves: usize,
 }
 
+/// The (dimension, (alpha, MB)) pairs of the dimensions a collective's
+/// per-dimension coefficients use.
+fn used(coeffs: &[(f64, f64)]) -> impl Iterator<Item = (usize, &(f64, f64))> {
+    coeffs.iter().enumerate().filter(|(_, (a, mb))| *a > 0.0 || *mb > 0.0)
+}
+
+/// The row `t_k - sum_d MB_d z_d >= sum_d alpha_d` over the dimensions
+/// `coeffs` uses: its bound and its coefficients.
+fn sum_row(tk: Col, coeffs: &[(f64, f64)], z: &[Option<Col>], sc: &[f64]) -> (f64, Vec<(Col, f64)>) {
+    let mut f = vec![(tk, 1.0)];
+    let mut alpha = 0.0;
+    for (d, (a, mb)) in used(coeffs) {
+        alpha += a;
+        if let Some(zd) = z[d] {
+            f.push((zd, -mb / sc[d]));
+        }
+    }
+    (alpha, f)
+}
+
 impl Master {
     /// Builds the master with tangents at `cuts[d]`.
     pub fn new(spec: &Spec, cuts: &[Vec<f64>], careful: bool) -> Master {
@@ -66,7 +86,7 @@ impl Master {
         model.set_sense(Sense::Minimise);
         let integer = (0..n).any(|d| discrete(d).is_some());
         if integer {
-            model.set_option("mip_rel_gap", 1e-9);
+            model.set_option("mip_rel_gap", MIP_REL_GAP);
         } else if !careful {
             // Small LPs solve fastest by simplex without presolve; a retry
             // after a numerical failure gets HiGHS's defaults.
@@ -158,31 +178,15 @@ impl Master {
         }
         for ((dims, seq, rows), tk) in spec.terms.distinct.iter().zip(&t) {
             for r in rows {
-                // t_k - sum_d MB z_d >= sum_d alpha, one row each.
-                let mut f = vec![(*tk, 1.0)];
-                let mut alpha = 0.0;
-                for (d, (a, mb)) in r.iter().enumerate().filter(|(_, (a, mb))| *a > 0.0 || *mb > 0.0) {
-                    alpha += a;
-                    if let Some(zd) = m.z[d] {
-                        f.push((zd, -mb / sc[d]));
-                    }
-                }
+                // One row each.
+                let (alpha, f) = sum_row(*tk, r, &m.z, sc);
                 row(&mut model, alpha, f64::INFINITY, f);
             }
-            let used = dims.iter().enumerate().filter(|(_, (a, mb))| *a > 0.0 || *mb > 0.0);
             if *seq {
-                // t_k - sum_d MB z_d >= sum_d alpha
-                let mut f = vec![(*tk, 1.0)];
-                let mut alpha = 0.0;
-                for (d, (a, mb)) in used {
-                    alpha += a;
-                    if let Some(zd) = m.z[d] {
-                        f.push((zd, -mb / sc[d]));
-                    }
-                }
+                let (alpha, f) = sum_row(*tk, dims, &m.z, sc);
                 row(&mut model, alpha, f64::INFINITY, f);
             } else {
-                for (d, (a, mb)) in used {
+                for (d, (a, mb)) in used(dims) {
                     let mut f = vec![(*tk, 1.0)];
                     if let Some(zd) = m.z[d] {
                         f.push((zd, -mb / sc[d]));

@@ -70,6 +70,7 @@ pub mod scheduled;
 use crate::model::cost::Linear;
 use crate::model::fabric::Fabric;
 use crate::model::training::IterationModel;
+use crate::model::units::{USD_PER_MUSD, W_PER_KW, ns_to_ms, usd_to_musd, w_to_kw};
 use expr::{Constraint, Sense, Unit};
 use good_lp::solvers::highs::highs;
 use good_lp::{Expression, ProblemVariables, ResolutionError, Solution as _, SolverModel, Variable, variable};
@@ -81,6 +82,10 @@ use std::collections::HashMap;
 pub const GAP: f64 = 1e-7;
 /// Relative gap the perf-per-cost branch and bound stops at.
 pub const PPC_GAP: f64 = 1e-6;
+/// Relative MIP gap HiGHS is asked for wherever a solve has integer
+/// variables (discrete options, the catalog MILP): tight enough that the
+/// MILP's answer is the optimum, not a near one.
+pub const MIP_REL_GAP: f64 = 1e-9;
 /// Smallest bandwidth a dimension that carries traffic may get, GB/s.
 pub const MIN_TRAFFIC_GBPS: f64 = 1e-6;
 /// Cutting-plane rounds per convex solve before it returns with its gap.
@@ -201,7 +206,7 @@ impl Problem {
 
     /// Iteration time at `bw`, ms.
     pub fn time_ms(&self, bw: &[f64]) -> f64 {
-        self.iteration.iteration_ns(bw) / 1e6
+        ns_to_ms(self.iteration.iteration_ns(bw))
     }
 }
 
@@ -377,13 +382,13 @@ impl Terms {
                 .coeffs
                 .dims
                 .iter()
-                .map(|k| (k.alpha_ns / 1e6, k.bytes / 1e6))
+                .map(|k| (ns_to_ms(k.alpha_ns), ns_to_ms(k.bytes)))
                 .collect();
             let rows: Vec<Vec<(f64, f64)>> = c
                 .coeffs
                 .rows
                 .iter()
-                .map(|r| r.iter().map(|k| (k.alpha_ns / 1e6, k.bytes / 1e6)).collect())
+                .map(|r| r.iter().map(|k| (ns_to_ms(k.alpha_ns), ns_to_ms(k.bytes))).collect())
                 .collect();
             let mut key: Vec<u64> = dims.iter().flat_map(|(a, b)| [a.to_bits(), b.to_bits()]).collect();
             key.push(u64::from(c.coeffs.sequential));
@@ -408,7 +413,7 @@ impl Terms {
                 }
                 let mut v: Vec<(usize, f64)> = counts.into_iter().collect();
                 v.sort_by_key(|x| x.0);
-                (p.constant_ns / 1e6, v)
+                (ns_to_ms(p.constant_ns), v)
             })
             .collect();
         Terms { distinct, paths }
@@ -482,7 +487,7 @@ impl<'a> Solver<'a> {
         model = model.set_option("output_flag", false);
         let has_int = (0..n).any(|d| discrete(d).is_some());
         if has_int {
-            model = model.set_option("mip_rel_gap", 1e-9);
+            model = model.set_option("mip_rel_gap", MIP_REL_GAP);
         } else if !careful {
             model = model.set_option("presolve", "off").set_option("solver", "simplex");
         }
@@ -730,8 +735,10 @@ fn prepare(p: &Problem) -> Result<(Solver<'_>, Vec<Option<f64>>), OptError> {
 pub fn solve(p: &Problem, objective: Objective) -> Result<Solution, OptError> {
     let (mut s, hi) = prepare(p)?;
     let n = p.n();
-    let cost_m: Vec<f64> = (0..n).map(|d| p.cost.npus * p.cost.usd_per_gbps[d] / 1e6).collect();
-    let power_k: Vec<f64> = (0..n).map(|d| p.cost.npus * p.cost.w_per_gbps[d] / 1e3).collect();
+    let cost_m: Vec<f64> = (0..n)
+        .map(|d| usd_to_musd(p.cost.npus * p.cost.usd_per_gbps[d]))
+        .collect();
+    let power_k: Vec<f64> = (0..n).map(|d| w_to_kw(p.cost.npus * p.cost.w_per_gbps[d])).collect();
     let unbounded_dim = || {
         (0..n)
             .find(|&d| hi[d].is_none() && s_traffic(p, d))
@@ -775,8 +782,8 @@ pub fn solve(p: &Problem, objective: Objective) -> Result<Solution, OptError> {
         .map(|(i, c)| {
             let (per, scale) = match c.unit {
                 Unit::Gbps => ("GB/s", 1.0),
-                Unit::Usd => ("$1M", 1e6),
-                Unit::Watts => ("kW", 1e3),
+                Unit::Usd => ("$1M", USD_PER_MUSD),
+                Unit::Watts => ("kW", W_PER_KW),
             };
             let marginal = match objective {
                 Objective::PerfPerCost => None,
@@ -839,7 +846,7 @@ fn fastest_for_target(s: &mut Solver, hi: &[Option<f64>], target_ms: f64) -> Res
     if (0..s.p.n()).any(|d| hi[d].is_none() && s.traffic[d]) {
         // Unbounded bandwidth: some finite point reaches any target above the
         // compute time; scale a feasible point up until it does.
-        let floor = s.p.iteration.compute_ns / 1e6;
+        let floor = ns_to_ms(s.p.iteration.compute_ns);
         if target_ms <= floor {
             return Err(OptError::TargetUnreachable {
                 best_ms: floor,

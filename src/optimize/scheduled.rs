@@ -70,7 +70,7 @@ use crate::model::collective::{Algorithm, Coefficients, CollectiveModel, DimCoef
 use crate::model::fabric::{Block, Fabric};
 use crate::model::topology::{DimKind, Topology, per_link_gbps};
 use crate::model::training::{IterationModel, Loop};
-use crate::model::units::ns_to_ms;
+use crate::model::units::{ns_to_ms, usd_to_musd, w_to_kw};
 use crate::model::workload::{CollectiveKind, Comm, Group, Workload};
 use crate::optimize::expr::{Constraint, Sense};
 use crate::optimize::frontier::Frontier;
@@ -706,9 +706,9 @@ pub fn objective_value(problem: &Problem, objective: Objective, m: &Measured) ->
     let bw = &m.bw_gbps;
     match objective {
         Objective::Perf => Some(t),
-        Objective::PerfPerCost => Some(t * problem.cost.cost(bw) / 1e6),
-        Objective::MinCost { target_ms } => (t <= target_ms * (1.0 + 1e-6)).then(|| problem.cost.cost(bw) / 1e6),
-        Objective::MinPower { target_ms } => (t <= target_ms * (1.0 + 1e-6)).then(|| problem.cost.power(bw) / 1e3),
+        Objective::PerfPerCost => Some(usd_to_musd(t * problem.cost.cost(bw))),
+        Objective::MinCost { target_ms } => (t <= target_ms * (1.0 + 1e-6)).then(|| usd_to_musd(problem.cost.cost(bw))),
+        Objective::MinPower { target_ms } => (t <= target_ms * (1.0 + 1e-6)).then(|| w_to_kw(problem.cost.power(bw))),
     }
 }
 

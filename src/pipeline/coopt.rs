@@ -180,10 +180,18 @@ fn problem(study: &Study, fabric: &Fabric, workload: &crate::model::workload::Wo
     Ok(Problem::new(fabric, it, study.linear_cost(), cons))
 }
 
+/// Why a study cannot be co-optimized.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CooptError {
+    /// The study does not describe a model to parallelize.
+    #[error("coopt needs a study with [model], [npu] and [parallelism]")]
+    NoModel,
+}
+
 /// Co-optimizes the study's model parallelization with its fabric.
-pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Coopt, String> {
+pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Coopt, CooptError> {
     let (Some(model), Some(npu), Some(base)) = (&study.model, &study.npu, &study.parallelism) else {
-        return Err("coopt needs a study with [model], [npu] and [parallelism]".into());
+        return Err(CooptError::NoModel);
     };
     let fabric = &study.fabric;
     let all = strategies(fabric.npus(), base);
@@ -215,7 +223,7 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
                     s: s.clone(),
                     mapping,
                     memory: None,
-                    built: Err(reason),
+                    built: Err(reason.to_string()),
                 },
             }
         })

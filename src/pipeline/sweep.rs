@@ -253,6 +253,17 @@ pub fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
     }
 }
 
+/// Why a `--shard` value is not `i/N` (`Shard::parse`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardError {
+    /// No `/`.
+    #[error("`{0}` is not i/N (e.g. 0/8)")]
+    NoSlash(String),
+    /// Not two numbers with 0 <= i < N.
+    #[error("`{0}` is not i/N with 0 <= i < N")]
+    OutOfRange(String),
+}
+
 /// `i/N`: this job's share of a sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {
@@ -267,14 +278,12 @@ impl Shard {
     pub const ALL: Shard = Shard { index: 0, count: 1 };
 
     /// Parses `i/N` with 0 <= i < N.
-    pub fn parse(s: &str) -> Result<Shard, String> {
-        let (i, n) = s
-            .split_once('/')
-            .ok_or_else(|| format!("`{s}` is not i/N (e.g. 0/8)"))?;
+    pub fn parse(s: &str) -> Result<Shard, ShardError> {
+        let (i, n) = s.split_once('/').ok_or_else(|| ShardError::NoSlash(s.to_string()))?;
         let (i, n) = (i.trim().parse::<usize>(), n.trim().parse::<usize>());
         match (i, n) {
             (Ok(i), Ok(n)) if n >= 1 && i < n => Ok(Shard { index: i, count: n }),
-            _ => Err(format!("`{s}` is not i/N with 0 <= i < N")),
+            _ => Err(ShardError::OutOfRange(s.to_string())),
         }
     }
 
@@ -621,8 +630,11 @@ mod tests {
     #[test]
     fn shard_parsing() {
         assert_eq!(Shard::parse("2/8"), Ok(Shard { index: 2, count: 8 }));
-        assert!(Shard::parse("8/8").is_err());
-        assert!(Shard::parse("x").is_err());
+        assert_eq!(
+            Shard::parse("8/8").unwrap_err().to_string(),
+            "`8/8` is not i/N with 0 <= i < N"
+        );
+        assert_eq!(Shard::parse("x").unwrap_err().to_string(), "`x` is not i/N (e.g. 0/8)");
         assert!(Shard::parse("1/0").is_err());
     }
 }

@@ -187,7 +187,7 @@ pub(super) fn workload(
     match (raw, &generator.model, &generator.npu, &generator.parallelism) {
         (Some(w), None, _, _) => read_workload(w, fabric, src),
         (None, Some(m), Some(n), Some(st)) => Ok(crate::model::transformer::generate(m, n, st, fabric)
-            .map_err(|msg| src.at_line("[parallelism]", "parallelism", msg))?
+            .map_err(|msg| src.at_line("[parallelism]", "parallelism", msg.to_string()))?
             .workload),
         (Some(_), Some(_), _, _) => Err(src.at_line("[model]", "model", "give either [workload] or [model], not both")),
         (None, Some(_), _, _) => Err(src.at_line(
@@ -267,7 +267,7 @@ fn communicators(raw: &RawWorkload, fabric: &Fabric, src: StudyFile<'_>) -> Resu
                 if let Some(g) = g {
                     let group = Group::from_libra(g.get_ref())
                         .and_then(|grp| grp.check(fabric).map(|_| grp))
-                        .map_err(|m| src.at(g.span(), format!("workload.communicator.{name}"), m))?;
+                        .map_err(|m| src.at(g.span(), format!("workload.communicator.{name}"), m.to_string()))?;
                     defaults[i] = Some(group);
                 }
             }
@@ -333,7 +333,7 @@ fn phase(
             let group = match &p.group {
                 Some(g) => Group::from_libra(g.get_ref())
                     .and_then(|grp| grp.check(fabric).map(|_| grp))
-                    .map_err(|m| src.at(g.span(), field("group"), m))?,
+                    .map_err(|m| src.at(g.span(), field("group"), m.to_string()))?,
                 None => defaults[kind as usize].clone().ok_or_else(|| {
                     let span = p.collective.as_ref().map_or(p.bytes.span(), |c| c.span());
                     src.at(
