@@ -41,7 +41,7 @@ fn load(name: &str) -> (Study, Problem) {
 
 fn spec(algorithm: &str, chunks: u32) -> Spec {
     Spec {
-        algorithm: algorithm.into(),
+        algorithm: algorithm.parse().expect("a schedule algorithm"),
         chunks_per_npu: chunks,
         ..Spec::default()
     }

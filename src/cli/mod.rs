@@ -469,12 +469,9 @@ fn frontier(a: FrontierArgs) -> anyhow::Result<()> {
     let evaluator = ev.apply(&mut study)?;
     let spec = study.frontiers.first();
     let axis = match axis.as_deref() {
-        Some(a) => Axis::from_name(a).ok_or_else(|| {
-            InputError::arg(
-                "--axis",
-                format!("`{a}` is not an axis; allowed: {}", dimsum::error::one_of(&Axis::NAMES)),
-            )
-        })?,
+        Some(a) => a
+            .parse::<Axis>()
+            .map_err(|e| InputError::arg("--axis", e.to_string()))?,
         None => spec.map_or(Axis::Cost, |f| f.axis),
     };
     let points = points.or_else(|| spec.map(|f| f.points)).unwrap_or(40);

@@ -2,7 +2,7 @@
 //! of `scheduled` as tables, JSON, CSV and charts.
 
 use super::Progress;
-use dimsum::error::{InputError, one_of};
+use dimsum::error::InputError;
 use dimsum::model::eval::evaluate;
 use dimsum::model::units::ns_to_ms;
 use dimsum::optimize::scheduled::{self, Backed, Evaluator, FixedPoint, ScheduledError};
@@ -31,24 +31,13 @@ impl EvaluatorArgs {
     /// Applies the options to the study and returns the evaluator.
     pub fn apply(&self, study: &mut Study) -> Result<Evaluator, InputError> {
         if let Some(f) = &self.evaluator {
-            study.evaluator.evaluator = Evaluator::parse(f).ok_or_else(|| {
-                InputError::arg(
-                    "--evaluator",
-                    format!("`{f}` is not an evaluator; allowed: {}", one_of(&Evaluator::NAMES)),
-                )
-            })?;
+            study.evaluator.evaluator = f
+                .parse::<Evaluator>()
+                .map_err(|e| InputError::arg("--evaluator", e.to_string()))?;
         }
         if let Some(a) = &self.schedule_algorithm {
-            if !scheduled::ALGORITHMS.contains(&a.as_str()) {
-                return Err(InputError::arg(
-                    "--schedule-algorithm",
-                    format!(
-                        "`{a}` is not a schedule algorithm; allowed: {}",
-                        one_of(&scheduled::ALGORITHMS)
-                    ),
-                ));
-            }
-            study.evaluator.algorithm = a.clone();
+            study.evaluator.algorithm =
+                scheduled::parse_algorithm(a).map_err(|e| InputError::arg("--schedule-algorithm", e.to_string()))?;
             study.evaluator.per_collective.clear();
         }
         if let Some(k) = self.schedule_chunks {

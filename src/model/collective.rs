@@ -346,6 +346,35 @@ pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Co
     }
 }
 
+impl crate::error::Named for Algorithm {
+    const WHAT: &'static str = "an algorithm";
+    const ALL: &'static [Algorithm] = &[
+        Algorithm::Ring,
+        Algorithm::Direct,
+        Algorithm::HalvingDoubling,
+        Algorithm::Swing,
+    ];
+    fn as_name(self) -> &'static str {
+        self.name()
+    }
+}
+
+impl std::str::FromStr for Algorithm {
+    type Err = crate::error::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        <Algorithm as crate::error::Named>::from_name(s)
+    }
+}
+
+impl crate::error::Named for TimeModel {
+    const WHAT: &'static str = "a time model";
+    const ALL: &'static [TimeModel] = &[TimeModel::Libra, TimeModel::Pipelined, TimeModel::Sequential];
+    fn as_name(self) -> &'static str {
+        self.name()
+    }
+}
+crate::named!(TimeModel);
+
 #[cfg(test)]
 mod tests {
     use super::*;

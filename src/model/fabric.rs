@@ -153,6 +153,21 @@ impl Fabric {
     }
 }
 
+impl crate::error::Named for Block {
+    const WHAT: &'static str = "a building block";
+    const ALL: &'static [Block] = &[Block::Ring, Block::FullyConnected, Block::Switch];
+    fn as_name(self) -> &'static str {
+        self.name()
+    }
+}
+
+impl std::str::FromStr for Block {
+    type Err = crate::error::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        <Block as crate::error::Named>::from_name(s)
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -174,6 +174,15 @@ fn overlap_paths(workload: &Workload, collectives: &[CollectiveTerm]) -> Vec<Pat
     paths
 }
 
+impl crate::error::Named for Loop {
+    const WHAT: &'static str = "a training loop";
+    const ALL: &'static [Loop] = &[Loop::NoOverlap, Loop::Overlap];
+    fn as_name(self) -> &'static str {
+        self.name()
+    }
+}
+crate::named!(Loop);
+
 #[cfg(test)]
 mod tests {
     use super::*;

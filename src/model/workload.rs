@@ -51,6 +51,27 @@ impl fmt::Display for CollectiveKind {
     }
 }
 
+impl crate::error::Named for CollectiveKind {
+    const WHAT: &'static str = "a collective";
+    const ALL: &'static [CollectiveKind] = &[
+        CollectiveKind::AllReduce,
+        CollectiveKind::ReduceScatter,
+        CollectiveKind::AllGather,
+        CollectiveKind::AllToAll,
+        CollectiveKind::SendRecv,
+    ];
+    fn as_name(self) -> &'static str {
+        self.name()
+    }
+}
+
+impl std::str::FromStr for CollectiveKind {
+    type Err = crate::error::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        <CollectiveKind as crate::error::Named>::from_name(s)
+    }
+}
+
 /// Why a communicator is not allowed (`Group::from_libra`) or does not fit
 /// a fabric (`Group::check`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -44,20 +44,16 @@ pub enum Axis {
     TotalBw,
 }
 
-impl Axis {
-    /// Names on the command line and in studies.
-    pub const NAMES: [&'static str; 3] = ["cost", "power", "total-bw"];
-
-    /// Parses a name.
-    pub fn from_name(s: &str) -> Option<Axis> {
-        match s {
-            "cost" => Some(Axis::Cost),
-            "power" => Some(Axis::Power),
-            "total-bw" => Some(Axis::TotalBw),
-            _ => None,
-        }
+impl crate::error::Named for Axis {
+    const WHAT: &'static str = "an axis";
+    const ALL: &'static [Axis] = &[Axis::Cost, Axis::Power, Axis::TotalBw];
+    fn as_name(self) -> &'static str {
+        self.name()
     }
+}
+crate::named!(Axis);
 
+impl Axis {
     /// The name.
     pub fn name(self) -> &'static str {
         match self {

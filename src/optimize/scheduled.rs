@@ -66,6 +66,7 @@
 //! the bandwidths, on a log grid of 1/64 octave, at which it is
 //! synthesized), replays by (collective, exact bandwidths).
 
+use crate::error::{Named, UnknownName, one_of};
 use crate::model::collective::{Algorithm, Coefficients, CollectiveModel, DimCoeff};
 use crate::model::fabric::{Block, Fabric};
 use crate::model::topology::{DimKind, Topology, per_link_gbps};
@@ -76,9 +77,10 @@ use crate::optimize::expr::{Constraint, Sense};
 use crate::optimize::frontier::Frontier;
 use crate::optimize::{self, Objective, OptError, Problem, Solution};
 use crate::schedule::Schedule;
+use crate::schedule::algorithm::Algorithm as ScheduleAlgorithm;
 use crate::schedule::builtin::{self, Algo};
 use crate::schedule::simulate::{self, LinkModel, SimOptions};
-use crate::schedule::swing::{self, Peers, SwingOptions, Variant};
+
 use crate::schedule::synth::{self, SynthOptions};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -97,18 +99,6 @@ pub enum Evaluator {
 }
 
 impl Evaluator {
-    /// Names in studies and on the command line.
-    pub const NAMES: [&'static str; 2] = ["analytic", "schedule"];
-
-    /// From its name.
-    pub fn parse(s: &str) -> Option<Evaluator> {
-        match s {
-            "analytic" => Some(Evaluator::Analytic),
-            "schedule" => Some(Evaluator::Schedule),
-            _ => None,
-        }
-    }
-
     /// The name.
     pub fn name(self) -> &'static str {
         match self {
@@ -118,16 +108,37 @@ impl Evaluator {
     }
 }
 
+impl Named for Evaluator {
+    const WHAT: &'static str = "an evaluator";
+    const ALL: &'static [Evaluator] = &[Evaluator::Analytic, Evaluator::Schedule];
+    fn as_name(self) -> &'static str {
+        self.name()
+    }
+}
+crate::named!(Evaluator);
+
 /// The algorithms the schedule evaluator builds (module doc).
-pub const ALGORITHMS: [&str; 7] = [
-    "hierarchical",
-    "ring",
-    "bidirectional-ring",
-    "direct",
-    "halving-doubling",
-    "swing",
-    "tacos",
+pub const ALGORITHMS: [ScheduleAlgorithm; 7] = [
+    ScheduleAlgorithm::Hierarchical,
+    ScheduleAlgorithm::Ring,
+    ScheduleAlgorithm::BidirectionalRing,
+    ScheduleAlgorithm::Direct,
+    ScheduleAlgorithm::HalvingDoubling,
+    ScheduleAlgorithm::Swing,
+    ScheduleAlgorithm::Tacos,
 ];
+
+/// The schedule algorithm named `s`, if the evaluator builds it.
+pub fn parse_algorithm(s: &str) -> Result<ScheduleAlgorithm, UnknownName> {
+    s.parse::<ScheduleAlgorithm>()
+        .ok()
+        .filter(|a| ALGORITHMS.contains(a))
+        .ok_or_else(|| UnknownName {
+            what: "a schedule algorithm",
+            given: s.to_string(),
+            allowed: one_of(&ALGORITHMS.map(|a| a.as_name())),
+        })
+}
 
 /// A study's `[evaluator]` section.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,9 +146,9 @@ pub struct Spec {
     /// Which evaluator `eval`, `optimize`, `frontier` and `run` use.
     pub evaluator: Evaluator,
     /// The algorithm of every collective without its own.
-    pub algorithm: String,
+    pub algorithm: ScheduleAlgorithm,
     /// Per collective type, overriding `algorithm`.
-    pub per_collective: Vec<(CollectiveKind, String)>,
+    pub per_collective: Vec<(CollectiveKind, ScheduleAlgorithm)>,
     /// Chunks per NPU of the built schedules.
     pub chunks_per_npu: u32,
     /// Link model of the replays.
@@ -157,7 +168,7 @@ impl Default for Spec {
     fn default() -> Self {
         Spec {
             evaluator: Evaluator::Analytic,
-            algorithm: "hierarchical".into(),
+            algorithm: ScheduleAlgorithm::Hierarchical,
             per_collective: Vec::new(),
             chunks_per_npu: 1,
             link_model: LinkModel::AlphaBeta,
@@ -171,11 +182,11 @@ impl Default for Spec {
 
 impl Spec {
     /// The algorithm `kind` runs with.
-    pub fn algorithm_for(&self, kind: CollectiveKind) -> &str {
+    pub fn algorithm_for(&self, kind: CollectiveKind) -> ScheduleAlgorithm {
         self.per_collective
             .iter()
             .find(|(k, _)| *k == kind)
-            .map_or(self.algorithm.as_str(), |(_, a)| a.as_str())
+            .map_or(self.algorithm, |(_, a)| *a)
     }
 }
 
@@ -422,8 +433,9 @@ impl Backed {
         map: &[usize],
     ) -> Result<Arc<Schedule>, ScheduledError> {
         let comm = &self.distinct[i].0;
-        let algo = self.spec.algorithm_for(comm.kind).to_string();
-        let tacos = algo == "tacos";
+        let algorithm = self.spec.algorithm_for(comm.kind);
+        let algo = algorithm.to_string();
+        let tacos = algorithm == ScheduleAlgorithm::Tacos;
         // TACOS depends on the bandwidths: synthesize at the grid point.
         let grid: Vec<i64> = if tacos {
             map.iter().map(|&d| (bw[d].log2() * 64.0).round() as i64).collect()
@@ -440,8 +452,8 @@ impl Backed {
             message: m,
         };
         let k = self.spec.chunks_per_npu.max(1);
-        let schedule = match algo.as_str() {
-            "hierarchical" => {
+        let schedule = match algorithm {
+            ScheduleAlgorithm::Hierarchical => {
                 let topo = topo_at(bw);
                 let algos = map
                     .iter()
@@ -457,16 +469,7 @@ impl Backed {
                     .collect::<Result<Vec<Algo>, _>>()?;
                 builtin::build(&topo, comm.kind, Algo::Ring, Some(&algos), k).map_err(|e| err(e.to_string()))?
             }
-            "swing" => {
-                let opt = SwingOptions {
-                    peers: Peers::Swing,
-                    variant: Variant::Bandwidth,
-                    multiport: true,
-                    chunks_per_npu: k,
-                };
-                swing::build(&topo_at(bw), comm.kind, &opt).map_err(|e| err(e.to_string()))?
-            }
-            "tacos" => {
+            ScheduleAlgorithm::Tacos => {
                 let at: Vec<f64> = bw
                     .iter()
                     .enumerate()
@@ -484,14 +487,14 @@ impl Backed {
                     .map_err(|e| err(e.to_string()))?
                     .schedule
             }
-            name => {
-                let a = Algo::parse(name).ok_or_else(|| {
-                    err(format!(
-                        "`{name}` is not an algorithm: use {}",
-                        crate::error::one_of(&ALGORITHMS)
-                    ))
-                })?;
-                builtin::build(&topo_at(bw), comm.kind, a, None, k).map_err(|e| err(e.to_string()))?
+            other => {
+                let opt = crate::schedule::algorithm::Options {
+                    chunks_per_npu: k,
+                    multiport: true,
+                    ..Default::default()
+                };
+                crate::schedule::algorithm::build(&topo_at(bw), comm.kind, other, &opt)
+                    .map_err(|e| err(e.to_string()))?
             }
         };
         self.built.fetch_add(1, Ordering::Relaxed);

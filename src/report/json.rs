@@ -39,8 +39,8 @@ pub fn bom(study: &Study, asked: &[f64], b: &Bom) -> Value {
 pub fn evaluator_spec(study: &Study) -> Value {
     let s = &study.evaluator;
     json!({
-        "algorithm": s.algorithm,
-        "algorithms": s.per_collective.iter().map(|(k, a)| (k.name().to_string(), Value::from(a.clone()))).collect::<serde_json::Map<_, _>>(),
+        "algorithm": s.algorithm.to_string(),
+        "algorithms": s.per_collective.iter().map(|(k, a)| (k.name().to_string(), Value::from(a.to_string()))).collect::<serde_json::Map<_, _>>(),
         "chunks_per_npu": s.chunks_per_npu,
         "link_model": s.link_model,
         "tolerance": s.tolerance,

@@ -8,7 +8,6 @@
 
 use super::Schedule;
 use super::builtin::{self, Algo};
-use super::simulate::LinkModel;
 use super::swing::{self, Peers, SwingOptions, Variant};
 use super::synth::{self, SynthOptions};
 use crate::error::Named;
@@ -83,18 +82,6 @@ impl Named for Algo {
     }
 }
 crate::named!(Algo);
-
-impl Named for LinkModel {
-    const WHAT: &'static str = "a link model";
-    const ALL: &'static [LinkModel] = &[LinkModel::AlphaBeta, LinkModel::Tacos];
-    fn as_name(self) -> &'static str {
-        match self {
-            LinkModel::AlphaBeta => "alpha-beta",
-            LinkModel::Tacos => "tacos",
-        }
-    }
-}
-crate::named!(LinkModel);
 
 impl Algorithm {
     /// What a topology runs without a choice: hierarchical on a topology
@@ -257,8 +244,6 @@ mod tests {
         let e = "magic".parse::<Algorithm>().unwrap_err().to_string();
         assert!(e.starts_with("`magic` is not an algorithm; allowed: `ring`,"), "{e}");
         assert!(e.ends_with("or `bucket`"), "{e}");
-        assert_eq!("tacos".parse::<LinkModel>(), Ok(LinkModel::Tacos));
-        assert!("fluid".parse::<LinkModel>().is_err());
     }
 
     #[test]

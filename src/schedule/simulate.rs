@@ -33,6 +33,7 @@
 //! back from the last arrival through whatever delayed each transfer last (a
 //! busy link or its last dependency).
 
+use crate::error::Named;
 use crate::model::topology::{Link, NONE, Topology};
 use crate::model::workload::CollectiveKind;
 use crate::schedule::{Op, Schedule, Transfer};
@@ -51,18 +52,21 @@ pub enum LinkModel {
 }
 
 impl LinkModel {
-    /// Names on the command line.
+    /// Names on the command line and in studies.
     pub const NAMES: [&'static str; 2] = ["alpha-beta", "tacos"];
+}
 
-    /// From its name.
-    pub fn parse(s: &str) -> Option<LinkModel> {
-        match s {
-            "alpha-beta" => Some(LinkModel::AlphaBeta),
-            "tacos" => Some(LinkModel::Tacos),
-            _ => None,
+impl Named for LinkModel {
+    const WHAT: &'static str = "a link model";
+    const ALL: &'static [LinkModel] = &[LinkModel::AlphaBeta, LinkModel::Tacos];
+    fn as_name(self) -> &'static str {
+        match self {
+            LinkModel::AlphaBeta => "alpha-beta",
+            LinkModel::Tacos => "tacos",
         }
     }
 }
+crate::named!(LinkModel);
 
 /// One step of the critical path.
 #[derive(Debug, Clone, Serialize)]

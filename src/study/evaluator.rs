@@ -4,9 +4,10 @@
 //! limit, seed and restarts.
 
 use super::StudyFile;
-use crate::error::{InputError, one_of};
+use crate::error::InputError;
 use crate::model::workload::CollectiveKind;
 use crate::optimize::scheduled::{self, Evaluator};
+use crate::schedule::algorithm::Algorithm as ScheduleAlgorithm;
 use crate::schedule::simulate::LinkModel;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -45,46 +46,18 @@ pub(super) fn evaluator_spec(raw: &RawEvaluator, src: StudyFile<'_>) -> Result<s
 /// collective), chunks per NPU and the link model.
 fn schedules(raw: &RawEvaluator, spec: &mut scheduled::Spec, src: StudyFile<'_>) -> Result<(), InputError> {
     if let Some(k) = &raw.kind {
-        spec.evaluator = Evaluator::parse(k.get_ref()).ok_or_else(|| {
-            at(
-                src,
-                k.span(),
-                "kind",
-                format!(
-                    "`{}` is not an evaluator; allowed: {}",
-                    k.get_ref(),
-                    one_of(&Evaluator::NAMES)
-                ),
-            )
-        })?;
+        spec.evaluator = k
+            .get_ref()
+            .parse::<Evaluator>()
+            .map_err(|e| at(src, k.span(), "kind", e.to_string()))?;
     }
     if let Some(a) = &raw.algorithm {
         spec.algorithm = algorithm(a, "algorithm", src)?;
     }
     for (kind, a) in &raw.algorithms {
-        let k = CollectiveKind::NAMES
-            .iter()
-            .position(|n| n == kind)
-            .map(|i| {
-                [
-                    CollectiveKind::AllReduce,
-                    CollectiveKind::ReduceScatter,
-                    CollectiveKind::AllGather,
-                    CollectiveKind::AllToAll,
-                    CollectiveKind::SendRecv,
-                ][i]
-            })
-            .ok_or_else(|| {
-                at(
-                    src,
-                    a.span(),
-                    &format!("algorithms.{kind}"),
-                    format!(
-                        "`{kind}` is not a collective; allowed: {}",
-                        one_of(&CollectiveKind::NAMES)
-                    ),
-                )
-            })?;
+        let k = kind
+            .parse::<CollectiveKind>()
+            .map_err(|e| at(src, a.span(), &format!("algorithms.{kind}"), e.to_string()))?;
         spec.per_collective
             .push((k, algorithm(a, &format!("algorithms.{kind}"), src)?));
     }
@@ -101,38 +74,17 @@ fn schedules(raw: &RawEvaluator, spec: &mut scheduled::Spec, src: StudyFile<'_>)
         spec.chunks_per_npu = v as u32;
     }
     if let Some(l) = &raw.link_model {
-        spec.link_model = LinkModel::parse(l.get_ref()).ok_or_else(|| {
-            at(
-                src,
-                l.span(),
-                "link_model",
-                format!(
-                    "`{}` is not a link model; allowed: {}",
-                    l.get_ref(),
-                    one_of(&LinkModel::NAMES)
-                ),
-            )
-        })?;
+        spec.link_model = l
+            .get_ref()
+            .parse::<LinkModel>()
+            .map_err(|e| at(src, l.span(), "link_model", e.to_string()))?;
     }
     Ok(())
 }
 
 /// A schedule algorithm's name, which must be one `scheduled` builds.
-fn algorithm(a: &Spanned<String>, field: &str, src: StudyFile<'_>) -> Result<String, InputError> {
-    if scheduled::ALGORITHMS.contains(&a.get_ref().as_str()) {
-        Ok(a.get_ref().clone())
-    } else {
-        Err(at(
-            src,
-            a.span(),
-            field,
-            format!(
-                "`{}` is not a schedule algorithm; allowed: {}",
-                a.get_ref(),
-                one_of(&scheduled::ALGORITHMS)
-            ),
-        ))
-    }
+fn algorithm(a: &Spanned<String>, field: &str, src: StudyFile<'_>) -> Result<ScheduleAlgorithm, InputError> {
+    scheduled::parse_algorithm(a.get_ref()).map_err(|e| at(src, a.span(), field, e.to_string()))
 }
 
 /// The fixed point's tolerance, iteration limit, seed and restarts.

@@ -4,7 +4,7 @@
 
 use super::StudyFile;
 use super::fabric::check_bw;
-use crate::error::{InputError, one_of};
+use crate::error::InputError;
 use crate::model::fabric::Fabric;
 use crate::optimize::frontier::Axis;
 use serde::Deserialize;
@@ -46,13 +46,10 @@ pub(super) struct RawCase {
 pub(super) fn axis(a: &Option<Spanned<String>>, field: String, src: StudyFile<'_>) -> Result<Axis, InputError> {
     match a {
         None => Ok(Axis::Cost),
-        Some(a) => Axis::from_name(a.get_ref()).ok_or_else(|| {
-            src.at(
-                a.span(),
-                field,
-                format!("`{}` is not an axis; allowed: {}", a.get_ref(), one_of(&Axis::NAMES)),
-            )
-        }),
+        Some(a) => a
+            .get_ref()
+            .parse::<Axis>()
+            .map_err(|e| src.at(a.span(), field, e.to_string())),
     }
 }
 
