@@ -2,6 +2,8 @@
 //! TP x PP x DP and placement order, each with its optimal allocation).
 //! Target: <= 10 s. `cargo bench --bench coopt`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use dimsum::pipeline::coopt;
 use dimsum::study::Study;

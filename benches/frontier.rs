@@ -2,6 +2,8 @@
 //! study: LIBRA's shape, workload and prices with per-dimension caps).
 //! Target: <= 2 s. `cargo bench --bench frontier`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use dimsum::optimize::Problem;
 use dimsum::optimize::frontier::{Axis, frontier};

@@ -3,6 +3,8 @@
 //! a second), then read back. Timed once each (best of three):
 //! `cargo bench --bench interop`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use dimsum::interop::chakra;
 use dimsum::model::topology::Topology;
 use dimsum::model::workload::CollectiveKind;

@@ -7,6 +7,8 @@
 //! `cargo bench --bench scheduled`; the fixed-point iterations and replays
 //! of each case are printed first.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use dimsum::model::workload::Group;
 use dimsum::optimize::scheduled::{self, Spec};

@@ -5,6 +5,8 @@
 //! Timed once each (best of three): `cargo bench --bench simulate`
 //! (`-- ring-only` for the first).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use dimsum::model::topology::Topology;
 use dimsum::model::workload::CollectiveKind;
 use dimsum::schedule::builtin::{self, Algo};

@@ -3,6 +3,8 @@
 //! single-port, plus the latency-optimal variant. Timed once each (best of
 //! three): `cargo bench --bench swing` (`-- multiport-only` for the first).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use dimsum::model::topology::Topology;
 use dimsum::model::workload::CollectiveKind;
 use dimsum::schedule::simulate::{self, LinkModel, SimOptions};

@@ -6,6 +6,8 @@
 //! keeping it. `cargo bench --bench synth` (`-- small` stops after 32x32;
 //! `-- 64x64` runs one size).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use dimsum::model::topology::Topology;
 use dimsum::model::workload::CollectiveKind;
 use dimsum::schedule::synth::{self, SynthOptions};

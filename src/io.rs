@@ -92,6 +92,7 @@ pub fn temp_path(path: &Path, tag: &str) -> PathBuf {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
 

@@ -1,6 +1,8 @@
 //! The real binary on real files: output contracts, exit codes and the
 //! one-line errors for bad input.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,7 @@
 //! Co-optimizing the parallelization with the fabric, against brute force.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use assert_cmd::Command;
 use dimsum::model::training::IterationModel;
 use dimsum::model::transformer;

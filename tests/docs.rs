@@ -1,5 +1,7 @@
 //! The README's example study is a real study: it parses and evaluates.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use dimsum::study::Study;
 use std::path::Path;
 

@@ -1,5 +1,7 @@
 //! Frontiers, the study runner, sweeps, shards and charts, end to end.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use assert_cmd::Command;
 use dimsum::optimize::frontier::{Axis, frontier};
 use dimsum::optimize::{self, Objective, Problem};

@@ -2,6 +2,8 @@
 //! against what they are, schedules written and read back unchanged, and
 //! malformed traces refused with the rank, node or byte named.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use assert_cmd::Command;
 use dimsum::interop::chakra::{self, NodeType, Trace, Value};
 use dimsum::model::topology::{self, Topology};

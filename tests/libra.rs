@@ -1,6 +1,8 @@
 //! LIBRA's published inputs (tests/data/libra, MIT), read and evaluated;
 //! golden values worked out by hand from LIBRA's formulas.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use approx::assert_relative_eq;
 use dimsum::interop::libra;
 use dimsum::model::fabric::Block;

@@ -1,4 +1,6 @@
 //! The optimizer against closed forms, brute force and LIBRA's defaults.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 #![allow(clippy::needless_range_loop)] // parallel arrays indexed by dimension read clearer in tests
 
 use approx::assert_relative_eq;

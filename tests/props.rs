@@ -1,6 +1,8 @@
 //! Invariants of the analytic model, checked on random fabrics, workloads and
 //! allocations (proptest).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use dimsum::model::collective::{Algorithm, CollectiveModel, TimeModel};
 use dimsum::model::cost::{CostModel, Linear, Tier};
 use dimsum::model::fabric::{Block, Dim, Fabric};

@@ -2,6 +2,8 @@
 //! times, the lower bounds, LIBRA's bytes per dimension, and broken
 //! schedules that must be caught.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use approx::assert_relative_eq;
 use assert_cmd::Command;
 use dimsum::model::collective;

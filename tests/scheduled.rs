@@ -2,6 +2,8 @@
 //! with the analytic model where its assumptions hold, hand-worked times
 //! where they do not, the fixed point, and the command line.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use assert_cmd::Command;
 use dimsum::optimize::scheduled::{self, Spec};
 use dimsum::optimize::{self, Objective, Problem};

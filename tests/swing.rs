@@ -2,6 +2,8 @@
 //! 1D, 2D and 3D tori of every size, times worked by hand, and the
 //! analytic per-dimension model against the simulator.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use approx::assert_relative_eq;
 use assert_cmd::Command;
 use dimsum::model::collective::{self, Algorithm, CollectiveModel, TimeModel};

@@ -2,6 +2,8 @@
 //! symmetric tori and meshes, the comparison with fixed algorithms, and
 //! validity on random topologies.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
 use approx::assert_relative_eq;
 use assert_cmd::Command;
 use dimsum::model::topology::{self, Topology};

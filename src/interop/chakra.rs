@@ -1510,6 +1510,7 @@ fn cycle(s: &Schedule) -> Option<usize> {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
 

@@ -219,7 +219,7 @@ fn cable_for<'a>(catalog: &'a Catalog, port: &Port, reach: f64) -> Option<&'a Ca
     catalog
         .cables
         .iter()
-        .filter(|c| c.gbits == port.gbits && c.reach_m >= reach)
+        .filter(|c| c.gbits.total_cmp(&port.gbits).is_eq() && c.reach_m >= reach)
         .filter(|c| (c.medium == "trace") == (port.kind == "on-package"))
         .min_by(|a, b| a.usd.total_cmp(&b.usd).then(a.watts.total_cmp(&b.watts)))
 }
@@ -302,7 +302,7 @@ pub fn dim_bom(
                 .catalog
                 .switches
                 .iter()
-                .filter(|s| s.kind == port.kind && s.gbits == port.gbits)
+                .filter(|s| s.kind == port.kind && s.gbits.total_cmp(&port.gbits).is_eq())
             {
                 let Some((tiers, leaves, spines, uplinks)) = switches(sw, n, groups, k) else {
                     continue;
@@ -423,7 +423,10 @@ pub fn bom(fabric: &Fabric, spec: &Procurement, bw: &[f64]) -> Result<Bom, BomEr
             match dim_bom(fabric, spec, d, p, k, bw[d]) {
                 Ok(b) => {
                     if best.as_ref().is_none_or(|x| {
-                        b.capex_usd < x.capex_usd || (b.capex_usd == x.capex_usd && b.power_w < x.power_w)
+                        b.capex_usd
+                            .total_cmp(&x.capex_usd)
+                            .then(b.power_w.total_cmp(&x.power_w))
+                            .is_lt()
                     }) {
                         best = Some(b);
                     }
@@ -513,6 +516,7 @@ pub fn options(fabric: &Fabric, spec: &Procurement, d: usize, zero: bool) -> Vec
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
 

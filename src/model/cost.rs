@@ -130,6 +130,7 @@ impl Linear {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
     use crate::model::fabric::tests::libra_4d;

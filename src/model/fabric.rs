@@ -169,6 +169,7 @@ impl std::str::FromStr for Block {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 pub(crate) mod tests {
     use super::*;
 

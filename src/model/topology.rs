@@ -806,6 +806,7 @@ pub fn from_spec(spec: &str, gbps: &[f64], latency_ns: &[f64]) -> Result<Topolog
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
     use crate::model::fabric::tests::dim;

@@ -184,6 +184,7 @@ impl crate::error::Named for Loop {
 crate::named!(Loop);
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
     use crate::model::collective::TimeModel;

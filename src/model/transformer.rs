@@ -446,6 +446,7 @@ fn comm_layer(name: String, comm: Option<Comm>) -> Layer {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
     use crate::model::fabric::tests::libra_4d;

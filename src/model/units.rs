@@ -182,6 +182,7 @@ pub fn parse_time_ns(text: &str, default_ns: f64) -> Result<f64, UnitError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
     use approx::assert_relative_eq;

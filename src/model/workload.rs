@@ -301,6 +301,7 @@ pub fn place(skip: u64, size: u64, npus: &[u32]) -> Option<Group> {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
     use crate::model::fabric::tests::libra_4d;

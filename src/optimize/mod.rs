@@ -966,7 +966,7 @@ fn perf_per_cost(s: &mut Solver, cost_m: &[f64]) -> Result<(Vec<f64>, f64, f64, 
             (st.1.1, st.2.clone())
         };
         pts.sort_by(|a, b| a.x.total_cmp(&b.x));
-        pts.dedup_by(|a, b| a.x == b.x);
+        pts.dedup_by(|a, b| a.x.total_cmp(&b.x).is_eq());
         let worst = (0..pts.len().saturating_sub(1))
             .map(|i| (interval_bound(&pts, i), pts[i].x, pts[i + 1].x))
             .min_by(|a, b| a.0.total_cmp(&b.0));
@@ -1050,7 +1050,7 @@ fn interval_bound(pts: &[Sample], i: usize) -> f64 {
             cands.push(-cj / (2.0 * sj));
         }
         for &(ck, sk) in &lines[j + 1..] {
-            if sj != sk {
+            if sj.total_cmp(&sk).is_ne() {
                 cands.push((ck - cj) / (sj - sk));
             }
         }

@@ -596,6 +596,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, MergeError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
     use crate::model::fabric::tests::libra_4d;

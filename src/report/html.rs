@@ -130,6 +130,7 @@ fn inline(s: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
     use crate::report::doc::tests::sample;

@@ -712,6 +712,7 @@ where
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
 

@@ -677,6 +677,7 @@ fn rank_of_virtual(vc: &[u32], dims: &[Dim]) -> u32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
 
