@@ -5,6 +5,14 @@
 //! and what is allowed, in one line, so the binary can print it and exit 2.
 //! Modules that read input build an [`InputError`]; nothing below `cli`
 //! prints or exits.
+//!
+//! ```
+//! use dimsum::schedule::algorithm::Algorithm;
+//! // A closed set of names parses with the allowed list in its error.
+//! assert_eq!("swing".parse::<Algorithm>(), Ok(Algorithm::Swing));
+//! let e = "wing".parse::<Algorithm>().unwrap_err();
+//! assert!(e.to_string().starts_with("`wing` is not an algorithm; allowed: `ring`, "));
+//! ```
 
 use std::fmt;
 use std::path::{Path, PathBuf};

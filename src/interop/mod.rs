@@ -9,6 +9,23 @@
 //!   schedules into it.
 //! - [`libra`]: LIBRA's inputs (astra-sim/libra, ISPASS'24): the ASTRA-sim 1.0
 //!   workload text, and the network, communicator and cost-model YAML.
+//!
+//! ```
+//! use dimsum::interop::{chakra, msccl};
+//! use dimsum::model::topology;
+//! use dimsum::model::workload::CollectiveKind;
+//! use dimsum::schedule::algorithm::{self, Algorithm, Options};
+//!
+//! let topo = topology::from_spec("ring:4", &[50.0], &[0.0])?;
+//! let s = algorithm::build(&topo, CollectiveKind::AllReduce, Algorithm::Ring, &Options::default())?;
+//! // MSCCL-IR and Chakra ET both carry the schedule back exactly.
+//! let xml = msccl::write(&s)?;
+//! assert_eq!(msccl::parse(&xml)?.transfers, s.transfers);
+//! let traces = chakra::from_schedule(&s, s.chunk_bytes(1e6))?;
+//! assert_eq!(traces.len(), 4); // one per rank
+//! assert_eq!(chakra::to_schedule(&traces, "ring".as_ref())?.transfers, s.transfers);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod astra;
 pub mod chakra;

@@ -60,6 +60,45 @@
 //! problem (perf-per-cost runs many), and each master starts from a seed
 //! grid plus the pooled tangents nearest the last answer. Only `optimize`
 //! uses good_lp, highs and argmin.
+//!
+//! ```
+//! use dimsum::optimize::{self, Objective};
+//! # let study = dimsum::study::Study::parse(r#"
+//! # name = "tiny"
+//! # [[fabric.dims]]
+//! # name = "package"
+//! # block = "ring"
+//! # npus = 4
+//! # [[fabric.dims]]
+//! # name = "pod"
+//! # block = "switch"
+//! # npus = 8
+//! # [cost.tiers.package]
+//! # link_usd_per_gbps = 2.0
+//! # [cost.tiers.pod]
+//! # link_usd_per_gbps = 8.0
+//! # switch_usd_per_gbps = 10.0
+//! # nic_usd_per_gbps = 20.0
+//! # [workload]
+//! # communicator = { forward = [4, -1], input_grad = [4, -1], weight_grad = [-1, 8] }
+//! # [[workload.layers]]
+//! # name = "l0"
+//! # forward = { compute_ns = 1000 }
+//! # input_grad = { compute_ns = 2000, collective = "all-reduce", bytes = 64e6 }
+//! # weight_grad = { compute_ns = 3000, collective = "all-reduce", bytes = 64e6 }
+//! # [optimize]
+//! # constraints = ["package + pod <= 500"]
+//! # "#, std::path::Path::new("tiny.toml"))?;
+//! let problem = study.problem()?;
+//! let fastest = optimize::solve(&problem, Objective::Perf)?;
+//! // The cheapest design within 10% of the fastest: slower, never cheaper than needed.
+//! let target_ms = 1.1 * fastest.iteration_time_ms;
+//! let cheap = optimize::solve(&problem, Objective::MinCost { target_ms })?;
+//! assert!(cheap.iteration_time_ms <= target_ms * (1.0 + 1e-6));
+//! assert!(cheap.network_cost_usd <= fastest.network_cost_usd);
+//! assert!(cheap.gap <= 1e-6 && fastest.gap <= 1e-6);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod catalog;
 pub mod expr;

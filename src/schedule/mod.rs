@@ -24,6 +24,26 @@
 //! Chunk sets are runs `start, start + stride, ...` (`count` of them), which
 //! keeps hierarchical schedules small: after the reduce-scatter on the first
 //! dimensions an NPU holds every `P`-th shard.
+//!
+//! ```
+//! use dimsum::model::topology;
+//! use dimsum::model::workload::CollectiveKind;
+//! use dimsum::schedule::algorithm::{self, Algorithm, Options};
+//! use dimsum::schedule::bounds::lower_bounds;
+//! use dimsum::schedule::simulate::{simulate, LinkModel, SimOptions};
+//! use dimsum::schedule::Schedule;
+//!
+//! // A hierarchical all-gather on a 4x4 torus: each dimension's own algorithm.
+//! let topo = topology::from_spec("torus:4x4", &[50.0], &[0.5])?;
+//! let s = algorithm::build(&topo, CollectiveKind::AllGather, Algorithm::Hierarchical, &Options::default())?;
+//! s.check()?; // every chunk reaches every NPU it must
+//! let back: Schedule = serde_json::from_str(&s.to_json())?;
+//! assert_eq!(back.transfers.len(), s.transfers.len());
+//! let opt = SimOptions { size_bytes: 16e6, model: LinkModel::AlphaBeta, record: false };
+//! let r = simulate(&s, &topo, &opt)?;
+//! assert!(r.valid && r.time_ns >= lower_bounds(&topo, CollectiveKind::AllGather, 16e6).bound_ns);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod algorithm;
 pub mod bounds;

@@ -21,6 +21,15 @@
 //!
 //! The format is documented in README.md; `to_toml` writes it back, which is
 //! how `dimsum import libra` produces a study.
+//!
+//! ```
+//! use dimsum::study::Study;
+//! // Errors name the file, the line and the field, and say what is allowed.
+//! let e = Study::parse("name = \"x\"\n[[fabric.dims]]\nname = \"a\"\nblock = \"cube\"\nnpus = 4\n", "x.toml".as_ref())
+//!     .unwrap_err();
+//! assert_eq!(e.line, Some(4));
+//! assert!(e.to_string().contains("ring"), "{e}");
+//! ```
 
 mod evaluator;
 mod fabric;
