@@ -371,20 +371,7 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
         return scheduled::eval(&study, &bw, json);
     }
     if json {
-        let v = serde_json::json!({
-            "study": study.name,
-            "dimsum_version": env!("CARGO_PKG_VERSION"),
-            "fabric": study.fabric.shape(),
-            "time_model": study.collective.time_model.name(),
-            "training_loop": study.training_loop.name(),
-            "evaluation": &e,
-        });
-        // Flatten the evaluation's fields to the top level.
-        let mut obj = v.as_object().cloned().unwrap_or_default();
-        if let Some(serde_json::Value::Object(ev)) = obj.remove("evaluation") {
-            obj.extend(ev);
-        }
-        println!("{}", serde_json::Value::Object(obj));
+        println!("{}", report::json::evaluation(&study, &e));
     } else {
         print!("{}", report::text::evaluation(&study, &e));
     }
@@ -439,18 +426,8 @@ fn optimize(a: OptimizeArgs) -> anyhow::Result<()> {
     let sol = optimize::solve(&problem, objective)?;
     let solve_ms = started.elapsed().as_secs_f64() * 1e3;
     if json {
-        let mut obj = serde_json::Map::new();
-        obj.insert("study".into(), study.name.clone().into());
-        obj.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
-        obj.insert("fabric".into(), study.fabric.shape().into());
-        obj.insert("solve_ms".into(), solve_ms.into());
-        if let serde_json::Value::Object(m) = serde_json::to_value(&sol)? {
-            obj.extend(m);
-        }
         let e = study.evaluate(&sol.bw_gbps);
-        obj.insert("iteration_lower_bound_ms".into(), e.iteration_lower_bound_ms.into());
-        obj.insert("dims".into(), serde_json::to_value(&e.dims)?);
-        println!("{}", serde_json::Value::Object(obj));
+        println!("{}", report::json::optimum(&study, &sol, solve_ms, &e));
     } else {
         print!("{}", report::text::optimum(&study, &sol, solve_ms));
     }
@@ -597,16 +574,8 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
     .map_err(|m| anyhow::anyhow!(m))?;
     progress.finish();
     let secs = started.elapsed().as_secs_f64();
-    let best = r.strategies.first().and_then(|b| b.time_ms());
     if json {
-        let mut v = serde_json::to_value(&r)?;
-        if let Some(o) = v.as_object_mut() {
-            o.insert("study".into(), study.name.clone().into());
-            o.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
-            o.insert("solve_s".into(), secs.into());
-            o.insert("best_ms".into(), best.into());
-        }
-        println!("{v}");
+        println!("{}", report::json::coopt(&study, &r, secs));
         return Ok(());
     }
     print!("{}", report::text::coopt(&study, &r, secs, top));

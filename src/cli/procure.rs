@@ -7,7 +7,6 @@ use dimsum::optimize::Problem;
 use dimsum::optimize::catalog::{Comparison, Goal};
 use dimsum::pipeline::procure;
 use dimsum::study::Study;
-use serde_json::json;
 
 /// `dimsum bom`.
 pub fn run_bom(study: &Study, bw: &[f64], json_out: bool) -> anyhow::Result<()> {
@@ -72,25 +71,15 @@ pub fn run_catalog(
     let solve_ms = started.elapsed().as_secs_f64() * 1e3;
     let budget = budget_usd.or(study.procurement().budget_usd);
     if json_out {
-        let mut v = json!({
-            "study": study.name,
-            "dimsum_version": env!("CARGO_PKG_VERSION"),
-            "fabric": study.fabric.shape(),
-            "objective": objective.name(),
-            "budget_usd": budget,
-            "budget_w": budget_w.or(study.procurement().budget_w),
-            "bw_gbps": c.catalog.bw_gbps,
-            "iteration_time_ms": c.catalog.iteration_time_ms,
-            "capex_usd": c.catalog.capex_usd,
-            "power_w": c.catalog.power_w,
-            "mip_rel_gap": c.catalog.mip_rel_gap,
-            "choice": c.catalog.choice,
-            "continuous": c.continuous,
-            "rounded": c.rounded,
-            "skipped_constraints": c.skipped,
-            "solve_ms": solve_ms,
-        });
-        v["bom"] = dimsum::report::json::bom(study, &c.catalog.bw_gbps, &b);
+        let v = dimsum::report::json::catalog(
+            study,
+            objective,
+            budget,
+            budget_w.or(study.procurement().budget_w),
+            &c,
+            &b,
+            solve_ms,
+        );
         println!("{v}");
     } else {
         print!("{}", dimsum::report::text::catalog(study, &c, &b, budget));

@@ -8,7 +8,6 @@ use dimsum::model::units::ns_to_ms;
 use dimsum::optimize::scheduled::{self, Backed, Evaluator, FixedPoint, ScheduledError};
 use dimsum::optimize::{Objective, Problem};
 use dimsum::study::Study;
-use serde_json::Value;
 
 /// The evaluator options of eval, optimize, frontier and run; each
 /// overrides the study's `[evaluator]` section.
@@ -71,23 +70,7 @@ pub fn eval(study: &Study, bw: &[f64], json_out: bool) -> anyhow::Result<()> {
     e.iteration_time_ms = ns_to_ms(m.iteration_ns);
     e.comm_time_ms = ns_to_ms(m.iteration_ns - m.model.compute_ns);
     if json_out {
-        let mut obj = serde_json::Map::new();
-        obj.insert("study".into(), study.name.clone().into());
-        obj.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
-        obj.insert("fabric".into(), study.fabric.shape().into());
-        obj.insert("evaluator".into(), "schedule".into());
-        obj.insert("schedule".into(), dimsum::report::json::evaluator_spec(study));
-        obj.insert("training_loop".into(), study.training_loop.name().into());
-        if let Value::Object(ev) = serde_json::to_value(&e)? {
-            obj.extend(ev);
-        }
-        obj.insert(
-            "analytic_iteration_time_ms".into(),
-            ns_to_ms(m.analytic_iteration_ns).into(),
-        );
-        obj.insert("collectives".into(), serde_json::to_value(&m.collectives)?);
-        obj.insert("collective_count".into(), e.collectives.into());
-        println!("{}", Value::Object(obj));
+        println!("{}", dimsum::report::json::scheduled_evaluation(study, &e, &m));
     } else {
         print!("{}", dimsum::report::text::evaluation(study, &e));
         println!();

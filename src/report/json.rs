@@ -3,9 +3,14 @@
 //! command line and the study report so the two never drift apart.
 
 use crate::model::bom::Bom;
+use crate::model::eval::Evaluation;
 use crate::model::units::ns_to_ms;
 use crate::optimize::Problem;
+use crate::optimize::catalog::Comparison;
 use crate::optimize::scheduled::FixedPoint;
+use crate::optimize::scheduled::Measured;
+use crate::optimize::{Objective, Solution};
+use crate::pipeline::coopt::Coopt;
 use crate::study::Study;
 use serde_json::{Value, json};
 
@@ -88,4 +93,109 @@ pub fn fixed_point(study: &Study, problem: &Problem, fp: &FixedPoint, solve_ms: 
         },
         "solve_ms": solve_ms,
     })
+}
+
+/// One evaluation (`eval --json`): the study, its model and the
+/// evaluation's fields at the top level.
+pub fn evaluation(study: &Study, e: &Evaluation) -> Value {
+    let v = json!({
+        "study": study.name,
+        "dimsum_version": env!("CARGO_PKG_VERSION"),
+        "fabric": study.fabric.shape(),
+        "time_model": study.collective.time_model.name(),
+        "training_loop": study.training_loop.name(),
+        "evaluation": e,
+    });
+    // Flatten the evaluation's fields to the top level.
+    let mut obj = v.as_object().cloned().unwrap_or_default();
+    if let Some(Value::Object(ev)) = obj.remove("evaluation") {
+        obj.extend(ev);
+    }
+    Value::Object(obj)
+}
+
+/// A schedule-backed evaluation (`eval --evaluator schedule --json`).
+pub fn scheduled_evaluation(study: &Study, e: &Evaluation, m: &Measured) -> Value {
+    let mut obj = serde_json::Map::new();
+    obj.insert("study".into(), study.name.clone().into());
+    obj.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
+    obj.insert("fabric".into(), study.fabric.shape().into());
+    obj.insert("evaluator".into(), "schedule".into());
+    obj.insert("schedule".into(), evaluator_spec(study));
+    obj.insert("training_loop".into(), study.training_loop.name().into());
+    if let Ok(Value::Object(ev)) = serde_json::to_value(e) {
+        obj.extend(ev);
+    }
+    obj.insert(
+        "analytic_iteration_time_ms".into(),
+        ns_to_ms(m.analytic_iteration_ns).into(),
+    );
+    obj.insert(
+        "collectives".into(),
+        serde_json::to_value(&m.collectives).unwrap_or(Value::Null),
+    );
+    obj.insert("collective_count".into(), e.collectives.into());
+    Value::Object(obj)
+}
+
+/// An optimum found in `solve_ms` (`optimize --json`), with the lower
+/// bound and the per-dimension figures of its evaluation `e`.
+pub fn optimum(study: &Study, sol: &Solution, solve_ms: f64, e: &Evaluation) -> Value {
+    let mut obj = serde_json::Map::new();
+    obj.insert("study".into(), study.name.clone().into());
+    obj.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
+    obj.insert("fabric".into(), study.fabric.shape().into());
+    obj.insert("solve_ms".into(), solve_ms.into());
+    if let Ok(Value::Object(m)) = serde_json::to_value(sol) {
+        obj.extend(m);
+    }
+    obj.insert("iteration_lower_bound_ms".into(), e.iteration_lower_bound_ms.into());
+    obj.insert("dims".into(), serde_json::to_value(&e.dims).unwrap_or(Value::Null));
+    Value::Object(obj)
+}
+
+/// The catalog-constrained optimum (`optimize --catalog --json`).
+#[allow(clippy::too_many_arguments)]
+pub fn catalog(
+    study: &Study,
+    objective: Objective,
+    budget_usd: Option<f64>,
+    budget_w: Option<f64>,
+    c: &Comparison,
+    b: &Bom,
+    solve_ms: f64,
+) -> Value {
+    let mut v = json!({
+        "study": study.name,
+        "dimsum_version": env!("CARGO_PKG_VERSION"),
+        "fabric": study.fabric.shape(),
+        "objective": objective.name(),
+        "budget_usd": budget_usd,
+        "budget_w": budget_w,
+        "bw_gbps": c.catalog.bw_gbps,
+        "iteration_time_ms": c.catalog.iteration_time_ms,
+        "capex_usd": c.catalog.capex_usd,
+        "power_w": c.catalog.power_w,
+        "mip_rel_gap": c.catalog.mip_rel_gap,
+        "choice": c.catalog.choice,
+        "continuous": c.continuous,
+        "rounded": c.rounded,
+        "skipped_constraints": c.skipped,
+        "solve_ms": solve_ms,
+    });
+    v["bom"] = bom(study, &c.catalog.bw_gbps, b);
+    v
+}
+
+/// A co-optimization found in `secs` (`coopt --json`).
+pub fn coopt(study: &Study, r: &Coopt, secs: f64) -> Value {
+    let best = r.strategies.first().and_then(|b| b.time_ms());
+    let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        o.insert("study".into(), study.name.clone().into());
+        o.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
+        o.insert("solve_s".into(), secs.into());
+        o.insert("best_ms".into(), best.into());
+    }
+    v
 }
