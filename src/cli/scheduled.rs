@@ -3,7 +3,6 @@
 
 use super::Progress;
 use dimsum::error::InputError;
-use dimsum::model::eval::evaluate;
 use dimsum::model::units::ns_to_ms;
 use dimsum::optimize::scheduled::{self, Backed, Evaluator, FixedPoint, ScheduledError};
 use dimsum::optimize::{Objective, Problem};
@@ -63,12 +62,7 @@ fn lift(study: &Study, e: ScheduledError) -> anyhow::Error {
 
 /// `dimsum eval --evaluator schedule`.
 pub fn eval(study: &Study, bw: &[f64], json_out: bool) -> anyhow::Result<()> {
-    let backed = study.backed(&study.evaluator);
-    let m = backed.measure(bw).map_err(|e| lift(study, e))?;
-    let mut e = evaluate(&study.fabric, &m.model, &study.linear_cost(), bw);
-    // The measured model reproduces the replays; report the replays' sum itself.
-    e.iteration_time_ms = ns_to_ms(m.iteration_ns);
-    e.comm_time_ms = ns_to_ms(m.iteration_ns - m.model.compute_ns);
+    let (e, m) = study.evaluate_backed(bw).map_err(|e| lift(study, e))?;
     if json_out {
         println!("{}", dimsum::report::json::scheduled_evaluation(study, &e, &m));
     } else {

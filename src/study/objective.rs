@@ -6,7 +6,9 @@
 use super::Study;
 use crate::error::{InputError, one_of};
 use crate::io::Stamp;
-use crate::optimize::scheduled::ScheduledError;
+use crate::model::eval::{Evaluation, evaluate};
+use crate::model::units::ns_to_ms;
+use crate::optimize::scheduled::{Measured, ScheduledError};
 use crate::optimize::{Objective, Problem};
 
 /// Where an objective's name came from, for the error's field.
@@ -83,6 +85,19 @@ impl Study {
                 ));
             }
         })
+    }
+
+    /// The allocation `bw` evaluated against the study's schedules: every
+    /// distinct collective replayed, the evaluation on the measured
+    /// coefficients with the replays' own iteration time, and the
+    /// measurement.
+    pub fn evaluate_backed(&self, bw: &[f64]) -> Result<(Evaluation, Measured), ScheduledError> {
+        let m = self.backed(&self.evaluator).measure(bw)?;
+        let mut e = evaluate(&self.fabric, &m.model, &self.linear_cost(), bw);
+        // The measured model reproduces the replays; report the replays' sum itself.
+        e.iteration_time_ms = ns_to_ms(m.iteration_ns);
+        e.comm_time_ms = ns_to_ms(m.iteration_ns - m.model.compute_ns);
+        Ok((e, m))
     }
 
     /// A schedule-backed failure as the study's error: a schedule the
