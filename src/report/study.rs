@@ -28,6 +28,12 @@ fn cells<const N: usize>(c: [String; N]) -> Vec<String> {
     c.into()
 }
 
+/// A row of `width` cells: `cells`, then empty ones (a failed design's row).
+fn padded(mut cells: Vec<String>, width: usize) -> Vec<String> {
+    cells.resize(width, String::new());
+    cells
+}
+
 fn header(h: &[&str]) -> Vec<String> {
     h.iter().map(|s| s.to_string()).collect()
 }
@@ -170,9 +176,7 @@ fn recommended(study: &Study, r: &StudyResults, doc: &mut Doc, out: &mut Out) ->
                 solutions.push(json!({ "objective": objective, "solution": s }));
             }
             Err(e) => {
-                let mut row = vec![objective.clone(), e.to_string()];
-                row.resize(8, String::new());
-                rows.push(row);
+                rows.push(padded(vec![objective.clone(), e.to_string()], 8));
                 solutions.push(json!({ "objective": objective, "error": e.to_string() }));
             }
         }
@@ -254,9 +258,7 @@ fn scheduled(
                 json_rows.push(j);
             }
             Err(e) => {
-                let mut row = vec![objective.clone(), e.to_string()];
-                row.resize(8, String::new());
-                rows.push(row);
+                rows.push(padded(vec![objective.clone(), e.to_string()], 8));
                 json_rows.push(json!({ "objective": objective, "error": e.to_string() }));
             }
         }
@@ -389,9 +391,7 @@ fn bought(
                 use_items(used, b);
             }
             Err(e) => {
-                let mut row = vec![name.clone(), fmt_bw(bw), e.to_string()];
-                row.resize(7, String::new());
-                rows.push(row);
+                rows.push(padded(vec![name.clone(), fmt_bw(bw), e.to_string()], 7));
                 recommended_json.push(json!({ "objective": name, "error": e.to_string() }));
             }
         }
