@@ -1,5 +1,6 @@
-//! `dimsum collective`: build (or read) a collective schedule, replay it on
-//! an explicit topology, and report its time beside the lower bounds.
+//! `dimsum collective`: the flags, parsed into the library's types (each
+//! error naming its flag), one replay (`schedule::replay::Replay`), and the
+//! report (`report::collective`) printed.
 
 use clap::Args;
 use dimsum::error::{InputError, one_of};
@@ -9,11 +10,10 @@ use dimsum::model::workload::CollectiveKind;
 use dimsum::report;
 use dimsum::schedule::Schedule;
 use dimsum::schedule::algorithm::{self, Algorithm, Options, SpecError};
-use dimsum::schedule::bounds::{self, Bounds};
 use dimsum::schedule::builtin::Algo;
-use dimsum::schedule::simulate::{self, LinkModel, SimOptions, SimResult};
+use dimsum::schedule::replay::Replay;
+use dimsum::schedule::simulate::LinkModel;
 use dimsum::study::Study;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `dimsum collective`.
@@ -89,69 +89,48 @@ fn list(
         .collect()
 }
 
-/// The topology a spec names.
-pub fn topology_of(args: &CollectiveArgs) -> Result<Topology, InputError> {
-    let gbps = list(
-        args.link_gbps.as_deref().unwrap_or("50"),
-        "--link-gbps",
-        units::parse_gbps,
-    )?;
-    let lat = list(
-        args.link_latency_us.as_deref().unwrap_or("0.5"),
-        "--link-latency-us",
-        |v| units::parse_time_ns(v, 1e3),
-    )?;
-    let own_links = ["fabric:", "edges:", "astra:"]
-        .iter()
-        .any(|p| args.topology.starts_with(p));
+/// The topology `spec` names (`--topology`), with `--link-gbps`,
+/// `--link-latency-us` and `--bw` as given.
+pub fn topology_of(
+    spec: &str,
+    link_gbps: Option<&str>,
+    link_latency_us: Option<&str>,
+    bw: Option<&str>,
+) -> Result<Topology, InputError> {
+    let gbps = list(link_gbps.unwrap_or("50"), "--link-gbps", units::parse_gbps)?;
+    let lat = list(link_latency_us.unwrap_or("0.5"), "--link-latency-us", |v| {
+        units::parse_time_ns(v, 1e3)
+    })?;
+    let own_links = ["fabric:", "edges:", "astra:"].iter().any(|p| spec.starts_with(p));
     if own_links {
         for (given, flag) in [
-            (args.link_gbps.is_some(), "--link-gbps"),
-            (args.link_latency_us.is_some(), "--link-latency-us"),
+            (link_gbps.is_some(), "--link-gbps"),
+            (link_latency_us.is_some(), "--link-latency-us"),
         ] {
             if given {
                 return Err(InputError::arg(
                     flag,
                     format!(
-                        "`{}` brings its own links' bandwidth and latency: drop {flag} (for a fabric, use --bw)",
-                        args.topology
+                        "`{spec}` brings its own links' bandwidth and latency: drop {flag} (for a fabric, use --bw)"
                     ),
                 ));
             }
         }
     }
-    if args.bw.is_some() && !args.topology.starts_with("fabric:") {
+    if bw.is_some() && !spec.starts_with("fabric:") {
         return Err(InputError::arg(
             "--bw",
             "only a fabric:STUDY.toml topology takes per-NPU bandwidths: use --link-gbps",
         ));
     }
-    if let Some(path) = args.topology.strip_prefix("fabric:") {
-        let study = Study::load(Path::new(path))?;
-        let bw = match (&args.bw, &study.bw) {
-            (Some(s), _) => study.parse_bw(s)?,
-            (None, Some(b)) => b.clone(),
-            (None, None) => {
-                return Err(InputError::arg(
-                    "--bw",
-                    "the study names no allocation (`bw = [...]`): pass --bw with one GB/s value per dimension",
-                ));
-            }
-        };
-        if let Some((d, _)) = bw.iter().enumerate().find(|(_, b)| **b <= 0.0) {
-            return Err(InputError::arg(
-                "--bw",
-                format!("dimension {d} gets no bandwidth: every link needs a positive bandwidth"),
-            ));
-        }
-        let mut t = Topology::from_fabric(&study.fabric, &bw);
-        t.name = format!("fabric:{path}");
-        return Ok(t);
+    if let Some(path) = spec.strip_prefix("fabric:") {
+        return Study::load_topology(Path::new(path), bw);
     }
-    topology::from_spec(&args.topology, &gbps, &lat)
+    topology::from_spec(spec, &gbps, &lat)
 }
 
-fn collective_kind(s: &str) -> Result<CollectiveKind, InputError> {
+/// The `--collective` named.
+pub fn collective_kind(s: &str) -> Result<CollectiveKind, InputError> {
     let kinds = [
         CollectiveKind::AllGather,
         CollectiveKind::ReduceScatter,
@@ -177,28 +156,14 @@ pub fn link_model(name: &str) -> Result<LinkModel, InputError> {
 
 /// Reads a schedule file (`--schedule-out`'s JSON) and checks its structure.
 pub fn load_schedule(path: &Path) -> Result<Schedule, InputError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::at(path, None, "", format!("cannot read the schedule: {e}")))?;
-    let s: Schedule = serde_json::from_str(&text).map_err(|e| {
-        InputError::at(
-            path,
-            Some(e.line()),
-            "",
-            format!(
-                "not a dimsum schedule (JSON, format `{}`): {e}",
-                dimsum::schedule::FORMAT
-            ),
-        )
-    })?;
-    s.check().map_err(|e| InputError::at(path, None, "", e.to_string()))?;
-    Ok(s)
+    Schedule::load(path)
 }
 
 /// Builds the schedule the arguments ask for (`size` matters to synthesis
 /// only).
 pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<Schedule, InputError> {
     if let Some(path) = &args.schedule_in {
-        return load_schedule(path);
+        return Schedule::load(path);
     }
     let kind = collective_kind(&args.collective)?;
     let algorithm = match &args.algorithm {
@@ -236,47 +201,22 @@ pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<
     })
 }
 
-/// Everything `dimsum collective` reports.
-pub struct Outcome {
-    /// The topology.
-    pub topo: Topology,
-    /// The schedule.
-    pub schedule: Schedule,
-    /// The replay.
-    pub sim: SimResult,
-    /// The lower bounds.
-    pub bounds: Bounds,
-    /// Buffer size, bytes.
-    pub size: f64,
-    /// Link model.
-    pub model: LinkModel,
-}
-
 /// Runs `dimsum collective`.
 pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
-    let topo = topology_of(args)?;
+    let topo = topology_of(
+        &args.topology,
+        args.link_gbps.as_deref(),
+        args.link_latency_us.as_deref(),
+        args.bw.as_deref(),
+    )?;
     let size = match &args.size {
         Some(s) => units::parse_bytes(s).map_err(|m| InputError::arg("--size", m.to_string()))?,
         None => return Err(InputError::arg("--size", "give the collective's buffer, e.g. --size 64MiB").into()),
     };
     let model = link_model(&args.link_model)?;
     let schedule = schedule_of(args, &topo, size)?;
-    let opt = SimOptions {
-        size_bytes: size,
-        model,
-        record: args.charts.is_some(),
-    };
-    let sim =
-        simulate::simulate(&schedule, &topo, &opt).map_err(|e| InputError::arg("--schedule-in", e.to_string()))?;
-    let bounds = bounds::lower_bounds(&topo, schedule.collective, size);
-    let out = Outcome {
-        topo,
-        schedule,
-        sim,
-        bounds,
-        size,
-        model,
-    };
+    let out = Replay::new(topo, schedule, size, model, args.charts.is_some())
+        .map_err(|e| InputError::arg("--schedule-in", e.to_string()))?;
     if let Some(path) = &args.schedule_out {
         dimsum::io::write_atomic(path, out.schedule.to_json().as_bytes())?;
     }
@@ -286,9 +226,9 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
         report::schedule::timeline_chart(dir, &out.topo, &out.schedule, &out.sim)?;
     }
     if args.json {
-        println!("{}", json(&out));
+        println!("{}", report::collective::json(&out));
     } else {
-        print!("{}", table(&out));
+        print!("{}", report::collective::table(&out));
     }
     if !out.sim.valid {
         anyhow::bail!(
@@ -297,188 +237,4 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-fn us(ns: f64) -> f64 {
-    ns / 1e3
-}
-
-/// The JSON report.
-pub fn json(o: &Outcome) -> serde_json::Value {
-    let util = o.sim.utilization();
-    let names = o.topo.dim_names();
-    let links: Vec<serde_json::Value> = o
-        .topo
-        .links
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            serde_json::json!({
-                "src": l.src, "dst": l.dst,
-                "dim": l.dim.and_then(|d| names.get(usize::from(d)).cloned()),
-                "gbps": l.gbps, "latency_us": us(l.latency_ns),
-                "busy_us": us(o.sim.link_busy_ns[i]), "bytes": o.sim.link_bytes[i],
-                "utilization": util[i],
-            })
-        })
-        .collect();
-    let path: Vec<serde_json::Value> = o
-        .sim
-        .critical_path
-        .iter()
-        .map(|p| {
-            serde_json::json!({
-                "transfer": p.transfer, "src": p.src, "dst": p.dst,
-                "issue_us": us(p.issue_ns), "arrive_us": us(p.arrive_ns), "waited_for": p.waited_for,
-            })
-        })
-        .collect();
-    let dims = if names.is_empty() {
-        vec!["all".to_string()]
-    } else {
-        names
-    };
-    serde_json::json!({
-        "dimsum_version": env!("CARGO_PKG_VERSION"),
-        "topology": o.topo.name,
-        "npus": o.topo.npus,
-        "collective": o.schedule.collective.name(),
-        "algorithm": o.schedule.algorithm,
-        "size_bytes": o.size,
-        "chunks_per_npu": o.schedule.chunks_per_npu,
-        "link_model": o.model,
-        "time_us": us(o.sim.time_ns),
-        "lower_bound_us": us(o.bounds.bound_ns),
-        "ratio": ratio(o),
-        "bounds": {
-            "injection_us": us(o.bounds.injection_ns),
-            "cut_us": us(o.bounds.cut_ns),
-            "cut": o.bounds.cut,
-            "latency_us": us(o.bounds.latency_ns),
-        },
-        "valid": o.sim.valid,
-        "data_checked": o.sim.data_checked,
-        "errors": o.sim.errors,
-        "error_count": o.sim.error_count,
-        "transfers": o.sim.transfers,
-        "hops": o.sim.hops,
-        "dims": dims,
-        "bytes_per_dim": o.sim.bytes_per_dim,
-        "alpha_us_per_dim": o.sim.alpha_ns_per_dim.iter().map(|a| us(*a)).collect::<Vec<f64>>(),
-        "critical_serialization_us_per_dim": o.sim.beta_ns_per_dim.iter().map(|a| us(*a)).collect::<Vec<f64>>(),
-        "mean_bytes_per_dim": o.sim.mean_bytes_per_dim,
-        "max_utilization": util.iter().copied().fold(0.0, f64::max),
-        "mean_utilization": if util.is_empty() { 0.0 } else { util.iter().sum::<f64>() / util.len() as f64 },
-        "links": links,
-        "critical_path": path,
-    })
-}
-
-fn ratio(o: &Outcome) -> f64 {
-    if o.bounds.bound_ns > 0.0 {
-        o.sim.time_ns / o.bounds.bound_ns
-    } else {
-        1.0
-    }
-}
-
-fn fmt_us(ns: f64) -> String {
-    format!("{} us", report::sig3(ns / 1e3))
-}
-
-/// The human-readable report.
-pub fn table(o: &Outcome) -> String {
-    let mut s = String::new();
-    let util = o.sim.utilization();
-    let _ = writeln!(
-        s,
-        "{} of {} B on {} ({} NPUs, {} switches, {} links)",
-        o.schedule.collective,
-        report::sig3(o.size),
-        o.topo.name,
-        o.topo.npus,
-        o.topo.switches,
-        o.topo.links.len()
-    );
-    let _ = writeln!(
-        s,
-        "algorithm {}, {} chunks per NPU, {} links\n",
-        o.schedule.algorithm,
-        o.schedule.chunks_per_npu,
-        LinkModel::NAMES[o.model as usize]
-    );
-    let _ = writeln!(s, "time          {}", fmt_us(o.sim.time_ns));
-    let _ = writeln!(
-        s,
-        "lower bound   {}  (injection {}, cut {} [{}], latency {}); time / bound = {:.3}",
-        fmt_us(o.bounds.bound_ns),
-        fmt_us(o.bounds.injection_ns),
-        fmt_us(o.bounds.cut_ns),
-        if o.bounds.cut.is_empty() { "-" } else { &o.bounds.cut },
-        fmt_us(o.bounds.latency_ns),
-        ratio(o)
-    );
-    if o.sim.valid && !o.sim.data_checked {
-        let _ = writeln!(
-            s,
-            "valid         every transfer runs ({} transfers, {} link hops); the data is not known, so not checked",
-            o.sim.transfers, o.sim.hops
-        );
-    } else if o.sim.valid {
-        let _ = writeln!(
-            s,
-            "valid         yes ({} transfers, {} link hops)",
-            o.sim.transfers, o.sim.hops
-        );
-    } else {
-        let _ = writeln!(s, "valid         NO: {} problems", o.sim.error_count);
-        for e in &o.sim.errors {
-            let _ = writeln!(s, "  - {e}");
-        }
-    }
-    let names = o.topo.dim_names();
-    let names = if names.is_empty() {
-        vec!["all".to_string()]
-    } else {
-        names
-    };
-    let _ = writeln!(
-        s,
-        "\nper dimension: bytes one NPU sends (max / mean over NPUs), latency on the critical path"
-    );
-    for (d, n) in names.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "  {:<12} {:>12} / {:>12} B   {}",
-            n,
-            report::sig3(o.sim.bytes_per_dim.get(d).copied().unwrap_or(0.0)),
-            report::sig3(o.sim.mean_bytes_per_dim.get(d).copied().unwrap_or(0.0)),
-            fmt_us(o.sim.alpha_ns_per_dim.get(d).copied().unwrap_or(0.0))
-        );
-    }
-    let max = util.iter().copied().fold(0.0, f64::max);
-    let mean = if util.is_empty() {
-        0.0
-    } else {
-        util.iter().sum::<f64>() / util.len() as f64
-    };
-    let idle = util.iter().filter(|u| **u == 0.0).count();
-    let _ = writeln!(
-        s,
-        "\nlink utilization: max {:.1}%, mean {:.1}%, {} of {} links idle",
-        100.0 * max,
-        100.0 * mean,
-        idle,
-        util.len()
-    );
-    let cp = &o.sim.critical_path;
-    let by_link = cp.iter().filter(|p| p.waited_for == "link").count();
-    let _ = writeln!(
-        s,
-        "critical path: {} transfers ({} waited for a busy link, {} for data)",
-        cp.len(),
-        by_link,
-        cp.len().saturating_sub(by_link + 1)
-    );
-    s
 }

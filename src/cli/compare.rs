@@ -1,17 +1,18 @@
 //! `dimsum compare`: collective algorithms against each other over
-//! topologies and vector sizes, each schedule built, replayed and checked:
-//! a CSV, a markdown table and the chart of the speedup of the algorithms
-//! under study over the best of the baselines.
+//! topologies and vector sizes. The flags are parsed here (each error
+//! naming its flag); `schedule::compare` builds, replays and bounds every
+//! schedule, and `report::compare` renders the CSV, the markdown table and
+//! the speedup chart, which are written here.
 
-use super::collective::{CollectiveArgs, schedule_of, topology_of};
+use super::collective::{collective_kind, link_model, topology_of};
 use clap::Args;
 use dimsum::error::InputError;
-use dimsum::io::Stamp;
+use dimsum::io::{Stamp, write_atomic};
+use dimsum::model::topology::Topology;
 use dimsum::model::units;
-use dimsum::report::{self, Series};
-use dimsum::schedule::bounds;
-use dimsum::schedule::simulate::{self, SimOptions};
-use std::fmt::Write as _;
+use dimsum::report::compare::{self as render, Setup};
+use dimsum::schedule::algorithm::Algorithm;
+use dimsum::schedule::compare::compare;
 use std::path::PathBuf;
 
 /// Options of `dimsum compare`.
@@ -88,28 +89,6 @@ pub fn sizes(text: &str) -> Result<Vec<f64>, InputError> {
     Ok(v)
 }
 
-/// One replay.
-struct Row {
-    topology: String,
-    npus: u32,
-    size: f64,
-    algorithm: String,
-    time_us: f64,
-    bound_us: f64,
-    valid: bool,
-}
-
-fn human(bytes: f64) -> String {
-    let b = bytes as u64;
-    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
-        format!("{} MiB", b >> 20)
-    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
-        format!("{} KiB", b >> 10)
-    } else {
-        format!("{b} B")
-    }
-}
-
 /// Runs the comparison.
 pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     let topologies = split(&args.topologies);
@@ -122,175 +101,72 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
         return Err(InputError::arg("--algorithms", "list at least one algorithm and one baseline").into());
     }
     let sizes = sizes(&args.sizes)?;
-    let model = super::collective::link_model(&args.link_model)?;
-    let all: Vec<&String> = subjects.iter().chain(&baselines).collect();
-    let progress = super::Progress::new(topologies.len() * all.len(), "compare");
+    let model = link_model(&args.link_model)?;
+    let names: Vec<&String> = subjects.iter().chain(&baselines).collect();
+    let progress = super::Progress::new(topologies.len() * names.len(), "compare");
+    let topology = |spec: &String| -> Result<Topology, InputError> {
+        topology_of(spec, Some(&args.link_gbps), Some(&args.link_latency_us), None).map_err(|e| {
+            InputError::arg(
+                if e.field.starts_with("--link") {
+                    e.field.as_str()
+                } else {
+                    "--topologies"
+                },
+                format!("{spec}: {}", e.message),
+            )
+        })
+    };
+    // The first topology is built before the collective and the algorithms
+    // are named, and their errors name it and the algorithm, under
+    // --algorithms: the order and the text `compare` has always reported.
+    let mut first = Some(topology(&topologies[0])?);
+    let at_first =
+        |algo: &str, message: String| InputError::arg("--algorithms", format!("{}, {algo}: {message}", topologies[0]));
+    let kind = collective_kind(&args.collective).map_err(|e| at_first(names[0], e.message))?;
+    let parse = |list: &[String]| -> Result<Vec<Algorithm>, InputError> {
+        list.iter()
+            .map(|a| a.parse::<Algorithm>().map_err(|e| at_first(a, e.to_string())))
+            .collect()
+    };
+    let (subjects, baselines) = (parse(&subjects)?, parse(&baselines)?);
+    let all: Vec<Algorithm> = subjects.iter().chain(&baselines).copied().collect();
     let mut rows = Vec::new();
-    let mut done = 0;
-    for spec in &topologies {
-        for algo in &all {
-            let cargs = CollectiveArgs {
-                topology: spec.clone(),
-                collective: args.collective.clone(),
-                algorithm: Some((*algo).clone()),
-                dim_algorithms: None,
-                size: None,
-                chunks_per_npu: 1,
-                link_gbps: Some(args.link_gbps.clone()),
-                link_latency_us: Some(args.link_latency_us.clone()),
-                bw: None,
-                link_model: args.link_model.clone(),
-                single_port: false,
-                seed: 0,
-                restarts: 1,
-                schedule_in: None,
-                schedule_out: None,
-                charts: None,
-                json: false,
-            };
-            let topo = topology_of(&cargs).map_err(|e| {
-                InputError::arg(
-                    if e.field.starts_with("--link") {
-                        e.field.as_str()
-                    } else {
-                        "--topologies"
-                    },
-                    format!("{spec}: {}", e.message),
-                )
-            })?;
-            let mut schedule = None;
-            for &size in &sizes {
-                // Synthesis depends on the size; the others are built once.
-                if schedule.is_none() || algo.as_str() == "tacos" {
-                    schedule = Some(
-                        schedule_of(&cargs, &topo, size)
-                            .map_err(|e| InputError::arg("--algorithms", format!("{spec}, {algo}: {}", e.message)))?,
-                    );
-                }
-                let s = schedule.as_ref().unwrap_or_else(|| unreachable!());
-                let opt = SimOptions {
-                    size_bytes: size,
-                    model,
-                    record: false,
-                };
-                let sim = simulate::simulate(s, &topo, &opt)
-                    .map_err(|e| InputError::arg("--algorithms", format!("{spec}, {algo}: {e}")))?;
-                rows.push(Row {
-                    topology: spec.clone(),
-                    npus: topo.npus,
-                    size,
-                    algorithm: (*algo).clone(),
-                    time_us: sim.time_ns / 1e3,
-                    bound_us: bounds::lower_bounds(&topo, s.collective, size).bound_ns / 1e3,
-                    valid: sim.valid,
-                });
-            }
-            done += 1;
-            progress.set(done);
-        }
+    // Topology by topology, so that a bad topology is reported after the
+    // replays on those before it.
+    for (i, spec) in topologies.iter().enumerate() {
+        let topo = match first.take() {
+            Some(t) => t,
+            None => topology(spec)?,
+        };
+        let done = i * all.len();
+        let replays = compare(&[(spec.clone(), topo)], kind, &all, &sizes, model, &|d| {
+            progress.set(done + d)
+        })
+        .map_err(|e| InputError::arg("--algorithms", e.to_string()))?;
+        rows.extend(replays);
     }
     progress.finish();
     std::fs::create_dir_all(&args.out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", args.out.display()))?;
     let command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
     let stamp = Stamp::of(command.as_bytes());
-    // CSV.
-    let mut csv = String::from("topology,npus,collective,size_bytes,algorithm,time_us,lower_bound_us,valid\n");
-    for r in &rows {
-        let _ = writeln!(
-            csv,
-            "{},{},{},{},{},{:.6},{:.6},{}",
-            r.topology, r.npus, args.collective, r.size, r.algorithm, r.time_us, r.bound_us, r.valid
-        );
-    }
-    // Speedup per topology and size: best baseline / best subject.
-    let best = |topo: &str, size: f64, names: &[String]| -> Option<(f64, String)> {
-        rows.iter()
-            .filter(|r| r.topology == topo && r.size == size && names.contains(&r.algorithm))
-            .map(|r| (r.time_us, r.algorithm.clone()))
-            .min_by(|a, b| a.0.total_cmp(&b.0))
+    let setup = Setup {
+        collective: kind,
+        subjects: &subjects,
+        baselines: &baselines,
+        topologies: &topologies,
+        sizes: &sizes,
+        model,
+        link_gbps: &args.link_gbps,
+        link_latency_us: &args.link_latency_us,
+        command: &command,
     };
-    let mut series: Vec<Series> = Vec::new();
-    let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "# {} of {} against {}\n",
-        args.collective,
-        subjects.join(" / "),
-        baselines.join(", ")
-    );
-    let _ = writeln!(
-        md,
-        "Generated by `dimsum {command}`. Every schedule is built, replayed with link contention\n\
-         ({} links, {} GB/s and {} us per link) and checked; times in us, the best per row in bold.\n\
-         Speedup: the best baseline's time over the best of {}'s.\n",
-        args.link_model,
-        args.link_gbps,
-        args.link_latency_us,
-        subjects.join(" / ")
-    );
-    for spec in &topologies {
-        let mut pts = Vec::new();
-        let _ = writeln!(md, "## {spec}\n");
-        let _ = writeln!(
-            md,
-            "| size | bound | {} | speedup | best baseline |",
-            all.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(" | ")
-        );
-        let _ = writeln!(md, "|---|---|{}---|---|", "---|".repeat(all.len()));
-        for &size in &sizes {
-            let (Some((sub, _)), Some((base, base_name))) = (best(spec, size, &subjects), best(spec, size, &baselines))
-            else {
-                continue;
-            };
-            let speedup = base / sub;
-            pts.push((size, speedup));
-            let fastest = sub.min(base);
-            let cells: Vec<String> = all
-                .iter()
-                .map(|a| {
-                    rows.iter()
-                        .find(|r| r.topology == *spec && r.size == size && r.algorithm == **a)
-                        .map_or("-".into(), |r| {
-                            let t = report::sig3(r.time_us);
-                            let t = if r.valid { t } else { format!("{t} (invalid)") };
-                            if r.time_us == fastest { format!("**{t}**") } else { t }
-                        })
-                })
-                .collect();
-            let bound = rows
-                .iter()
-                .find(|r| r.topology == *spec && r.size == size)
-                .map_or(0.0, |r| r.bound_us);
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {:.2}x | {base_name} |",
-                human(size),
-                report::sig3(bound),
-                cells.join(" | "),
-                speedup
-            );
-        }
-        let _ = writeln!(md);
-        series.push((spec.clone(), pts));
-    }
-    let invalid = rows.iter().filter(|r| !r.valid).count();
-    let _ = writeln!(md, "{} replays, {} invalid.\n\n*{}*", rows.len(), invalid, stamp.line());
-    dimsum::io::write_atomic(&args.out.join("compare.csv"), csv.as_bytes())?;
-    dimsum::io::write_atomic(&args.out.join("compare.md"), md.as_bytes())?;
-    report::line_chart(
-        &args.out,
-        "speedup",
-        &format!(
-            "{} {}: speedup over the best baseline",
-            subjects.join(" / "),
-            args.collective
-        ),
-        "vector size (bytes)",
-        "speedup (best baseline time / time)",
-        &series,
-        Some(1.0),
-        &stamp,
+    write_atomic(&args.out.join("compare.csv"), render::csv(&rows, kind).as_bytes())?;
+    write_atomic(
+        &args.out.join("compare.md"),
+        render::markdown(&rows, &setup, &stamp).as_bytes(),
     )?;
+    render::speedup_chart(&args.out, &rows, &setup, &stamp)?;
+    let invalid = rows.iter().filter(|r| !r.valid).count();
     println!(
         "{} replays ({} invalid) written to {}",
         rows.len(),

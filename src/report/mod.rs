@@ -22,6 +22,8 @@
 //! assert!(page.contains("<h2>Frontier</h2>") && page.contains("<td>2.5</td>"));
 //! ```
 
+pub mod collective;
+pub mod compare;
 pub mod doc;
 pub mod html;
 pub mod json;

@@ -48,6 +48,9 @@
 pub mod algorithm;
 pub mod bounds;
 pub mod builtin;
+pub mod compare;
+mod file;
+pub mod replay;
 pub mod simulate;
 pub mod swing;
 pub mod synth;

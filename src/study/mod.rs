@@ -38,6 +38,7 @@ pub mod objective;
 mod optimize;
 mod procurement;
 mod sweep;
+mod topology;
 mod workload;
 mod write;
 

@@ -1,0 +1,60 @@
+//! Reading a schedule file: the JSON that `Schedule::to_json` writes (and
+//! `dimsum collective --schedule-out` saves), parsed and checked, with
+//! every problem as one [`InputError`] naming the file and, for bad JSON,
+//! the line.
+
+use super::{FORMAT, Schedule};
+use crate::error::InputError;
+use std::path::Path;
+
+impl Schedule {
+    /// Reads the schedule file at `path` and checks its structure.
+    pub fn load(path: &Path) -> Result<Schedule, InputError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::at(path, None, "", format!("cannot read the schedule: {e}")))?;
+        let s: Schedule = serde_json::from_str(&text).map_err(|e| {
+            InputError::at(
+                path,
+                Some(e.line()),
+                "",
+                format!("not a dimsum schedule (JSON, format `{FORMAT}`): {e}"),
+            )
+        })?;
+        s.check().map_err(|e| InputError::at(path, None, "", e.to_string()))?;
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::topology::from_spec;
+    use crate::model::workload::CollectiveKind;
+    use crate::schedule::algorithm::{self, Algorithm, Options};
+
+    #[test]
+    fn a_written_schedule_loads_back_and_bad_files_name_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let topo = from_spec("ring:4", &[50.0], &[0.0]).unwrap();
+        let s = algorithm::build(&topo, CollectiveKind::AllGather, Algorithm::Ring, &Options::default()).unwrap();
+        let path = dir.path().join("s.json");
+        std::fs::write(&path, s.to_json()).unwrap();
+        assert_eq!(Schedule::load(&path).unwrap(), s);
+
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, "{\n  \"format\": 3,\n").unwrap();
+        let e = Schedule::load(&bad).unwrap_err();
+        assert_eq!(e.file.as_deref(), Some(bad.as_path()));
+        assert!(e.line.is_some(), "{e}");
+        assert!(
+            e.message
+                .starts_with("not a dimsum schedule (JSON, format `dimsum-schedule/1`)"),
+            "{e}"
+        );
+
+        let missing = dir.path().join("missing.json");
+        let e = Schedule::load(&missing).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (None, ""));
+        assert!(e.message.starts_with("cannot read the schedule: "), "{e}");
+    }
+}

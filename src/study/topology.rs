@@ -1,0 +1,113 @@
+//! A study's fabric as an explicit topology (what `dimsum collective
+//! --topology fabric:STUDY.toml` replays on): the allocation picked (the
+//! one given, else the study's `bw`), checked positive on every dimension,
+//! and turned into links by `Topology::from_fabric`. Errors name `--bw`,
+//! the flag that supplies an allocation.
+
+use super::Study;
+use crate::error::InputError;
+use crate::model::topology::Topology;
+use std::path::Path;
+
+impl Study {
+    /// The fabric's topology at `bw` GB/s per NPU per dimension (default:
+    /// the study's `bw`).
+    pub fn topology(&self, bw: Option<&[f64]>) -> Result<Topology, InputError> {
+        let bw = match (bw, self.bw.as_deref()) {
+            (Some(b), _) | (None, Some(b)) => b,
+            (None, None) => {
+                return Err(InputError::arg(
+                    "--bw",
+                    "the study names no allocation (`bw = [...]`): pass --bw with one GB/s value per dimension",
+                ));
+            }
+        };
+        if let Some((d, _)) = bw.iter().enumerate().find(|(_, b)| **b <= 0.0) {
+            return Err(InputError::arg(
+                "--bw",
+                format!("dimension {d} gets no bandwidth: every link needs a positive bandwidth"),
+            ));
+        }
+        Ok(Topology::from_fabric(&self.fabric, bw))
+    }
+
+    /// Loads the study at `path` and returns its fabric's topology at `bw`
+    /// (`--bw`'s text: GB/s per NPU per dimension; default: the study's
+    /// `bw`), named `fabric:PATH`.
+    pub fn load_topology(path: &Path, bw: Option<&str>) -> Result<Topology, InputError> {
+        let study = Study::load(path)?;
+        let bw = bw.map(|s| study.parse_bw(s)).transpose()?;
+        let mut t = study.topology(bw.as_deref())?;
+        t.name = format!("fabric:{}", path.display());
+        Ok(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STUDY: &str = r#"
+name = "two"
+time_model = "pipelined"
+bw = [100, 50]
+
+[[fabric.dims]]
+name = "a"
+block = "ring"
+npus = 4
+latency_ns = 100
+tier = "t"
+
+[[fabric.dims]]
+name = "b"
+block = "switch"
+npus = 2
+latency_ns = 500
+tier = "t"
+
+[cost.tiers.t]
+link_usd_per_gbps = 2.0
+link_pj_per_bit = 1.0
+
+[workload]
+communicator = { weight_grad = [4, 2] }
+
+[[workload.layers]]
+name = "l0"
+forward = { compute_ns = 1000 }
+input_grad = { compute_ns = 2000 }
+weight_grad = { compute_ns = 3000, collective = "all-reduce", bytes = 64e6 }
+"#;
+
+    #[test]
+    fn the_given_allocation_else_the_studys_and_never_a_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("two.toml");
+        std::fs::write(&path, STUDY).unwrap();
+        let study = Study::load(&path).unwrap();
+        let own = study.topology(None).unwrap();
+        assert_eq!(own.links, Topology::from_fabric(&study.fabric, &[100.0, 50.0]).links);
+        let given = study.topology(Some(&[10.0, 20.0])).unwrap();
+        assert_eq!(given.links, Topology::from_fabric(&study.fabric, &[10.0, 20.0]).links);
+        assert_ne!(own.links, given.links);
+        let e = study.topology(Some(&[10.0, 0.0])).unwrap_err();
+        assert_eq!(e.field, "--bw");
+        assert!(e.message.starts_with("dimension 1 gets no bandwidth"), "{e}");
+        let none = Study {
+            bw: None,
+            ..study.clone()
+        };
+        assert!(
+            none.topology(None)
+                .unwrap_err()
+                .message
+                .starts_with("the study names no allocation")
+        );
+
+        let t = Study::load_topology(&path, Some("10, 20")).unwrap();
+        assert_eq!(t.name, format!("fabric:{}", path.display()));
+        assert_eq!(t.links, given.links);
+        assert_eq!(Study::load_topology(&path, Some("x")).unwrap_err().field, "--bw");
+    }
+}
