@@ -154,11 +154,6 @@ pub fn link_model(name: &str) -> Result<LinkModel, InputError> {
         .map_err(|e| InputError::arg("--link-model", e.to_string()))
 }
 
-/// Reads a schedule file (`--schedule-out`'s JSON) and checks its structure.
-pub fn load_schedule(path: &Path) -> Result<Schedule, InputError> {
-    Schedule::load(path)
-}
-
 /// Builds the schedule the arguments ask for (`size` matters to synthesis
 /// only).
 pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<Schedule, InputError> {

@@ -598,7 +598,7 @@ fn export_astra_sim(a: ExportAstraSimArgs) -> anyhow::Result<()> {
 
 fn export_msccl(a: ExportMscclArgs) -> anyhow::Result<()> {
     let ExportMscclArgs { schedule, out } = a;
-    let s = collective::load_schedule(&schedule)?;
+    let s = dimsum::schedule::Schedule::load(&schedule)?;
     let xml = dimsum::interop::msccl::write(&s).map_err(|e| InputError::at(&schedule, None, "", e.to_string()))?;
     dimsum::io::write_atomic(&out, xml.as_bytes())?;
     println!("{} transfers written to {}", s.transfers.len(), out.display());
@@ -607,7 +607,7 @@ fn export_msccl(a: ExportMscclArgs) -> anyhow::Result<()> {
 
 fn export_chakra(a: ExportChakraArgs) -> anyhow::Result<()> {
     let ExportChakraArgs { schedule, prefix, size } = a;
-    let s = collective::load_schedule(&schedule)?;
+    let s = dimsum::schedule::Schedule::load(&schedule)?;
     let size = dimsum::model::units::parse_bytes(&size).map_err(|m| InputError::arg("--size", m.to_string()))?;
     let traces = dimsum::interop::chakra::encode_schedule(&s, s.chunk_bytes(size))
         .map_err(|e| InputError::at(&schedule, None, "", e.to_string()))?;

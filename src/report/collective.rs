@@ -187,6 +187,7 @@ pub fn table(o: &Replay) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
     use crate::model::topology::from_spec;

@@ -114,6 +114,7 @@ pub fn compare(
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
     use crate::model::topology::from_spec;

@@ -26,6 +26,7 @@ impl Schedule {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
     use crate::model::topology::from_spec;

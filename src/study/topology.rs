@@ -44,6 +44,7 @@ impl Study {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
 
