@@ -210,7 +210,7 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
                 .map(|g| [g[0].to_libra(), g[1].to_libra(), g[2].to_libra()]);
             match transformer::generate(model, npu, s, fabric) {
                 Ok(g) => {
-                    let bound = g.workload.compute_ns() / 1e6;
+                    let bound = crate::model::units::ns_to_ms(g.workload.compute_ns());
                     let memory = Some(g.memory.gib());
                     Cand {
                         s: s.clone(),

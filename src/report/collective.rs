@@ -9,9 +9,7 @@ use crate::schedule::replay::Replay;
 use crate::schedule::simulate::LinkModel;
 use std::fmt::Write as _;
 
-fn us(ns: f64) -> f64 {
-    ns / 1e3
-}
+use crate::model::units::ns_to_us as us;
 
 /// The JSON report: one object with the replay's figures, every link and
 /// the critical path.
@@ -86,7 +84,7 @@ pub fn json(o: &Replay) -> serde_json::Value {
 }
 
 fn fmt_us(ns: f64) -> String {
-    format!("{} us", sig3(ns / 1e3))
+    format!("{} us", sig3(us(ns)))
 }
 
 /// The human-readable report.

@@ -51,9 +51,7 @@ fn join(algorithms: &[Algorithm], sep: &str) -> String {
     algorithms.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(sep)
 }
 
-fn us(ns: f64) -> f64 {
-    ns / 1e3
-}
+use crate::model::units::ns_to_us as us;
 
 /// A size in bytes as the table shows it: `4 MiB`, `64 KiB`, `32 B`.
 fn human(bytes: f64) -> String {

@@ -8,7 +8,7 @@ use super::doc::{Block, Doc};
 use super::{Chart, ReportError, Series, sig3};
 use crate::io::{Stamp, write_atomic};
 use crate::model::bom::Bom;
-use crate::model::units::ns_to_ms;
+use crate::model::units::{ns_to_ms, usd_to_musd, w_to_kw};
 use crate::optimize::scheduled::FrontierRow;
 use crate::pipeline::coopt::{self, Coopt};
 use crate::pipeline::procure::Procured;
@@ -163,8 +163,8 @@ fn recommended(study: &Study, r: &StudyResults, doc: &mut Doc, out: &mut Out) ->
                     objective.clone(),
                     fmt_bw(&s.bw_gbps),
                     format!("{:.4}", s.iteration_time_ms),
-                    format!("{:.3}", s.network_cost_usd / 1e6),
-                    format!("{:.2}", s.network_power_w / 1e3),
+                    format!("{:.3}", usd_to_musd(s.network_cost_usd)),
+                    format!("{:.2}", w_to_kw(s.network_power_w)),
                     s.speedup_vs_equal_split.map_or("-".into(), |x| format!("{x:.3}x")),
                     format!("{:.0e}", s.gap),
                     s.binding_constraints
@@ -234,7 +234,7 @@ fn scheduled(
                         fmt_bw(&m.bw_gbps),
                         format!("{:.4}", ns_to_ms(m.iteration_ns)),
                         format!("{:.4}", ns_to_ms(m.analytic_iteration_ns)),
-                        format!("{:.3}", r.problem.cost.cost(&m.bw_gbps) / 1e6),
+                        format!("{:.3}", usd_to_musd(r.problem.cost.cost(&m.bw_gbps))),
                         if analytic {
                             "-".to_string()
                         } else {
@@ -284,7 +284,7 @@ fn scheduled(
 
 /// Capex by dimension of a bill, $M.
 fn capex_by_dim(b: &Bom) -> Vec<f64> {
-    b.dims.iter().map(|d| d.capex_usd / 1e6).collect()
+    b.dims.iter().map(|d| usd_to_musd(d.capex_usd)).collect()
 }
 
 /// The bill of materials of each recommended design, the catalog optimum
@@ -377,8 +377,8 @@ fn bought(
                             format!(" ({})", over.join("; "))
                         }
                     ),
-                    format!("{:.3}", b.capex_usd / 1e6),
-                    format!("{:.1}", b.power_w / 1e3),
+                    format!("{:.3}", usd_to_musd(b.capex_usd)),
+                    format!("{:.1}", w_to_kw(b.power_w)),
                     format!("{:.0}", b.cost_per_npu_usd),
                     if switches.is_empty() {
                         "-".into()
@@ -470,7 +470,7 @@ fn catalog_optimum(
         let budget = opt.budget_usd;
         doc.heading(
             3,
-            format!("The best fabric the catalog sells for ${}M", sig3(budget / 1e6)),
+            format!("The best fabric the catalog sells for ${}M", sig3(usd_to_musd(budget))),
         );
         match &opt.outcome {
             Ok((c, b)) => {
@@ -479,16 +479,16 @@ fn catalog_optimum(
                         "catalog optimum (MILP, gap 1e-9)".to_string(),
                         fmt_bw(&c.catalog.bw_gbps),
                         format!("{:.4}", c.catalog.iteration_time_ms),
-                        format!("{:.3}", c.catalog.capex_usd / 1e6),
-                        format!("{:.1}", c.catalog.power_w / 1e3),
+                        format!("{:.3}", usd_to_musd(c.catalog.capex_usd)),
+                        format!("{:.1}", w_to_kw(c.catalog.power_w)),
                         "purchasable as listed".to_string(),
                     ]),
                     cells([
                         "continuous relaxation".to_string(),
                         fmt_bw(&c.continuous.bw_gbps),
                         format!("{:.4}", c.continuous.iteration_time_ms),
-                        format!("{:.3}", c.continuous.network_cost_usd / 1e6),
-                        format!("{:.1}", c.continuous.network_power_w / 1e3),
+                        format!("{:.3}", usd_to_musd(c.continuous.network_cost_usd)),
+                        format!("{:.1}", w_to_kw(c.continuous.network_power_w)),
                         "lower bound (cheapest $ per GB/s)".to_string(),
                     ]),
                 ];
@@ -497,8 +497,8 @@ fn catalog_optimum(
                         "continuous rounded up to parts".to_string(),
                         fmt_bw(&r.bw_gbps),
                         format!("{:.4}", r.iteration_time_ms),
-                        format!("{:.3}", r.capex_usd / 1e6),
-                        format!("{:.1}", r.power_w / 1e3),
+                        format!("{:.3}", usd_to_musd(r.capex_usd)),
+                        format!("{:.1}", w_to_kw(r.power_w)),
                         if r.feasible {
                             "fits"
                         } else {
@@ -534,7 +534,7 @@ fn catalog_optimum(
                 }
                 doc.push(Block::Para(lines));
                 bars.push((
-                    format!("catalog optimum (${}M budget)", sig3(budget / 1e6)),
+                    format!("catalog optimum (${}M budget)", sig3(usd_to_musd(budget))),
                     capex_by_dim(b),
                 ));
                 use_items(used, b);
@@ -630,14 +630,14 @@ fn catalog_frontier(
             "best purchasable fabric (catalog MILP)".into(),
             frontier
                 .iter()
-                .map(|(b, c)| (b / 1e6, c.catalog.iteration_time_ms))
+                .map(|(b, c)| (usd_to_musd(*b), c.catalog.iteration_time_ms))
                 .collect(),
         ),
         (
             "continuous bound (cheapest $ per GB/s)".into(),
             frontier
                 .iter()
-                .map(|(b, c)| (b / 1e6, c.continuous.iteration_time_ms))
+                .map(|(b, c)| (usd_to_musd(*b), c.continuous.iteration_time_ms))
                 .collect(),
         ),
     ];
@@ -654,9 +654,9 @@ fn catalog_frontier(
     doc.heading(3, "The fastest fabric each budget can buy");
     doc.para(format!(
         "From ${}M (the cheapest purchasable fabric, {} ms) to ${}M (the fastest, {} ms), {} budgets, each a catalog MILP beside its continuous bound (`catalog-frontier.csv`).",
-        sig3(lo.0 / 1e6),
+        sig3(usd_to_musd(lo.0)),
         sig3(lo.1.catalog.iteration_time_ms),
-        sig3(hi.0 / 1e6),
+        sig3(usd_to_musd(hi.0)),
         sig3(hi.1.catalog.iteration_time_ms),
         frontier.len()
     ));
@@ -697,8 +697,8 @@ fn fixed(
             fmt_bw(&d.bw),
             format!("{:.4}", e.iteration_time_ms),
             format!("{:.4}", e.iteration_lower_bound_ms),
-            format!("{:.3}", e.network_cost_usd / 1e6),
-            format!("{:.2}", e.network_power_w / 1e3),
+            format!("{:.3}", usd_to_musd(e.network_cost_usd)),
+            format!("{:.2}", w_to_kw(e.network_power_w)),
         ]);
         let mut j = json!({ "design": d.name, "evaluation": e });
         if let Some(m) = &d.simulated {
@@ -915,7 +915,7 @@ fn sweep(study: &Study, s: &SweepResults, doc: &mut Doc) {
                 r.budget.to_string(),
                 r.workload.clone(),
                 format!("{:.4}", r.iteration_time_ms),
-                format!("{:.3}", r.network_cost_usd / 1e6),
+                format!("{:.3}", usd_to_musd(r.network_cost_usd)),
             ])
         })
         .collect();
