@@ -19,7 +19,6 @@ use dimsum::pipeline::run::{self, RunError};
 use dimsum::pipeline::sweep::{self, Shard};
 use dimsum::report;
 use dimsum::study::Study;
-use dimsum::study::SweepSpec;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::Path;
 use std::path::PathBuf;
@@ -514,27 +513,7 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
     } = a;
     let study = Study::load(&study)?;
     let shard = Shard::parse(&shard).map_err(|m| InputError::arg("--shard", m.to_string()))?;
-    let sweeps: Vec<&SweepSpec> = study
-        .sweeps
-        .iter()
-        .filter(|s| name.as_ref().is_none_or(|n| *n == s.name))
-        .collect();
-    if sweeps.is_empty() {
-        let names: Vec<&str> = study.sweeps.iter().map(|s| s.name.as_str()).collect();
-        return Err(InputError::arg(
-            "--name",
-            if names.is_empty() {
-                format!("study `{}` declares no [[sweep]]", study.name)
-            } else {
-                format!(
-                    "no sweep named `{}`; the study has {}",
-                    name.unwrap_or_default(),
-                    dimsum::error::one_of(&names)
-                )
-            },
-        )
-        .into());
-    }
+    let sweeps = study.sweeps_named(name.as_deref())?;
     let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
     create_dir(&dir)?;
     for spec in sweeps {

@@ -154,3 +154,31 @@ fn sweep_workload(
         fabric: other.fabric,
     })
 }
+
+impl Study {
+    /// The study's `[[sweep]]`s named `name` (every one without a name);
+    /// none is an error naming the ones the study has.
+    pub fn sweeps_named(&self, name: Option<&str>) -> Result<Vec<&SweepSpec>, InputError> {
+        let sweeps: Vec<&SweepSpec> = self
+            .sweeps
+            .iter()
+            .filter(|s| name.is_none_or(|n| n == s.name))
+            .collect();
+        if !sweeps.is_empty() {
+            return Ok(sweeps);
+        }
+        let names: Vec<&str> = self.sweeps.iter().map(|s| s.name.as_str()).collect();
+        Err(InputError::arg(
+            "--name",
+            if names.is_empty() {
+                format!("study `{}` declares no [[sweep]]", self.name)
+            } else {
+                format!(
+                    "no sweep named `{}`; the study has {}",
+                    name.unwrap_or_default(),
+                    crate::error::one_of(&names)
+                )
+            },
+        ))
+    }
+}
