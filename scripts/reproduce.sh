@@ -53,9 +53,9 @@ collectives=
 
 # Wall-clock fields, different on every run, are compared with the number
 # masked; the rest of those files byte for byte: "solve_ms" in JSON (the
-# schedule-backed fixed point's time in results/*-schedule/scheduled.json and
-# results/schedule-backed/json/*.json) and the last column, "solve (ms)", of
-# the first table of results/schedule-backed/compare.md.
+# schedule-backed fixed point's time in results/schedule-backed/json/*.json,
+# written by `optimize --json`) and the last column, "solve (ms)", of the
+# first table of results/schedule-backed/compare.md.
 masked() { # FILE: its text with the wall-clock fields masked
   case $1 in
     *.json) sed -E 's/("solve_ms": ?)[-+0-9.eE]+/\1<wall-clock>/g' "$1" ;;

@@ -15,7 +15,7 @@
 //! | optimization | [`optimize`] (LP / MILP solves, frontiers, the catalog MILP, schedule-backed fixed points) |
 //! | formats | [`interop`] (LIBRA, ASTRA-sim, Chakra ET, MSCCL-IR) |
 //! | studies | [`study`] (the study file) |
-//! | pipeline | [`pipeline`] (sweeps, co-optimization) |
+//! | pipeline | [`pipeline`] (a study's whole run as typed results, procurement, sweeps, co-optimization) |
 //! | reports | [`report`] (CSV, charts, HTML) |
 //!
 //! The command line (`src/cli/`) belongs to the `dimsum` binary and sits on

@@ -381,7 +381,26 @@ fn cli_bad_evaluator_input_is_one_line_exit_2() {
         ),
     )
     .unwrap();
+    // The same study with a fixed design to replay (its optimum is
+    // unbounded: the optimizer fails before any schedule is built).
+    let swing_fixed = dir.path().join("d.toml");
+    std::fs::write(
+        &swing_fixed,
+        format!("bw = [100]\n{}", std::fs::read_to_string(&swing_dim).unwrap()),
+    )
+    .unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
+        // `run` stops on a schedule it cannot build, with the section's line,
+        // before writing any result.
+        (
+            vec![
+                "run".into(),
+                swing_fixed.display().to_string(),
+                "--out".into(),
+                dir.path().join("out").display().to_string(),
+            ],
+            "evaluator.algorithm",
+        ),
         (
             vec![
                 "eval".into(),

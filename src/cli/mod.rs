@@ -731,7 +731,12 @@ impl Bars {
         let Ok(mut cur) = self.current.lock() else {
             return;
         };
-        if cur.as_ref().is_none_or(|(t, _)| t != task) {
+        // A new bar when the task changes or starts over (two frontiers on
+        // one axis run the same task twice).
+        if cur
+            .as_ref()
+            .is_none_or(|(t, p)| t != task || (done as u64) < p.bar.position())
+        {
             if let Some((_, p)) = cur.take() {
                 p.finish();
             }

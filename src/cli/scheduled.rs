@@ -100,7 +100,10 @@ pub fn optimize(study: &Study, problem: &Problem, objective: Objective, json_out
     let fp = fixed_point(study, &backed, problem, objective)?;
     let solve_ms = started.elapsed().as_secs_f64() * 1e3;
     if json_out {
-        println!("{}", dimsum::report::json::fixed_point(study, problem, &fp, solve_ms));
+        println!(
+            "{}",
+            dimsum::report::json::fixed_point(study, problem, &fp, Some(solve_ms))
+        );
     } else {
         print!("{}", dimsum::report::text::fixed_point(study, problem, &fp, solve_ms));
     }

@@ -39,8 +39,8 @@ pub enum RunError {
     #[error(transparent)]
     Write(#[from] WriteError),
     /// The co-optimization could not run.
-    #[error("{0}")]
-    Coopt(String),
+    #[error(transparent)]
+    Coopt(#[from] coopt::CooptError),
 }
 
 impl RunError {
@@ -246,7 +246,7 @@ pub fn run_study(study: &Study, dir: &Path, progress: Progress) -> Result<StudyR
         });
     }
     let coopt = match study.model {
-        Some(_) => Some(coopt::coopt(study, &|_, _| {}).map_err(|m| RunError::Coopt(m.to_string()))?),
+        Some(_) => Some(coopt::coopt(study, &|_, _| {})?),
         None => None,
     };
     Ok(StudyResults {

@@ -6,7 +6,6 @@
 
 use super::sig3;
 use crate::schedule::replay::Replay;
-use crate::schedule::simulate::LinkModel;
 use std::fmt::Write as _;
 
 use crate::model::units::ns_to_us as us;
@@ -104,9 +103,7 @@ pub fn table(o: &Replay) -> String {
     let _ = writeln!(
         s,
         "algorithm {}, {} chunks per NPU, {} links\n",
-        o.schedule.algorithm,
-        o.schedule.chunks_per_npu,
-        LinkModel::NAMES[o.model as usize]
+        o.schedule.algorithm, o.schedule.chunks_per_npu, o.model
     );
     let _ = writeln!(s, "time          {}", fmt_us(o.sim.time_ns));
     let _ = writeln!(
@@ -191,6 +188,7 @@ mod tests {
     use crate::model::topology::from_spec;
     use crate::model::workload::CollectiveKind;
     use crate::schedule::algorithm::{self, Algorithm, Options};
+    use crate::schedule::simulate::LinkModel;
 
     #[test]
     fn json_and_table_of_a_ring_all_gather() {

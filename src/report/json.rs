@@ -53,11 +53,12 @@ pub fn evaluator_spec(study: &Study) -> Value {
     })
 }
 
-/// A schedule-backed optimum found in `solve_ms`.
-pub fn fixed_point(study: &Study, problem: &Problem, fp: &FixedPoint, solve_ms: f64) -> Value {
+/// A schedule-backed optimum, with the wall time it took when there is one
+/// (`optimize --json`; result files hold none).
+pub fn fixed_point(study: &Study, problem: &Problem, fp: &FixedPoint, solve_ms: Option<f64>) -> Value {
     let m = &fp.measured;
     let bw = &m.bw_gbps;
-    json!({
+    let mut v = json!({
         "study": study.name,
         "dimsum_version": env!("CARGO_PKG_VERSION"),
         "fabric": study.fabric.shape(),
@@ -91,8 +92,11 @@ pub fn fixed_point(study: &Study, problem: &Problem, fp: &FixedPoint, solve_ms: 
             "gap": fp.analytic.gap,
             "collectives": fp.analytic_measured.collectives,
         },
-        "solve_ms": solve_ms,
-    })
+    });
+    if let (Some(ms), Some(o)) = (solve_ms, v.as_object_mut()) {
+        o.insert("solve_ms".into(), ms.into());
+    }
+    v
 }
 
 /// One evaluation (`eval --json`): the study, its model and the

@@ -1,7 +1,7 @@
-//! Writing results: atomic files (write a temporary file, then rename, so a
-//! failed run never leaves a half-written result), the stamp every file
-//! carries (dimsum version and a hash of the study), CSV tables and the
-//! plotters charts (SVG and PNG) of a frontier.
+//! Rendering results (the files themselves are written through `io`: atomic,
+//! stamped): CSV tables and the plotters charts (SVG and PNG) of a frontier,
+//! and, in submodules, the study report, the terminal tables and the JSON
+//! documents.
 //!
 //! Charts draw on linear axes in transformed coordinates (log10 where a range
 //! spans more than a decade) and label ticks with the real values, so one
@@ -43,6 +43,14 @@ pub enum ReportError {
     /// A file could not be written.
     #[error(transparent)]
     Io(#[from] WriteError),
+    /// A JSON document could not be made.
+    #[error("cannot write {path} as JSON: {source}")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: serde_json::Error,
+    },
     /// A chart could not be drawn.
     #[error("cannot draw {path}: {message}")]
     Chart {

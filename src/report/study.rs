@@ -55,9 +55,9 @@ impl Out<'_> {
     }
 
     fn json(&mut self, name: &str, v: &serde_json::Value) -> Result<(), ReportError> {
-        let text = serde_json::to_string_pretty(v).map_err(|e| ReportError::Chart {
+        let text = serde_json::to_string_pretty(v).map_err(|source| ReportError::Json {
             path: self.dir.join(name),
-            message: e.to_string(),
+            source,
         })?;
         self.write(name, text.as_bytes())
     }
@@ -251,11 +251,7 @@ fn scheduled(
                     ]));
                 }
                 // A result file holds what the inputs determine: no wall time.
-                let mut j = super::json::fixed_point(study, &r.problem, fp, 0.0);
-                if let Some(o) = j.as_object_mut() {
-                    o.remove("solve_ms");
-                }
-                json_rows.push(j);
+                json_rows.push(super::json::fixed_point(study, &r.problem, fp, None));
             }
             Err(e) => {
                 rows.push(padded(vec![objective.clone(), e.to_string()], 8));
@@ -704,9 +700,9 @@ fn fixed(
         if let Some(m) = &d.simulated {
             row.push(format!("{:.4}", ns_to_ms(m.iteration_ns)));
             j["simulated_iteration_time_ms"] = ns_to_ms(m.iteration_ns).into();
-            j["simulated_collectives"] = serde_json::to_value(&m.collectives).map_err(|e| ReportError::Chart {
+            j["simulated_collectives"] = serde_json::to_value(&m.collectives).map_err(|source| ReportError::Json {
                 path: out.dir.join("eval.json"),
-                message: e.to_string(),
+                source,
             })?;
         }
         rows.push(row);
@@ -857,23 +853,6 @@ fn schedule_backed_frontier(
     files.extend(chart.files.iter().cloned());
     out.svgs.insert(chart.stem, chart.svg);
     Ok(files)
-}
-
-/// The schedule-backed frontier's files alone (`dimsum frontier
-/// --evaluator schedule`).
-pub fn schedule_backed_frontier_files(
-    study: &Study,
-    stamp: &Stamp,
-    axis: crate::optimize::frontier::Axis,
-    rows: &[FrontierRow],
-    dir: &Path,
-) -> Result<Vec<PathBuf>, ReportError> {
-    let mut out = Out {
-        dir,
-        files: Vec::new(),
-        svgs: BTreeMap::new(),
-    };
-    schedule_backed_frontier(study, stamp, axis, rows, &mut out)
 }
 
 /// A sweep's ten fastest (then cheapest) designs.

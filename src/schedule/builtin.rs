@@ -53,9 +53,6 @@ pub enum Algo {
 }
 
 impl Algo {
-    /// Names on the command line.
-    pub const NAMES: [&'static str; 4] = ["ring", "bidirectional-ring", "direct", "halving-doubling"];
-
     /// The command-line name.
     pub fn name(self) -> &'static str {
         match self {
@@ -64,14 +61,6 @@ impl Algo {
             Algo::Direct => "direct",
             Algo::HalvingDoubling => "halving-doubling",
         }
-    }
-
-    /// From its name.
-    pub fn parse(s: &str) -> Option<Algo> {
-        Algo::NAMES
-            .iter()
-            .position(|n| *n == s)
-            .map(|i| [Algo::Ring, Algo::BidirectionalRing, Algo::Direct, Algo::HalvingDoubling][i])
     }
 
     /// What a dimension runs by default in a hierarchical schedule:

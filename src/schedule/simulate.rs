@@ -51,11 +51,6 @@ pub enum LinkModel {
     Tacos,
 }
 
-impl LinkModel {
-    /// Names on the command line and in studies.
-    pub const NAMES: [&'static str; 2] = ["alpha-beta", "tacos"];
-}
-
 impl Named for LinkModel {
     const WHAT: &'static str = "a link model";
     const ALL: &'static [LinkModel] = &[LinkModel::AlphaBeta, LinkModel::Tacos];
