@@ -79,7 +79,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 }
 
 /// `dir/.name.tag.ext` beside `path` (the extension kept, for plotters).
-pub fn temp_path(path: &Path, tag: &str) -> PathBuf {
+pub(crate) fn temp_path(path: &Path, tag: &str) -> PathBuf {
     let name = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

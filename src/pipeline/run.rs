@@ -133,7 +133,7 @@ pub struct StudyResults {
 pub type Progress<'a> = &'a (dyn Fn(&str, usize, usize) + Sync);
 
 /// The study's fixed designs (its `bw` and its cases) on a frontier's axis.
-pub fn markers(study: &Study, problem: &Problem, axis: Axis) -> Vec<Marker> {
+fn markers(study: &Study, problem: &Problem, axis: Axis) -> Vec<Marker> {
     let k = axis.coeffs(problem);
     let mut out = Vec::new();
     let mut push = |name: &str, bw: &[f64]| {

@@ -129,7 +129,7 @@ pub fn bom(study: &Study, b: &Bom) -> String {
 }
 
 /// The per-dimension and per-item tables and the totals.
-pub fn bom_body(b: &Bom) -> String {
+fn bom_body(b: &Bom) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
