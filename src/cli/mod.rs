@@ -347,7 +347,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 fn eval(a: EvalArgs) -> anyhow::Result<()> {
     let EvalArgs { study, bw, ev, json } = a;
     let mut study = Study::load(&study)?;
-    let bw = bw_of(&study, bw.as_deref())?;
+    let bw = study.allocation(bw.as_deref())?;
     let evaluator = ev.apply(&mut study)?;
     let e = study.evaluate(&bw);
     if let Some(d) = e.dims.iter().find(|d| d.busy_ms.is_infinite()) {
@@ -473,7 +473,7 @@ fn frontier(a: FrontierArgs) -> anyhow::Result<()> {
 fn bom(a: BomArgs) -> anyhow::Result<()> {
     let BomArgs { study, bw, json } = a;
     let study = Study::load(&study)?;
-    let bw = bw_of(&study, bw.as_deref())?;
+    let bw = study.allocation(bw.as_deref())?;
     procure::run_bom(&study, &bw, json)
 }
 
@@ -564,7 +564,7 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
 fn export_astra_sim(a: ExportAstraSimArgs) -> anyhow::Result<()> {
     let ExportAstraSimArgs { study, bw, out } = a;
     let study = Study::load(&study)?;
-    let bw = bw_of(&study, bw.as_deref())?;
+    let bw = study.allocation(bw.as_deref())?;
     let files = dimsum::interop::astra::input_set(&study.astra_design(), &bw, &out.display().to_string())
         .map_err(|e| InputError::at(&study.path, None, "workload", e.to_string()))?;
     create_dir(&out)?;
@@ -661,18 +661,6 @@ fn import_libra(a: ImportLibraArgs) -> anyhow::Result<()> {
         ];
     print!("{}", study.to_toml(&header));
     Ok(())
-}
-
-/// The allocation `--bw` gives, else the study's `bw`.
-fn bw_of(study: &Study, bw: Option<&str>) -> Result<Vec<f64>, InputError> {
-    match (bw, &study.bw) {
-        (Some(s), _) => study.parse_bw(s),
-        (None, Some(b)) => Ok(b.clone()),
-        (None, None) => Err(InputError::arg(
-            "--bw",
-            "the study names no allocation (`bw = [...]`): pass --bw with one GB/s value per dimension",
-        )),
-    }
 }
 
 fn create_dir(dir: &Path) -> anyhow::Result<()> {

@@ -166,6 +166,11 @@ pub fn sig3(v: f64) -> String {
     }
 }
 
+/// GB/s values at three significant digits, comma-separated.
+pub(crate) fn sig3_list(v: &[f64]) -> String {
+    v.iter().map(|b| sig3(*b)).collect::<Vec<_>>().join(", ")
+}
+
 pub(crate) type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 /// A white chart with the stamp in a footer line; returns the area above it.

@@ -5,7 +5,7 @@
 //! Nothing here solves anything or reads back a file it wrote.
 
 use super::doc::{Block, Doc};
-use super::{Chart, ReportError, Series, sig3};
+use super::{Chart, ReportError, Series, sig3, sig3_list};
 use crate::io::{Stamp, write_atomic};
 use crate::model::bom::Bom;
 use crate::model::units::{ns_to_ms, usd_to_musd, w_to_kw};
@@ -18,11 +18,6 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-
-/// GB/s values at three significant digits, comma-separated.
-fn fmt_bw(bw: &[f64]) -> String {
-    bw.iter().map(|b| sig3(*b)).collect::<Vec<_>>().join(", ")
-}
 
 fn cells<const N: usize>(c: [String; N]) -> Vec<String> {
     c.into()
@@ -161,7 +156,7 @@ fn recommended(study: &Study, r: &StudyResults, doc: &mut Doc, out: &mut Out) ->
             Ok(s) => {
                 rows.push(cells([
                     objective.clone(),
-                    fmt_bw(&s.bw_gbps),
+                    sig3_list(&s.bw_gbps),
                     format!("{:.4}", s.iteration_time_ms),
                     format!("{:.3}", usd_to_musd(s.network_cost_usd)),
                     format!("{:.2}", w_to_kw(s.network_power_w)),
@@ -231,7 +226,7 @@ fn scheduled(
                             "schedule-backed"
                         }
                         .to_string(),
-                        fmt_bw(&m.bw_gbps),
+                        sig3_list(&m.bw_gbps),
                         format!("{:.4}", ns_to_ms(m.iteration_ns)),
                         format!("{:.4}", ns_to_ms(m.analytic_iteration_ns)),
                         format!("{:.3}", usd_to_musd(r.problem.cost.cost(&m.bw_gbps))),
@@ -363,10 +358,10 @@ fn bought(
                     .collect();
                 rows.push(cells([
                     name.clone(),
-                    fmt_bw(bw),
+                    sig3_list(bw),
                     format!(
                         "{}{}",
-                        fmt_bw(&b.bought_gbps),
+                        sig3_list(&b.bought_gbps),
                         if over.is_empty() {
                             String::new()
                         } else {
@@ -387,7 +382,7 @@ fn bought(
                 use_items(used, b);
             }
             Err(e) => {
-                rows.push(padded(vec![name.clone(), fmt_bw(bw), e.to_string()], 7));
+                rows.push(padded(vec![name.clone(), sig3_list(bw), e.to_string()], 7));
                 recommended_json.push(json!({ "objective": name, "error": e.to_string() }));
             }
         }
@@ -473,7 +468,7 @@ fn catalog_optimum(
                 let mut rows = vec![
                     cells([
                         "catalog optimum (MILP, gap 1e-9)".to_string(),
-                        fmt_bw(&c.catalog.bw_gbps),
+                        sig3_list(&c.catalog.bw_gbps),
                         format!("{:.4}", c.catalog.iteration_time_ms),
                         format!("{:.3}", usd_to_musd(c.catalog.capex_usd)),
                         format!("{:.1}", w_to_kw(c.catalog.power_w)),
@@ -481,7 +476,7 @@ fn catalog_optimum(
                     ]),
                     cells([
                         "continuous relaxation".to_string(),
-                        fmt_bw(&c.continuous.bw_gbps),
+                        sig3_list(&c.continuous.bw_gbps),
                         format!("{:.4}", c.continuous.iteration_time_ms),
                         format!("{:.3}", usd_to_musd(c.continuous.network_cost_usd)),
                         format!("{:.1}", w_to_kw(c.continuous.network_power_w)),
@@ -491,7 +486,7 @@ fn catalog_optimum(
                 if let Some(r) = &c.rounded {
                     rows.push(cells([
                         "continuous rounded up to parts".to_string(),
-                        fmt_bw(&r.bw_gbps),
+                        sig3_list(&r.bw_gbps),
                         format!("{:.4}", r.iteration_time_ms),
                         format!("{:.3}", usd_to_musd(r.capex_usd)),
                         format!("{:.1}", w_to_kw(r.power_w)),
@@ -690,7 +685,7 @@ fn fixed(
         let e = &d.evaluation;
         let mut row = cells([
             d.name.clone(),
-            fmt_bw(&d.bw),
+            sig3_list(&d.bw),
             format!("{:.4}", e.iteration_time_ms),
             format!("{:.4}", e.iteration_lower_bound_ms),
             format!("{:.3}", usd_to_musd(e.network_cost_usd)),
@@ -749,7 +744,7 @@ fn frontier(
             sig3(last.iteration_time_ms),
             sig3(k.budget),
             sig3(k.iteration_time_ms),
-            fmt_bw(&k.bw_gbps),
+            sig3_list(&k.bw_gbps),
             sig3(last.budget - k.budget),
             100.0 * (k.iteration_time_ms - last.iteration_time_ms) / k.iteration_time_ms.max(1e-300)
         ));
@@ -935,7 +930,7 @@ fn coopt_section(study: &Study, stamp: &Stamp, r: &Coopt, doc: &mut Doc, out: &m
                 row.order.clone(),
                 format!("{iteration_time_ms:.3}"),
                 format!("{:.1}", row.memory_gib.unwrap_or(f64::NAN)),
-                fmt_bw(bw_gbps),
+                sig3_list(bw_gbps),
                 row.groups(", "),
             ]));
         }

@@ -2,7 +2,7 @@
 //! `optimize --catalog`, the schedule-backed figures): fixed-width text
 //! rendered from typed results.
 
-use super::sig3;
+use super::{sig3, sig3_list};
 use crate::model::bom::Bom;
 use crate::model::eval::Evaluation;
 use crate::model::units::ns_to_ms;
@@ -179,7 +179,7 @@ fn design_line(name: &str, bw: &[f64], t: f64, capex: f64, power: f64, note: &st
     format!(
         "{:<34} {:<40} {:>14.6} {:>14.0} {:>12.1}  {note}",
         name,
-        format!("[{}]", bw.iter().map(|b| sig3(*b)).collect::<Vec<_>>().join(", ")),
+        format!("[{}]", sig3_list(bw)),
         t,
         capex,
         power
@@ -473,11 +473,7 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
             let _ = writeln!(
                 s,
                 "joint optimum {best:.3} ms vs the best strategy on the equal split ({}) {eq:.3} ms: {:.3}x",
-                r.equal_split_gbps
-                    .iter()
-                    .map(|b| sig3(*b))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                sig3_list(&r.equal_split_gbps),
                 eq / best
             );
         }

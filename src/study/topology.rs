@@ -10,17 +10,31 @@ use crate::model::topology::Topology;
 use std::path::Path;
 
 impl Study {
+    /// The study's own allocation (`bw = [...]`), which `--bw` replaces.
+    fn own_bw(&self) -> Result<&[f64], InputError> {
+        self.bw.as_deref().ok_or_else(|| {
+            InputError::arg(
+                "--bw",
+                "the study names no allocation (`bw = [...]`): pass --bw with one GB/s value per dimension",
+            )
+        })
+    }
+
+    /// The allocation `bw` (`--bw`'s text: GB/s per NPU per dimension)
+    /// gives, else the study's own.
+    pub fn allocation(&self, bw: Option<&str>) -> Result<Vec<f64>, InputError> {
+        match bw {
+            Some(s) => self.parse_bw(s),
+            None => self.own_bw().map(<[f64]>::to_vec),
+        }
+    }
+
     /// The fabric's topology at `bw` GB/s per NPU per dimension (default:
     /// the study's `bw`).
     pub fn topology(&self, bw: Option<&[f64]>) -> Result<Topology, InputError> {
-        let bw = match (bw, self.bw.as_deref()) {
-            (Some(b), _) | (None, Some(b)) => b,
-            (None, None) => {
-                return Err(InputError::arg(
-                    "--bw",
-                    "the study names no allocation (`bw = [...]`): pass --bw with one GB/s value per dimension",
-                ));
-            }
+        let bw = match bw {
+            Some(b) => b,
+            None => self.own_bw()?,
         };
         if let Some((d, _)) = bw.iter().enumerate().find(|(_, b)| **b <= 0.0) {
             return Err(InputError::arg(
