@@ -104,6 +104,8 @@ pub struct Study {
     pub parallelism: Option<Strategy>,
     /// How collectives are timed (`[evaluator]`).
     pub evaluator: scheduled::Spec,
+    /// The line of the `[evaluator]` section, for errors about it.
+    pub evaluator_line: Option<usize>,
     /// What the fabric is bought from (`[procurement]`), if the study says.
     pub procurement: Option<Procurement>,
 }
@@ -140,6 +142,7 @@ impl Study {
             npu: None,
             parallelism: None,
             evaluator: Default::default(),
+            evaluator_line: None,
             procurement: None,
         })
     }
@@ -240,6 +243,7 @@ impl Study {
             npu: generator.npu,
             parallelism: generator.parallelism,
             evaluator,
+            evaluator_line: find_line(text, "[evaluator]"),
             procurement,
         })
     }
@@ -335,7 +339,7 @@ fn inputs_hash(text: &str, files: &[PathBuf]) -> String {
 }
 
 /// 1-based line of the first line that starts with `needle` (after spaces).
-pub fn find_line(text: &str, needle: &str) -> Option<usize> {
+pub(crate) fn find_line(text: &str, needle: &str) -> Option<usize> {
     text.lines()
         .position(|l| l.trim_start().starts_with(needle))
         .map(|i| i + 1)

@@ -105,11 +105,12 @@ impl Study {
     /// (with the section's line); a replay or solver failure is not.
     pub fn evaluator_error(&self, e: ScheduledError) -> Result<InputError, ScheduledError> {
         match e {
-            ScheduledError::Build { .. } => {
-                let text = std::fs::read_to_string(&self.path).unwrap_or_default();
-                let line = super::find_line(&text, "[evaluator]");
-                Ok(InputError::at(&self.path, line, "evaluator.algorithm", e.to_string()))
-            }
+            ScheduledError::Build { .. } => Ok(InputError::at(
+                &self.path,
+                self.evaluator_line,
+                "evaluator.algorithm",
+                e.to_string(),
+            )),
             other => Err(other),
         }
     }
