@@ -78,6 +78,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     std::fs::rename(&tmp, path).map_err(io)
 }
 
+/// Creates `dir` and its parents (nothing if it exists).
+pub fn create_dir(dir: &Path) -> Result<(), WriteError> {
+    std::fs::create_dir_all(dir).map_err(|source| WriteError {
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
 /// `dir/.name.tag.ext` beside `path` (the extension kept, for plotters).
 pub(crate) fn temp_path(path: &Path, tag: &str) -> PathBuf {
     let name = path

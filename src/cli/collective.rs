@@ -3,8 +3,8 @@
 //! report (`report::collective`) printed.
 
 use clap::Args;
-use dimsum::error::{InputError, one_of};
-use dimsum::model::topology::{self, Topology};
+use dimsum::error::InputError;
+use dimsum::model::topology::Topology;
 use dimsum::model::units;
 use dimsum::model::workload::CollectiveKind;
 use dimsum::report;
@@ -13,8 +13,8 @@ use dimsum::schedule::algorithm::{self, Algorithm, Options, SpecError};
 use dimsum::schedule::builtin::Algo;
 use dimsum::schedule::replay::Replay;
 use dimsum::schedule::simulate::LinkModel;
-use dimsum::study::Study;
-use std::path::{Path, PathBuf};
+use dimsum::study::topology;
+use std::path::PathBuf;
 
 /// Arguments of `dimsum collective`.
 #[derive(Debug, Args)]
@@ -79,73 +79,9 @@ pub struct CollectiveArgs {
     pub json: bool,
 }
 
-fn list(
-    text: &str,
-    field: &str,
-    parse: impl Fn(&str) -> Result<f64, units::UnitError>,
-) -> Result<Vec<f64>, InputError> {
-    text.split(',')
-        .map(|v| parse(v.trim()).map_err(|m| InputError::arg(field, m.to_string())))
-        .collect()
-}
-
-/// The topology `spec` names (`--topology`), with `--link-gbps`,
-/// `--link-latency-us` and `--bw` as given.
-pub fn topology_of(
-    spec: &str,
-    link_gbps: Option<&str>,
-    link_latency_us: Option<&str>,
-    bw: Option<&str>,
-) -> Result<Topology, InputError> {
-    let gbps = list(link_gbps.unwrap_or("50"), "--link-gbps", units::parse_gbps)?;
-    let lat = list(link_latency_us.unwrap_or("0.5"), "--link-latency-us", |v| {
-        units::parse_time_ns(v, 1e3)
-    })?;
-    let own_links = ["fabric:", "edges:", "astra:"].iter().any(|p| spec.starts_with(p));
-    if own_links {
-        for (given, flag) in [
-            (link_gbps.is_some(), "--link-gbps"),
-            (link_latency_us.is_some(), "--link-latency-us"),
-        ] {
-            if given {
-                return Err(InputError::arg(
-                    flag,
-                    format!(
-                        "`{spec}` brings its own links' bandwidth and latency: drop {flag} (for a fabric, use --bw)"
-                    ),
-                ));
-            }
-        }
-    }
-    if bw.is_some() && !spec.starts_with("fabric:") {
-        return Err(InputError::arg(
-            "--bw",
-            "only a fabric:STUDY.toml topology takes per-NPU bandwidths: use --link-gbps",
-        ));
-    }
-    if let Some(path) = spec.strip_prefix("fabric:") {
-        return Study::load_topology(Path::new(path), bw);
-    }
-    topology::from_spec(spec, &gbps, &lat)
-}
-
 /// The `--collective` named.
 pub fn collective_kind(s: &str) -> Result<CollectiveKind, InputError> {
-    let kinds = [
-        CollectiveKind::AllGather,
-        CollectiveKind::ReduceScatter,
-        CollectiveKind::AllReduce,
-        CollectiveKind::AllToAll,
-    ];
-    kinds.into_iter().find(|k| k.name() == s).ok_or_else(|| {
-        InputError::arg(
-            "--collective",
-            format!(
-                "`{s}` is not a collective: use {}",
-                one_of(&["all-gather", "reduce-scatter", "all-reduce", "all-to-all"])
-            ),
-        )
-    })
+    CollectiveKind::scheduled(s).map_err(|e| InputError::arg("--collective", e.to_string()))
 }
 
 /// The `--link-model` named.
@@ -198,7 +134,7 @@ pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<
 
 /// Runs `dimsum collective`.
 pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
-    let topo = topology_of(
+    let topo = topology::from_flags(
         &args.topology,
         args.link_gbps.as_deref(),
         args.link_latency_us.as_deref(),

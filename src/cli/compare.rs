@@ -4,7 +4,7 @@
 //! schedule, and `report::compare` renders the CSV, the markdown table and
 //! the speedup chart, which are written here.
 
-use super::collective::{collective_kind, link_model, topology_of};
+use super::collective::{collective_kind, link_model};
 use clap::Args;
 use dimsum::error::InputError;
 use dimsum::io::{Stamp, write_atomic};
@@ -13,6 +13,7 @@ use dimsum::model::units;
 use dimsum::report::compare::{self as render, Setup};
 use dimsum::schedule::algorithm::Algorithm;
 use dimsum::schedule::compare::compare;
+use dimsum::study::topology;
 use std::path::PathBuf;
 
 /// Options of `dimsum compare`.
@@ -57,38 +58,6 @@ fn split(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// The sizes `--sizes` names, bytes.
-pub fn sizes(text: &str) -> Result<Vec<f64>, InputError> {
-    let bad = |m: String| InputError::arg("--sizes", m);
-    if let Some((a, b)) = text.split_once("..") {
-        let (lo, hi) = (
-            units::parse_bytes(a.trim()).map_err(|e| bad(e.to_string()))?,
-            units::parse_bytes(b.trim()).map_err(|e| bad(e.to_string()))?,
-        );
-        if !(lo >= 1.0 && hi >= lo) {
-            return Err(bad(format!(
-                "`{text}`: FROM must be at least 1 byte and TO at least FROM"
-            )));
-        }
-        let mut out = Vec::new();
-        let mut s = lo;
-        while s <= hi * (1.0 + 1e-12) {
-            out.push(s);
-            s *= 4.0;
-        }
-        return Ok(out);
-    }
-    let v: Vec<f64> = split(text)
-        .iter()
-        .map(|x| units::parse_bytes(x))
-        .collect::<Result<_, _>>()
-        .map_err(|e| bad(e.to_string()))?;
-    if v.is_empty() {
-        return Err(bad("list at least one size".into()));
-    }
-    Ok(v)
-}
-
 /// Runs the comparison.
 pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     let topologies = split(&args.topologies);
@@ -100,12 +69,20 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     if subjects.is_empty() || baselines.is_empty() {
         return Err(InputError::arg("--algorithms", "list at least one algorithm and one baseline").into());
     }
-    let sizes = sizes(&args.sizes)?;
+    let sizes = units::parse_sizes(&args.sizes).map_err(|e| InputError::arg("--sizes", e.to_string()))?;
     let model = link_model(&args.link_model)?;
-    let names: Vec<&String> = subjects.iter().chain(&baselines).collect();
-    let progress = super::Progress::new(topologies.len() * names.len(), "compare");
+    let kind = collective_kind(&args.collective)?;
+    let parse = |list: &[String]| -> Result<Vec<Algorithm>, InputError> {
+        list.iter()
+            .map(|a| {
+                a.parse::<Algorithm>()
+                    .map_err(|e| InputError::arg("--algorithms", e.to_string()))
+            })
+            .collect()
+    };
+    let (subjects, baselines) = (parse(&subjects)?, parse(&baselines)?);
     let topology = |spec: &String| -> Result<Topology, InputError> {
-        topology_of(spec, Some(&args.link_gbps), Some(&args.link_latency_us), None).map_err(|e| {
+        topology::from_flags(spec, Some(&args.link_gbps), Some(&args.link_latency_us), None).map_err(|e| {
             InputError::arg(
                 if e.field.starts_with("--link") {
                     e.field.as_str()
@@ -116,37 +93,17 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
             )
         })
     };
-    // The first topology is built before the collective and the algorithms
-    // are named, and their errors name it and the algorithm, under
-    // --algorithms: the order and the text `compare` has always reported.
-    let mut first = Some(topology(&topologies[0])?);
-    let at_first =
-        |algo: &str, message: String| InputError::arg("--algorithms", format!("{}, {algo}: {message}", topologies[0]));
-    let kind = collective_kind(&args.collective).map_err(|e| at_first(names[0], e.message))?;
-    let parse = |list: &[String]| -> Result<Vec<Algorithm>, InputError> {
-        list.iter()
-            .map(|a| a.parse::<Algorithm>().map_err(|e| at_first(a, e.to_string())))
-            .collect()
-    };
-    let (subjects, baselines) = (parse(&subjects)?, parse(&baselines)?);
+    // Every topology is built (and checked) before the first replay.
+    let built = topologies
+        .iter()
+        .map(|spec| Ok((spec.clone(), topology(spec)?)))
+        .collect::<Result<Vec<_>, InputError>>()?;
     let all: Vec<Algorithm> = subjects.iter().chain(&baselines).copied().collect();
-    let mut rows = Vec::new();
-    // Topology by topology, so that a bad topology is reported after the
-    // replays on those before it.
-    for (i, spec) in topologies.iter().enumerate() {
-        let topo = match first.take() {
-            Some(t) => t,
-            None => topology(spec)?,
-        };
-        let done = i * all.len();
-        let replays = compare(&[(spec.clone(), topo)], kind, &all, &sizes, model, &|d| {
-            progress.set(done + d)
-        })
+    let progress = super::Progress::new(built.len() * all.len(), "compare");
+    let rows = compare(&built, kind, &all, &sizes, model, &|d| progress.set(d))
         .map_err(|e| InputError::arg("--algorithms", e.to_string()))?;
-        rows.extend(replays);
-    }
     progress.finish();
-    std::fs::create_dir_all(&args.out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", args.out.display()))?;
+    dimsum::io::create_dir(&args.out)?;
     let command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
     let stamp = Stamp::of(command.as_bytes());
     let setup = Setup {

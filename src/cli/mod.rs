@@ -11,13 +11,16 @@ pub mod scheduled;
 
 use clap::{Parser, Subcommand};
 use dimsum::error::InputError;
+use dimsum::model::units;
 use dimsum::optimize::frontier::Axis;
 use dimsum::optimize::scheduled::Evaluator;
 use dimsum::optimize::{self, Problem};
+use dimsum::pipeline::convert;
 use dimsum::pipeline::coopt;
 use dimsum::pipeline::run::{self, RunError};
 use dimsum::pipeline::sweep::{self, Shard};
 use dimsum::report;
+use dimsum::schedule::Schedule;
 use dimsum::study::Study;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::Path;
@@ -349,17 +352,7 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
     let mut study = Study::load(&study)?;
     let bw = study.allocation(bw.as_deref())?;
     let evaluator = ev.apply(&mut study)?;
-    let e = study.evaluate(&bw);
-    if let Some(d) = e.dims.iter().find(|d| d.busy_ms.is_infinite()) {
-        return Err(InputError::arg(
-            "--bw",
-            format!(
-                "dimension `{}` carries traffic but gets 0 GB/s: give it a positive bandwidth",
-                d.name
-            ),
-        )
-        .into());
-    }
+    let e = study.evaluate_given(&bw)?;
     for d in e.dims.iter().filter(|d| !d.within_bounds) {
         eprintln!(
             "warning: {} GB/s on `{}` is outside the dimension's bounds",
@@ -398,13 +391,8 @@ fn optimize(a: OptimizeArgs) -> anyhow::Result<()> {
     let constraints = study.constraints(&constraints)?;
     let problem = Problem::new(&study.fabric, study.iteration_model(), study.linear_cost(), constraints);
     for (flag, v) in [("--budget-usd", budget_usd), ("--budget-w", budget_w)] {
-        if let Some(x) = v {
-            if !(x.is_finite() && x > 0.0) {
-                return Err(InputError::arg(flag, format!("{x} is not allowed: use a budget > 0")).into());
-            }
-            if !catalog {
-                return Err(InputError::arg(flag, "a capex or power budget applies with --catalog").into());
-            }
+        if v.is_some() && !catalog {
+            return Err(InputError::arg(flag, "a capex or power budget applies with --catalog").into());
         }
     }
     let evaluator = ev.apply(&mut study)?;
@@ -565,75 +553,45 @@ fn export_astra_sim(a: ExportAstraSimArgs) -> anyhow::Result<()> {
     let ExportAstraSimArgs { study, bw, out } = a;
     let study = Study::load(&study)?;
     let bw = study.allocation(bw.as_deref())?;
-    let files = dimsum::interop::astra::input_set(&study.astra_design(), &bw, &out.display().to_string())
-        .map_err(|e| InputError::at(&study.path, None, "workload", e.to_string()))?;
-    create_dir(&out)?;
-    for (name, bytes) in &files {
-        dimsum::io::write_atomic(&out.join(name), bytes)?;
-    }
+    let files = convert::export_astra_sim(&study, &bw, &out).map_err(lift)?;
     println!("{} files written to {}", files.len(), out.display());
     Ok(())
 }
 
 fn export_msccl(a: ExportMscclArgs) -> anyhow::Result<()> {
-    let ExportMscclArgs { schedule, out } = a;
-    let s = dimsum::schedule::Schedule::load(&schedule)?;
-    let xml = dimsum::interop::msccl::write(&s).map_err(|e| InputError::at(&schedule, None, "", e.to_string()))?;
-    dimsum::io::write_atomic(&out, xml.as_bytes())?;
-    println!("{} transfers written to {}", s.transfers.len(), out.display());
+    let s = convert::export_msccl(&a.schedule, &a.out).map_err(lift)?;
+    println!("{} transfers written to {}", s.transfers.len(), a.out.display());
     Ok(())
 }
 
 fn export_chakra(a: ExportChakraArgs) -> anyhow::Result<()> {
-    let ExportChakraArgs { schedule, prefix, size } = a;
-    let s = dimsum::schedule::Schedule::load(&schedule)?;
-    let size = dimsum::model::units::parse_bytes(&size).map_err(|m| InputError::arg("--size", m.to_string()))?;
-    let traces = dimsum::interop::chakra::encode_schedule(&s, s.chunk_bytes(size))
-        .map_err(|e| InputError::at(&schedule, None, "", e.to_string()))?;
-    if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_dir(dir)?;
-    }
-    for (rank, t) in traces.iter().enumerate() {
-        dimsum::io::write_atomic(&dimsum::interop::chakra::rank_path(&prefix, rank as u32), t)?;
-    }
+    let size = units::parse_bytes(&a.size).map_err(|m| InputError::arg("--size", m.to_string()))?;
+    let t = convert::export_chakra(&a.schedule, &a.prefix, size).map_err(lift)?;
     println!(
         "{} traces ({:.1} MB) written to {}.*.et",
-        traces.len(),
-        traces.iter().map(|t| t.len()).sum::<usize>() as f64 / 1e6,
-        prefix.display()
+        t.count,
+        t.bytes as f64 / 1e6,
+        a.prefix.display()
     );
     Ok(())
 }
 
-fn import_msccl(a: ImportMscclArgs) -> anyhow::Result<()> {
-    let ImportMscclArgs { file, out } = a;
-    let text =
-        std::fs::read_to_string(&file).map_err(|e| InputError::at(&file, None, "", format!("cannot read: {e}")))?;
-    let s = dimsum::interop::msccl::parse(&text)
-        .map_err(|e| InputError::at(&file, Some(e.line as usize), "", e.message))?;
-    dimsum::io::write_atomic(&out, s.to_json().as_bytes())?;
+fn imported(s: &Schedule, out: &Path) {
     println!(
         "{} transfers on {} NPUs written to {}",
         s.transfers.len(),
         s.npus,
         out.display()
     );
+}
+
+fn import_msccl(a: ImportMscclArgs) -> anyhow::Result<()> {
+    imported(&convert::import_msccl(&a.file, &a.out).map_err(lift)?, &a.out);
     Ok(())
 }
 
 fn import_chakra(a: ImportChakraArgs) -> anyhow::Result<()> {
-    let ImportChakraArgs { prefix, out } = a;
-    let traces = dimsum::interop::chakra::read_traces(&prefix)
-        .map_err(|e| InputError::at(Path::new(&e.path), None, "", e.message))?;
-    let s = dimsum::interop::chakra::to_schedule(&traces, &prefix)
-        .map_err(|e| InputError::at(Path::new(&e.path), None, "", e.message))?;
-    dimsum::io::write_atomic(&out, s.to_json().as_bytes())?;
-    println!(
-        "{} transfers on {} NPUs written to {}",
-        s.transfers.len(),
-        s.npus,
-        out.display()
-    );
+    imported(&convert::import_chakra(&a.prefix, &a.out).map_err(lift)?, &a.out);
     Ok(())
 }
 
@@ -649,22 +607,12 @@ fn import_libra(a: ImportLibraArgs) -> anyhow::Result<()> {
     if let Some(n) = name {
         study.name = n;
     }
-    study.description = format!("LIBRA inputs: {} on {}", workload.display(), study.fabric.shape());
-    let header = vec![
-            format!("dimsum study imported from LIBRA's inputs by dimsum {}", env!("CARGO_PKG_VERSION")),
-            format!("network: {}", network.display()),
-            format!("workload: {}", workload.display()),
-            format!("communicator: {}", communicator.display()),
-            format!("cost model: {}", cost.display()),
-            "LIBRA (astra-sim/libra) inputs are MIT-licensed: Copyright (c) 2024 Georgia Institute of Technology, Intel Corporation.".into(),
-            "Compute times are ns and sizes bytes, as LIBRA reads them; no latency (LIBRA's time model).".into(),
-        ];
-    print!("{}", study.to_toml(&header));
+    print!("{}", study.libra_toml(&network, &workload, &communicator, &cost));
     Ok(())
 }
 
 fn create_dir(dir: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
+    Ok(dimsum::io::create_dir(dir)?)
 }
 
 /// A progress bar on stderr that appears only once the work has lasted a

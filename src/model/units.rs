@@ -103,6 +103,12 @@ pub enum UnitError {
     /// Not a time (`parse_time_ns`).
     #[error("`{0}` is not a time: give e.g. 0.5us, 500ns or 1ms")]
     Time(String),
+    /// Not a list or range of sizes (`parse_sizes`).
+    #[error("`{0}`: FROM must be at least 1 byte and TO at least FROM")]
+    SizeRange(String),
+    /// An empty list of sizes (`parse_sizes`).
+    #[error("list at least one size")]
+    NoSizes,
 }
 
 /// Splits `text` into its number and the unit after it (`"50GiB/s"` ->
@@ -123,6 +129,41 @@ fn split_number(text: &str) -> Option<(f64, String)> {
         .map_or(t.len(), |(i, _)| i);
     let number: f64 = t[..end].replace('_', "").parse().ok()?;
     Some((number, t[end..].trim().to_string()))
+}
+
+/// Sizes in bytes: a comma-separated list of [`parse_bytes`] sizes, or
+/// `FROM..TO` for every power of 4 times FROM up to TO.
+///
+/// ```
+/// use dimsum::model::units::parse_sizes;
+/// assert_eq!(parse_sizes("1KiB..16KiB").unwrap(), vec![1024.0, 4096.0, 16384.0]);
+/// assert_eq!(parse_sizes("64, 1MB").unwrap(), vec![64.0, 1e6]);
+/// assert!(parse_sizes("1MB..1KB").is_err());
+/// ```
+pub fn parse_sizes(text: &str) -> Result<Vec<f64>, UnitError> {
+    if let Some((a, b)) = text.split_once("..") {
+        let (lo, hi) = (parse_bytes(a.trim())?, parse_bytes(b.trim())?);
+        if !(lo >= 1.0 && hi >= lo) {
+            return Err(UnitError::SizeRange(text.to_string()));
+        }
+        let mut out = Vec::new();
+        let mut s = lo;
+        while s <= hi * (1.0 + 1e-12) {
+            out.push(s);
+            s *= 4.0;
+        }
+        return Ok(out);
+    }
+    let v: Vec<f64> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(parse_bytes)
+        .collect::<Result<_, _>>()?;
+    if v.is_empty() {
+        return Err(UnitError::NoSizes);
+    }
+    Ok(v)
 }
 
 /// A size in bytes: a plain number of bytes or one with a unit, `B`, `KB`,

@@ -33,6 +33,27 @@ impl CollectiveKind {
     /// Names accepted in study files (besides `none`).
     pub const NAMES: [&'static str; 5] = ["all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send-recv"];
 
+    /// The collectives a schedule can describe (all but send-recv), in the
+    /// order the command line lists them.
+    pub const SCHEDULED: [CollectiveKind; 4] = [
+        CollectiveKind::AllGather,
+        CollectiveKind::ReduceScatter,
+        CollectiveKind::AllReduce,
+        CollectiveKind::AllToAll,
+    ];
+
+    /// The collective `s` names, one of [`CollectiveKind::SCHEDULED`].
+    pub fn scheduled(s: &str) -> Result<CollectiveKind, crate::error::UnknownName> {
+        Self::SCHEDULED
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| crate::error::UnknownName {
+                what: "a collective",
+                given: s.to_string(),
+                allowed: crate::error::one_of(&Self::SCHEDULED.map(CollectiveKind::name)),
+            })
+    }
+
     /// The study-file name.
     pub fn name(self) -> &'static str {
         match self {

@@ -49,6 +49,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod convert;
 pub mod coopt;
 pub mod procure;
 pub mod run;

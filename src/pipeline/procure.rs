@@ -4,9 +4,11 @@
 //! frontier (the fastest purchasable fabric at budgets from the cheapest
 //! purchasable fabric to the least capex of the fastest one).
 
+use super::run::RunError;
+use crate::error::InputError;
 use crate::model::bom::{self, Bom, BomError, DimOption};
 use crate::optimize::catalog::{self, Comparison, Goal};
-use crate::optimize::{OptError, Problem};
+use crate::optimize::{Objective, OptError, Problem};
 use crate::study::Study;
 
 /// Why a catalog design could not be found or bought.
@@ -41,6 +43,66 @@ pub fn compare(
     let c = catalog::compare(problem, options(study), budget_usd, budget_w, goal)?;
     let b = bom::bom(&study.fabric, &study.procurement(), &c.catalog.bw_gbps)?;
     Ok((c, b))
+}
+
+/// The catalog-constrained optimum `dimsum optimize --catalog` asks for.
+#[derive(Debug)]
+pub struct CatalogAnswer {
+    /// The optimum beside its continuous relaxation.
+    pub comparison: Comparison,
+    /// Its bill of materials.
+    pub bom: Bom,
+    /// The capex budget applied (the one given, else the study's), $.
+    pub budget_usd: Option<f64>,
+    /// The power budget applied (the one given, else the study's), W.
+    pub budget_w: Option<f64>,
+}
+
+/// The catalog goal of an objective (`perf-per-cost` has none).
+pub fn goal_of(objective: Objective) -> Result<Goal, InputError> {
+    match objective {
+        Objective::Perf => Ok(Goal::Perf),
+        Objective::MinCost { target_ms } => Ok(Goal::MinCapex { target_ms }),
+        Objective::MinPower { target_ms } => Ok(Goal::MinPower { target_ms }),
+        Objective::PerfPerCost => Err(InputError::arg(
+            "--objective",
+            "perf-per-cost is not offered against the catalog: use perf with a budget, min-cost or min-power",
+        )),
+    }
+}
+
+/// The catalog-constrained optimum of `objective` under the budgets given
+/// (each must be > 0), else the study's; `perf` needs a budget.
+pub fn catalog_optimum(
+    study: &Study,
+    problem: &Problem,
+    objective: Objective,
+    budget_usd: Option<f64>,
+    budget_w: Option<f64>,
+) -> Result<CatalogAnswer, RunError> {
+    for (flag, v) in [("--budget-usd", budget_usd), ("--budget-w", budget_w)] {
+        if let Some(x) = v.filter(|x| !(x.is_finite() && *x > 0.0)) {
+            return Err(InputError::arg(flag, format!("{x} is not allowed: use a budget > 0")).into());
+        }
+    }
+    let goal = goal_of(objective)?;
+    let spec = study.procurement();
+    let budget_usd = budget_usd.or(spec.budget_usd);
+    let budget_w = budget_w.or(spec.budget_w);
+    if goal == Goal::Perf && budget_usd.is_none() && budget_w.is_none() {
+        return Err(InputError::arg(
+            "--budget-usd",
+            "the fastest purchasable fabric needs a budget: pass --budget-usd (or --budget-w) or set budget_usd in [procurement]",
+        )
+        .into());
+    }
+    let (comparison, bom) = compare(study, problem, goal, budget_usd, budget_w)?;
+    Ok(CatalogAnswer {
+        comparison,
+        bom,
+        budget_usd,
+        budget_w,
+    })
 }
 
 /// The catalog optimum at `points` budgets, geometrically spaced from the

@@ -41,6 +41,9 @@ pub enum RunError {
     /// The co-optimization could not run.
     #[error(transparent)]
     Coopt(#[from] coopt::CooptError),
+    /// The catalog optimum could not be found or bought.
+    #[error(transparent)]
+    Procure(#[from] super::procure::ProcureError),
 }
 
 impl RunError {

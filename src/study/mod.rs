@@ -38,7 +38,7 @@ pub mod objective;
 mod optimize;
 mod procurement;
 mod sweep;
-mod topology;
+pub mod topology;
 mod workload;
 mod write;
 
@@ -124,7 +124,7 @@ impl Study {
         let collective = CollectiveModel::defaults(&inputs.fabric, TimeModel::Libra);
         Ok(Study {
             name: inputs.name,
-            description: String::new(),
+            description: format!("LIBRA inputs: {} on {}", workload.display(), inputs.fabric.shape()),
             path: workload.to_path_buf(),
             fabric: inputs.fabric,
             cost: inputs.cost,
@@ -145,6 +145,22 @@ impl Study {
             evaluator_line: None,
             procurement: None,
         })
+    }
+
+    /// The study read by [`Study::from_libra_files`] as a study file
+    /// (`dimsum import libra`), headed by the files it came from and their
+    /// licence.
+    pub fn libra_toml(&self, network: &Path, workload: &Path, communicator: &Path, cost: &Path) -> String {
+        let header = vec![
+            format!("dimsum study imported from LIBRA's inputs by dimsum {}", env!("CARGO_PKG_VERSION")),
+            format!("network: {}", network.display()),
+            format!("workload: {}", workload.display()),
+            format!("communicator: {}", communicator.display()),
+            format!("cost model: {}", cost.display()),
+            "LIBRA (astra-sim/libra) inputs are MIT-licensed: Copyright (c) 2024 Georgia Institute of Technology, Intel Corporation.".into(),
+            "Compute times are ns and sizes bytes, as LIBRA reads them; no latency (LIBRA's time model).".into(),
+        ];
+        self.to_toml(&header)
     }
 
     /// What `interop::astra` writes an ASTRA-sim input set from.
@@ -274,6 +290,22 @@ impl Study {
     /// Evaluates one allocation.
     pub fn evaluate(&self, bw: &[f64]) -> Evaluation {
         evaluate(&self.fabric, &self.iteration_model(), &self.linear_cost(), bw)
+    }
+
+    /// Evaluates an allocation given on the command line (`--bw`): refused
+    /// if a dimension that carries traffic gets no bandwidth.
+    pub fn evaluate_given(&self, bw: &[f64]) -> Result<Evaluation, InputError> {
+        let e = self.evaluate(bw);
+        match e.dims.iter().find(|d| d.busy_ms.is_infinite()) {
+            Some(d) => Err(InputError::arg(
+                "--bw",
+                format!(
+                    "dimension `{}` carries traffic but gets 0 GB/s: give it a positive bandwidth",
+                    d.name
+                ),
+            )),
+            None => Ok(e),
+        }
     }
 
     /// The study's constraints plus command-line ones (`--constraint`).

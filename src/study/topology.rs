@@ -6,8 +6,59 @@
 
 use super::Study;
 use crate::error::InputError;
-use crate::model::topology::Topology;
+use crate::model::topology::{self, Topology};
+use crate::model::units::{self, UnitError};
 use std::path::Path;
+
+/// `text`'s comma-separated values, each read by `parse`; errors name `field`.
+fn list(text: &str, field: &str, parse: impl Fn(&str) -> Result<f64, UnitError>) -> Result<Vec<f64>, InputError> {
+    text.split(',')
+        .map(|v| parse(v.trim()).map_err(|m| InputError::arg(field, m.to_string())))
+        .collect()
+}
+
+/// The topology `spec` names (`--topology`: `ring:8`, `torus:4x4`,
+/// `fabric:STUDY.toml`, `edges:FILE`, `astra:FILE.yml`, ...), with the
+/// texts of `--link-gbps` (GB/s, one value or one per dimension; default
+/// 50), `--link-latency-us` (default 0.5) and `--bw` (a fabric's GB/s per
+/// NPU per dimension) as given. A topology that brings its own links
+/// refuses link flags; only a fabric takes `--bw`.
+pub fn from_flags(
+    spec: &str,
+    link_gbps: Option<&str>,
+    link_latency_us: Option<&str>,
+    bw: Option<&str>,
+) -> Result<Topology, InputError> {
+    let gbps = list(link_gbps.unwrap_or("50"), "--link-gbps", units::parse_gbps)?;
+    let lat = list(link_latency_us.unwrap_or("0.5"), "--link-latency-us", |v| {
+        units::parse_time_ns(v, 1e3)
+    })?;
+    if ["fabric:", "edges:", "astra:"].iter().any(|p| spec.starts_with(p)) {
+        for (given, flag) in [
+            (link_gbps.is_some(), "--link-gbps"),
+            (link_latency_us.is_some(), "--link-latency-us"),
+        ] {
+            if given {
+                return Err(InputError::arg(
+                    flag,
+                    format!(
+                        "`{spec}` brings its own links' bandwidth and latency: drop {flag} (for a fabric, use --bw)"
+                    ),
+                ));
+            }
+        }
+    }
+    if bw.is_some() && !spec.starts_with("fabric:") {
+        return Err(InputError::arg(
+            "--bw",
+            "only a fabric:STUDY.toml topology takes per-NPU bandwidths: use --link-gbps",
+        ));
+    }
+    match spec.strip_prefix("fabric:") {
+        Some(path) => Study::load_topology(Path::new(path), bw),
+        None => topology::from_spec(spec, &gbps, &lat),
+    }
+}
 
 impl Study {
     /// The study's own allocation (`bw = [...]`), which `--bw` replaces.

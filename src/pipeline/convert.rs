@@ -1,0 +1,84 @@
+//! What `dimsum export` and `dimsum import` do: a study or a schedule
+//! written in another tool's format (ASTRA-sim's input set, MSCCL-IR XML,
+//! Chakra ET traces), or a schedule read from one. Every file is written
+//! atomically; a failure names the input file, and bad input stays an
+//! [`InputError`] (inside [`RunError::Input`]).
+
+use super::run::RunError;
+use crate::error::InputError;
+use crate::interop::{astra, chakra, msccl};
+use crate::io::{create_dir, write_atomic};
+use crate::schedule::Schedule;
+use crate::study::Study;
+use std::path::{Path, PathBuf};
+
+/// Writes ASTRA-sim's input set for the study at `bw` GB/s per NPU per
+/// dimension into `dir` (created if missing); returns the files written.
+pub fn export_astra_sim(study: &Study, bw: &[f64], dir: &Path) -> Result<Vec<PathBuf>, RunError> {
+    let files = astra::input_set(&study.astra_design(), bw, &dir.display().to_string())
+        .map_err(|e| InputError::at(&study.path, None, "workload", e.to_string()))?;
+    create_dir(dir)?;
+    let mut written = Vec::with_capacity(files.len());
+    for (name, bytes) in &files {
+        let path = dir.join(name);
+        write_atomic(&path, bytes)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Writes the schedule in the file `schedule` as MSCCL-IR XML to `out`;
+/// returns the schedule.
+pub fn export_msccl(schedule: &Path, out: &Path) -> Result<Schedule, RunError> {
+    let s = Schedule::load(schedule)?;
+    let xml = msccl::write(&s).map_err(|e| InputError::at(schedule, None, "", e.to_string()))?;
+    write_atomic(out, xml.as_bytes())?;
+    Ok(s)
+}
+
+/// Chakra ET traces written: how many (one per rank) and their bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Traces {
+    /// Traces written, one per rank.
+    pub count: usize,
+    /// Their bytes in all.
+    pub bytes: usize,
+}
+
+/// Writes the schedule in the file `schedule`, moving a `size_bytes`
+/// collective, as one Chakra ET trace per rank, `PREFIX.RANK.et`.
+pub fn export_chakra(schedule: &Path, prefix: &Path, size_bytes: f64) -> Result<Traces, RunError> {
+    let s = Schedule::load(schedule)?;
+    let traces = chakra::encode_schedule(&s, s.chunk_bytes(size_bytes))
+        .map_err(|e| InputError::at(schedule, None, "", e.to_string()))?;
+    if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_dir(dir)?;
+    }
+    for (rank, t) in traces.iter().enumerate() {
+        write_atomic(&chakra::rank_path(prefix, rank as u32), t)?;
+    }
+    Ok(Traces {
+        count: traces.len(),
+        bytes: traces.iter().map(Vec::len).sum(),
+    })
+}
+
+/// Reads the MSCCL-IR XML file `file` and writes it as a schedule (JSON) to
+/// `out`; returns the schedule.
+pub fn import_msccl(file: &Path, out: &Path) -> Result<Schedule, RunError> {
+    let text =
+        std::fs::read_to_string(file).map_err(|e| InputError::at(file, None, "", format!("cannot read: {e}")))?;
+    let s = msccl::parse(&text).map_err(|e| InputError::at(file, Some(e.line as usize), "", e.message))?;
+    write_atomic(out, s.to_json().as_bytes())?;
+    Ok(s)
+}
+
+/// Reads the Chakra ET traces `PREFIX.0.et`, `PREFIX.1.et`, ... and writes
+/// them as one schedule (JSON) to `out`; returns the schedule.
+pub fn import_chakra(prefix: &Path, out: &Path) -> Result<Schedule, RunError> {
+    let located = |e: chakra::TraceError| InputError::at(Path::new(&e.path), None, "", e.message);
+    let traces = chakra::read_traces(prefix).map_err(located)?;
+    let s = chakra::to_schedule(&traces, prefix).map_err(located)?;
+    write_atomic(out, s.to_json().as_bytes())?;
+    Ok(s)
+}
