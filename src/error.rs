@@ -68,7 +68,7 @@ impl fmt::Display for InputError {
 }
 
 /// 1-based line number of byte offset `offset` in `text`.
-pub fn line_of_offset(text: &str, offset: usize) -> usize {
+pub(crate) fn line_of_offset(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
     text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
 }

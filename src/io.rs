@@ -35,7 +35,7 @@ impl Stamp {
     }
 
     /// The stamp of inputs whose hash (from [`fnv1a64`]) is `study_hash`.
-    pub fn from_hash(study_hash: String) -> Stamp {
+    pub(crate) fn from_hash(study_hash: String) -> Stamp {
         Stamp {
             dimsum_version: env!("CARGO_PKG_VERSION").to_string(),
             study_hash,

@@ -78,7 +78,7 @@ fn comm_type(kind: CollectiveKind) -> Option<i64> {
 }
 
 /// `network.yml` for `design` at allocation `bw` (GB/s per NPU).
-pub fn network_yml(design: &Design<'_>, bw: &[f64]) -> String {
+fn network_yml(design: &Design<'_>, bw: &[f64]) -> String {
     let dims = &design.fabric.dims;
     let topo: Vec<&str> = dims
         .iter()
@@ -110,7 +110,7 @@ pub fn network_yml(design: &Design<'_>, bw: &[f64]) -> String {
 }
 
 /// `system.json`: native per-dimension implementations.
-pub fn system_json(design: &Design<'_>) -> String {
+fn system_json(design: &Design<'_>) -> String {
     let algos: Vec<String> = design
         .algorithms
         .iter()
@@ -140,7 +140,7 @@ pub fn system_json(design: &Design<'_>) -> String {
 }
 
 /// The iteration as one rank's trace (every rank runs the same one).
-pub fn workload_trace(design: &Design<'_>) -> Result<Trace, WorkloadError> {
+fn workload_trace(design: &Design<'_>) -> Result<Trace, WorkloadError> {
     let ndims = design.fabric.dims.len();
     let mut nodes: Vec<Node> = Vec::new();
     let mut last: Option<u64> = None;
@@ -206,7 +206,7 @@ pub fn workload_trace(design: &Design<'_>) -> Result<Trace, WorkloadError> {
 
 /// Every file of the input set for `design` at `bw`, `dir_hint` being where
 /// the README says they are.
-pub fn input_set(design: &Design<'_>, bw: &[f64], dir_hint: &str) -> Result<Files, WorkloadError> {
+pub(crate) fn input_set(design: &Design<'_>, bw: &[f64], dir_hint: &str) -> Result<Files, WorkloadError> {
     let trace = workload_trace(design)?.encode();
     let n = design.fabric.npus();
     let mut files: Files = vec![

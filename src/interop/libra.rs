@@ -82,7 +82,7 @@ pub fn read_workload(path: &Path) -> Result<Vec<TextLayer>, InputError> {
 }
 
 /// Parses ASTRA-sim 1.0 workload text; `path` names it in errors.
-pub fn parse_workload(text: &str, path: &Path) -> Result<Vec<TextLayer>, InputError> {
+fn parse_workload(text: &str, path: &Path) -> Result<Vec<TextLayer>, InputError> {
     let lines: Vec<(usize, Vec<&str>)> = text
         .lines()
         .enumerate()
@@ -193,7 +193,7 @@ pub fn parse_workload(text: &str, path: &Path) -> Result<Vec<TextLayer>, InputEr
 
 /// Gives every collective of `layers` its phase's group.
 /// `groups[p]` is `None` when no communicator covers phase p.
-pub fn attach_communicators(
+pub(crate) fn attach_communicators(
     layers: &[TextLayer],
     groups: &[Option<Group>; 3],
     path: &Path,
@@ -482,7 +482,12 @@ pub struct Inputs {
 /// The four LIBRA inputs, checked against each other: every dimension's tier
 /// is priced (Link always; Switch and Nic on switch dimensions, as LIBRA
 /// requires), and every communicator fits the network.
-pub fn read_inputs(network: &Path, workload: &Path, communicator: &Path, cost: &Path) -> Result<Inputs, InputError> {
+pub(crate) fn read_inputs(
+    network: &Path,
+    workload: &Path,
+    communicator: &Path,
+    cost: &Path,
+) -> Result<Inputs, InputError> {
     let fabric = read_network(network)?;
     let cost_model = read_cost_model(cost)?;
     let cost_text = read_text(cost, "LIBRA cost model")?;

@@ -383,7 +383,7 @@ pub fn dim_bom(
 }
 
 /// The port classes dimension `d` may use.
-pub fn allowed_ports<'a>(fabric: &Fabric, spec: &'a Procurement, d: usize) -> Vec<&'a Port> {
+fn allowed_ports<'a>(fabric: &Fabric, spec: &'a Procurement, d: usize) -> Vec<&'a Port> {
     let dim = &fabric.dims[d];
     spec.catalog
         .ports

@@ -17,7 +17,7 @@ use std::path::Path;
 use toml::Spanned;
 
 /// The built-in catalog's text.
-pub const DEFAULT: &str = include_str!("../../catalog/default.toml");
+const DEFAULT: &str = include_str!("../../catalog/default.toml");
 
 /// Port and switch kinds.
 pub const KINDS: [&str; 5] = ["on-package", "scale-up", "pcie", "ethernet", "infiniband"];

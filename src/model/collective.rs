@@ -59,9 +59,6 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    /// Names accepted in study files.
-    pub const NAMES: [&'static str; 4] = ["ring", "direct", "halving-doubling", "swing"];
-
     /// The study-file name.
     pub fn name(self) -> &'static str {
         match self {
@@ -91,7 +88,7 @@ impl Algorithm {
     }
 
     /// The algorithms a block runs.
-    pub fn allowed(block: Block) -> &'static [&'static str] {
+    pub(crate) fn allowed(block: Block) -> &'static [&'static str] {
         match block {
             Block::Ring => &["ring", "swing"],
             Block::FullyConnected => &["direct", "halving-doubling"],
@@ -144,9 +141,6 @@ pub enum TimeModel {
 }
 
 impl TimeModel {
-    /// Names accepted in study files.
-    pub const NAMES: [&'static str; 3] = ["libra", "pipelined", "sequential"];
-
     /// The study-file name.
     pub fn name(self) -> &'static str {
         match self {
@@ -229,7 +223,7 @@ impl Coefficients {
     }
 
     /// Whether dimension `d` carries bytes in any form.
-    pub fn uses(&self, d: usize) -> bool {
+    pub(crate) fn uses(&self, d: usize) -> bool {
         self.dims.get(d).is_some_and(|c| c.bytes > 0.0)
             || self.rows.iter().any(|r| r.get(d).is_some_and(|c| c.bytes > 0.0))
     }

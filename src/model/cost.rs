@@ -46,7 +46,7 @@ pub struct Tier {
 
 impl Tier {
     /// Dollars per GB/s per NPU on a dimension of this block: kappa_d.
-    pub fn usd_per_gbps(&self, block: Block) -> f64 {
+    pub(crate) fn usd_per_gbps(&self, block: Block) -> f64 {
         match block {
             Block::Switch => self.link_usd_per_gbps + self.switch_usd_per_gbps + self.nic_usd_per_gbps,
             Block::Ring | Block::FullyConnected => self.link_usd_per_gbps,
@@ -54,7 +54,7 @@ impl Tier {
     }
 
     /// pJ/bit per NPU on a dimension of this block: e_d.
-    pub fn pj_per_bit(&self, block: Block) -> f64 {
+    fn pj_per_bit(&self, block: Block) -> f64 {
         match block {
             Block::Switch => self.link_pj_per_bit + self.switch_pj_per_bit + self.nic_pj_per_bit,
             Block::Ring | Block::FullyConnected => self.link_pj_per_bit,
@@ -109,12 +109,12 @@ impl Linear {
     }
 
     /// Network cost of dimension d at `gbps`, dollars.
-    pub fn dim_cost(&self, d: usize, gbps: f64) -> f64 {
+    pub(crate) fn dim_cost(&self, d: usize, gbps: f64) -> f64 {
         self.npus * self.usd_per_gbps[d] * gbps
     }
 
     /// Network power of dimension d at `gbps`, watts.
-    pub fn dim_power(&self, d: usize, gbps: f64) -> f64 {
+    pub(crate) fn dim_power(&self, d: usize, gbps: f64) -> f64 {
         self.npus * self.w_per_gbps[d] * gbps
     }
 

@@ -28,9 +28,6 @@ pub enum Block {
 }
 
 impl Block {
-    /// Names accepted in study files.
-    pub const NAMES: [&'static str; 3] = ["ring", "fully-connected", "switch"];
-
     /// The study-file name.
     pub fn name(self) -> &'static str {
         match self {
@@ -42,7 +39,7 @@ impl Block {
 
     /// Link hops an NPU-to-NPU transfer takes on one step: two through a
     /// switch (up, down), one on a direct link.
-    pub fn hops_per_step(self) -> f64 {
+    pub(crate) fn hops_per_step(self) -> f64 {
         match self {
             Block::Switch => 2.0,
             Block::Ring | Block::FullyConnected => 1.0,
@@ -148,7 +145,7 @@ impl Fabric {
     }
 
     /// Index of the dimension called `name`.
-    pub fn dim_index(&self, name: &str) -> Option<usize> {
+    pub(crate) fn dim_index(&self, name: &str) -> Option<usize> {
         self.dims.iter().position(|d| d.name == name)
     }
 }

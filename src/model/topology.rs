@@ -33,7 +33,7 @@ use std::path::Path;
 /// No link / no node.
 pub const NONE: u32 = u32::MAX;
 /// Most NPUs (and, separately, switches) a topology may have.
-pub const MAX_NODES: u64 = 1 << 22;
+const MAX_NODES: u64 = 1 << 22;
 
 /// One directed link.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -169,13 +169,13 @@ impl Topology {
     }
 
     /// Outgoing links of `node`.
-    pub fn out_links(&self, node: u32) -> &[u32] {
+    pub(crate) fn out_links(&self, node: u32) -> &[u32] {
         &self.out[node as usize]
     }
 
     /// A topology of dimensions: `kinds[d]` of `sizes[d]` NPUs with per-link
     /// bandwidth `gbps[d]` and latency `latency_ns[d]`.
-    pub fn from_dims(name: &str, dims: &[(String, DimKind, u32)], gbps: &[f64], latency_ns: &[f64]) -> Topology {
+    pub(crate) fn from_dims(name: &str, dims: &[(String, DimKind, u32)], gbps: &[f64], latency_ns: &[f64]) -> Topology {
         let npus: u32 = dims.iter().map(|d| d.2).product();
         let mut t = Topology::empty(name.to_string(), npus);
         t.dims = dims
@@ -295,7 +295,7 @@ impl Topology {
     }
 
     /// Stride of dimension `d` in rank numbering.
-    pub fn stride(&self, d: usize) -> u32 {
+    pub(crate) fn stride(&self, d: usize) -> u32 {
         self.dims[..d].iter().map(|x| x.size).product()
     }
 
@@ -309,7 +309,7 @@ impl Topology {
 
     /// The link from NPU `rank` to its neighbour `dir` (+1 or -1) along ring
     /// or line dimension `d`, if there is one.
-    pub fn neighbour_link(&self, rank: u32, d: usize, dir: i8) -> Option<u32> {
+    pub(crate) fn neighbour_link(&self, rank: u32, d: usize, dir: i8) -> Option<u32> {
         let table = if dir > 0 { self.next.get(d)? } else { self.prev.get(d)? };
         table.get(rank as usize).copied().filter(|&l| l != NONE)
     }
@@ -389,7 +389,7 @@ impl Topology {
 
     /// The breadth-first tree from `src`: the link into each node (NONE if
     /// unreachable or the root).
-    pub fn bfs_tree(&self, src: u32) -> Vec<u32> {
+    fn bfs_tree(&self, src: u32) -> Vec<u32> {
         let n = self.nodes() as usize;
         let mut parent = vec![NONE; n];
         let mut seen = vec![false; n];
@@ -419,7 +419,7 @@ impl Topology {
     }
 
     /// Checks that every NPU can reach every other; the error names a pair.
-    pub fn check_connected(&self) -> Result<(), NoRoute> {
+    fn check_connected(&self) -> Result<(), NoRoute> {
         for s in [0, self.npus.saturating_sub(1)] {
             let parent = self.bfs_tree(s);
             if let Some(d) = (0..self.npus).find(|&d| d != s && parent[d as usize] == NONE) {
@@ -458,7 +458,7 @@ impl Topology {
     }
 
     /// Reads an edge list (format in `parse_edges`).
-    pub fn load_edges(path: &Path) -> Result<Topology, InputError> {
+    fn load_edges(path: &Path) -> Result<Topology, InputError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| InputError::at(path, None, "", format!("cannot read the edge list: {e}")))?;
         Topology::parse_edges(&text, path)
@@ -696,7 +696,7 @@ impl Topology {
     /// The same network with every link reversed: link `i` goes from the
     /// original's destination to its source. Routing falls back to
     /// breadth-first search (dimension routes assume the forward links).
-    pub fn reversed(&self) -> Topology {
+    pub(crate) fn reversed(&self) -> Topology {
         let mut t = Topology::empty(format!("{} (transposed)", self.name), self.npus);
         for _ in 0..self.switches {
             t.add_node();
@@ -710,7 +710,7 @@ impl Topology {
 
     /// Names of the link labels: the dimensions, or an edge list's `dim=`
     /// names.
-    pub fn dim_names(&self) -> Vec<String> {
+    pub(crate) fn dim_names(&self) -> Vec<String> {
         if self.dims.is_empty() {
             self.edge_dim_names.clone()
         } else {

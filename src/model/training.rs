@@ -39,9 +39,6 @@ pub enum Loop {
 }
 
 impl Loop {
-    /// Names accepted in study files.
-    pub const NAMES: [&'static str; 2] = ["no-overlap", "overlap"];
-
     /// The study-file name.
     pub fn name(self) -> &'static str {
         match self {
@@ -110,12 +107,12 @@ impl IterationModel {
     }
 
     /// Every collective's time at `bw`, ns.
-    pub fn collective_times(&self, bw: &[f64]) -> Vec<f64> {
+    pub(crate) fn collective_times(&self, bw: &[f64]) -> Vec<f64> {
         self.collectives.iter().map(|c| c.coeffs.time_ns(bw)).collect()
     }
 
     /// Iteration time given each collective's time, ns.
-    pub fn iteration_ns_from(&self, times: &[f64]) -> f64 {
+    pub(crate) fn iteration_ns_from(&self, times: &[f64]) -> f64 {
         self.paths
             .iter()
             .map(|p| p.constant_ns + p.collectives.iter().map(|&c| times[c]).sum::<f64>())

@@ -75,7 +75,7 @@ pub struct ModelSpec {
 
 impl ModelSpec {
     /// Preset names.
-    pub const PRESETS: [&'static str; 4] = ["gpt3-175b", "llama2-70b", "llama3-405b", "gpt-1t"];
+    pub(crate) const PRESETS: [&'static str; 4] = ["gpt3-175b", "llama2-70b", "llama3-405b", "gpt-1t"];
 
     /// A preset with its published shape.
     /// - GPT-3 175B: 96 layers, h 12288, 96 heads, s 2048 (Brown et al., 2020);
@@ -86,7 +86,7 @@ impl ModelSpec {
     ///   vocabulary 128256, 16M-token batches (Llama 3 herd of models, 2024).
     /// - 1T: 128 layers, h 25600, 160 heads, s 2048, batch 3072 (the
     ///   1-trillion-parameter row of Narayanan et al., SC'21, Table 1).
-    pub fn preset(name: &str) -> Option<ModelSpec> {
+    pub(crate) fn preset(name: &str) -> Option<ModelSpec> {
         let m = |name: &str, layers, hidden, heads, ffn, k, seq, vocab, batch| ModelSpec {
             name: name.into(),
             layers,
@@ -112,7 +112,7 @@ impl ModelSpec {
     }
 
     /// Parameters of one layer.
-    pub fn layer_params(&self) -> f64 {
+    fn layer_params(&self) -> f64 {
         let h = self.hidden as f64;
         4.0 * h * h + f64::from(self.ffn_matrices) * h * self.ffn as f64
     }
@@ -123,7 +123,7 @@ impl ModelSpec {
     }
 
     /// Forward FLOPs of one layer for one micro-batch.
-    pub fn layer_forward_flops(&self) -> f64 {
+    fn layer_forward_flops(&self) -> f64 {
         let (b, s, h) = (self.micro_batch as f64, self.seq as f64, self.hidden as f64);
         2.0 * b * s * self.layer_params() + 4.0 * b * s * s * h
     }
@@ -174,7 +174,7 @@ pub enum Par {
 
 impl Strategy {
     /// The degree of `par`.
-    pub fn degree(&self, par: Par) -> u64 {
+    fn degree(&self, par: Par) -> u64 {
         match par {
             Par::Tp => self.tp,
             Par::Pp => self.pp,
@@ -183,7 +183,7 @@ impl Strategy {
     }
 
     /// `tp,pp,dp`-style order.
-    pub fn order_name(&self) -> String {
+    pub(crate) fn order_name(&self) -> String {
         self.order
             .iter()
             .map(|p| match p {
@@ -226,7 +226,7 @@ pub struct Memory {
 
 impl Memory {
     /// Total, GiB.
-    pub fn gib(&self) -> f64 {
+    pub(crate) fn gib(&self) -> f64 {
         (self.weights + self.gradients + self.optimizer + self.activations) / crate::model::units::BYTES_PER_GIB
     }
 }

@@ -30,9 +30,6 @@ pub enum CollectiveKind {
 }
 
 impl CollectiveKind {
-    /// Names accepted in study files (besides `none`).
-    pub const NAMES: [&'static str; 5] = ["all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send-recv"];
-
     /// The collectives a schedule can describe (all but send-recv), in the
     /// order the command line lists them.
     pub const SCHEDULED: [CollectiveKind; 4] = [
@@ -261,7 +258,7 @@ pub struct Layer {
 
 impl Layer {
     /// The phase of the given kind.
-    pub fn phase(&self, kind: PhaseKind) -> &Phase {
+    pub(crate) fn phase(&self, kind: PhaseKind) -> &Phase {
         match kind {
             PhaseKind::Forward => &self.forward,
             PhaseKind::InputGrad => &self.input_grad,
@@ -287,7 +284,7 @@ impl Workload {
     }
 
     /// Every collective with its layer index and phase.
-    pub fn comms(&self) -> impl Iterator<Item = (usize, PhaseKind, &Comm)> {
+    pub(crate) fn comms(&self) -> impl Iterator<Item = (usize, PhaseKind, &Comm)> {
         self.layers.iter().enumerate().flat_map(|(i, l)| {
             PhaseKind::ALL
                 .into_iter()

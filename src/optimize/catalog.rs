@@ -380,7 +380,7 @@ fn infeasible(p: &CatalogProblem, opts: &[Vec<&DimOption>], goal: Goal) -> OptEr
 /// The cheapest option of each dimension with at least `bw[d]` (rounding a
 /// continuous design up to purchasable parts), or `None` where the catalog
 /// cannot buy that much.
-pub fn round_up(options: &[Vec<DimOption>], bw: &[f64]) -> Option<Vec<DimOption>> {
+fn round_up(options: &[Vec<DimOption>], bw: &[f64]) -> Option<Vec<DimOption>> {
     options
         .iter()
         .zip(bw)
@@ -395,7 +395,7 @@ pub fn round_up(options: &[Vec<DimOption>], bw: &[f64]) -> Option<Vec<DimOption>
 
 /// Per dimension, the catalog's cheapest dollars per GB/s per NPU (the
 /// linear under-estimate of every option's capex; module doc).
-pub fn cheapest_usd_per_gbps(options: &[Vec<DimOption>], npus: f64) -> Vec<f64> {
+fn cheapest_usd_per_gbps(options: &[Vec<DimOption>], npus: f64) -> Vec<f64> {
     cheapest_per_gbps(options, npus, |o| o.capex_usd)
 }
 

@@ -64,7 +64,7 @@ impl Axis {
     }
 
     /// Unit of the budget.
-    pub fn unit(self) -> &'static str {
+    pub(crate) fn unit(self) -> &'static str {
         match self {
             Axis::Cost => "$M",
             Axis::Power => "kW",
@@ -84,7 +84,7 @@ impl Axis {
     }
 
     /// The unit of a budget on this axis, for constraints.
-    pub fn unit_kind(self) -> Unit {
+    pub(crate) fn unit_kind(self) -> Unit {
         match self {
             Axis::Cost => Unit::Usd,
             Axis::Power => Unit::Watts,
@@ -141,7 +141,7 @@ pub fn frontier(p: &Problem, axis: Axis, n: usize) -> Result<Frontier, OptError>
 
 /// As [`frontier`], calling `progress(done)` after each point (from any of
 /// the rayon threads the points are spread over).
-pub fn frontier_with(
+pub(crate) fn frontier_with(
     p: &Problem,
     axis: Axis,
     n: usize,

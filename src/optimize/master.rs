@@ -209,7 +209,7 @@ impl Master {
     }
 
     /// Adds the tangent of z_d >= 1/B_d at B_d = p.
-    pub fn add_cut(&mut self, d: usize, p: f64) {
+    pub(crate) fn add_cut(&mut self, d: usize, p: f64) {
         if let (Some(model), Some(zd)) = (self.model.as_mut(), self.z[d]) {
             let p = p / self.scale[d];
             model.add_row(2.0.., [(zd, p), (self.b[d], 1.0 / p)]);

@@ -118,9 +118,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// Relative optimality gap the convex solves stop at.
-pub const GAP: f64 = 1e-7;
+const GAP: f64 = 1e-7;
 /// Relative gap the perf-per-cost branch and bound stops at.
-pub const PPC_GAP: f64 = 1e-6;
+const PPC_GAP: f64 = 1e-6;
 /// Relative MIP gap HiGHS is asked for wherever a solve has integer
 /// variables (discrete options, the catalog MILP): tight enough that the
 /// MILP's answer is the optimum, not a near one.
@@ -153,7 +153,7 @@ pub enum Objective {
 
 impl Objective {
     /// Names accepted on the command line and in studies.
-    pub const NAMES: [&'static str; 4] = ["perf", "perf-per-cost", "min-cost", "min-power"];
+    pub(crate) const NAMES: [&'static str; 4] = ["perf", "perf-per-cost", "min-cost", "min-power"];
 
     /// The name.
     pub fn name(&self) -> &'static str {
@@ -166,7 +166,7 @@ impl Objective {
     }
 
     /// The objective's unit, for reports.
-    pub fn unit(&self) -> &'static str {
+    pub(crate) fn unit(&self) -> &'static str {
         match self {
             Objective::Perf => "ms",
             Objective::PerfPerCost => "ms x $M",

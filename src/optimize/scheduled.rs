@@ -118,7 +118,7 @@ impl Named for Evaluator {
 crate::named!(Evaluator);
 
 /// The algorithms the schedule evaluator builds (module doc).
-pub const ALGORITHMS: [ScheduleAlgorithm; 7] = [
+const ALGORITHMS: [ScheduleAlgorithm; 7] = [
     ScheduleAlgorithm::Hierarchical,
     ScheduleAlgorithm::Ring,
     ScheduleAlgorithm::BidirectionalRing,
@@ -182,7 +182,7 @@ impl Default for Spec {
 
 impl Spec {
     /// The algorithm `kind` runs with.
-    pub fn algorithm_for(&self, kind: CollectiveKind) -> ScheduleAlgorithm {
+    fn algorithm_for(&self, kind: CollectiveKind) -> ScheduleAlgorithm {
         self.per_collective
             .iter()
             .find(|(k, _)| *k == kind)
@@ -278,7 +278,7 @@ pub fn describe(comm: &Comm) -> String {
 
 /// One replay of one distinct collective.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Measurement {
+pub(crate) struct Measurement {
     /// Simulated time, ns.
     pub time_ns: f64,
     /// The measured coefficients (sequential; exact at the allocation).

@@ -339,7 +339,7 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
 }
 
 /// Up to `per_kind` examples of each reason strategies lost to `best_ms`.
-pub fn why_lost(r: &Coopt, best_ms: f64, per_kind: usize) -> Vec<String> {
+pub(crate) fn why_lost(r: &Coopt, best_ms: f64, per_kind: usize) -> Vec<String> {
     let mut seen: Vec<(String, usize)> = Vec::new();
     let mut out = Vec::new();
     for row in &r.strategies {

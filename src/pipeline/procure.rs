@@ -59,7 +59,7 @@ pub struct CatalogAnswer {
 }
 
 /// The catalog goal of an objective (`perf-per-cost` has none).
-pub fn goal_of(objective: Objective) -> Result<Goal, InputError> {
+fn goal_of(objective: Objective) -> Result<Goal, InputError> {
     match objective {
         Objective::Perf => Ok(Goal::Perf),
         Objective::MinCost { target_ms } => Ok(Goal::MinCapex { target_ms }),
@@ -167,7 +167,7 @@ pub struct Procured {
 }
 
 /// Budgets of the catalog frontier in a study's results.
-pub const FRONTIER_POINTS: usize = 16;
+const FRONTIER_POINTS: usize = 16;
 
 /// Buys `recommended` (objective, allocation) from the study's catalog and
 /// finds the catalog optimum and frontier.

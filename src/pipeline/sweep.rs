@@ -51,7 +51,7 @@ pub struct Item {
 }
 
 /// Every ordered way to write `n` as a product of `k` factors >= 2.
-pub fn factorizations(n: u64, k: usize) -> Vec<Vec<u32>> {
+fn factorizations(n: u64, k: usize) -> Vec<Vec<u32>> {
     fn rec(n: u64, k: usize, divisors: &[u64], prefix: &mut Vec<u32>, out: &mut Vec<Vec<u32>>) {
         if k == 1 {
             if n >= 2 && n <= u64::from(u32::MAX) {
@@ -197,7 +197,7 @@ pub struct Row {
 }
 
 /// Solves one item.
-pub fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
+fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
     let blank = |status: &str| Row {
         item: item.clone(),
         status: status.into(),

@@ -109,7 +109,7 @@ fn speedups<'a>(
 
 /// The chart's series: per topology, (size, best baseline time / best time
 /// under study).
-pub fn speedup_series(rows: &[Row], setup: &Setup) -> Vec<Series> {
+fn speedup_series(rows: &[Row], setup: &Setup) -> Vec<Series> {
     setup
         .topologies
         .iter()

@@ -43,12 +43,12 @@ impl Doc {
     }
 
     /// Appends a one-line paragraph.
-    pub fn para(&mut self, text: impl Into<String>) {
+    pub(crate) fn para(&mut self, text: impl Into<String>) {
         self.push(Block::Para(vec![text.into()]));
     }
 
     /// Appends a chart.
-    pub fn chart(&mut self, caption: &str, stem: &str) {
+    pub(crate) fn chart(&mut self, caption: &str, stem: &str) {
         self.push(Block::Chart(caption.into(), stem.into()));
     }
 

@@ -41,7 +41,7 @@ pub fn bom(study: &Study, asked: &[f64], b: &Bom) -> Value {
 }
 
 /// The study's schedule evaluator settings.
-pub fn evaluator_spec(study: &Study) -> Value {
+pub(crate) fn evaluator_spec(study: &Study) -> Value {
     let s = &study.evaluator;
     json!({
         "algorithm": s.algorithm.to_string(),

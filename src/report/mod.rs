@@ -62,7 +62,7 @@ pub enum ReportError {
 }
 
 /// The frontier as CSV: one row per point.
-pub fn frontier_csv(f: &Frontier, dim_names: &[String], stamp: &Stamp) -> Vec<u8> {
+pub(crate) fn frontier_csv(f: &Frontier, dim_names: &[String], stamp: &Stamp) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = [
         "dimsum_version",
@@ -154,7 +154,7 @@ impl Scale {
 }
 
 /// A number with three significant digits, without exponent for everyday sizes.
-pub fn sig3(v: f64) -> String {
+pub(crate) fn sig3(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
@@ -414,7 +414,7 @@ where
 
 /// Capex by dimension, one stacked horizontal bar per design (SVG and PNG,
 /// `dir/stem.*`): `rows` are (design, $M per dimension).
-pub fn capex_chart(
+pub(crate) fn capex_chart(
     dir: &Path,
     stem: &str,
     title: &str,
@@ -564,7 +564,7 @@ pub(crate) fn render(
 /// The frontier chart (time against budget, equal split, markers, knee) and
 /// the stacked allocation chart, each as SVG and PNG: `frontier-<axis>.*`
 /// and `allocation-<axis>.*` in `dir`.
-pub fn frontier_charts(
+pub(crate) fn frontier_charts(
     dir: &Path,
     study: &str,
     f: &Frontier,

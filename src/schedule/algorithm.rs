@@ -118,7 +118,7 @@ impl Algorithm {
 
     /// Whether the algorithm runs on several ports at once (2D concurrent
     /// collectives), which `multiport: false` turns off.
-    pub fn has_ports(self) -> bool {
+    fn has_ports(self) -> bool {
         self.butterfly().is_some() || self == Algorithm::Bucket
     }
 }

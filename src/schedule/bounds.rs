@@ -184,7 +184,7 @@ pub fn lower_bounds(topo: &Topology, kind: CollectiveKind, size: f64) -> Bounds 
 /// The largest, over pairs of NPUs, of the least total link latency between
 /// them. Dimensioned topologies: the sum over dimensions of each
 /// dimension's diameter; otherwise Dijkstra from every NPU (up to 2048).
-pub fn latency_diameter(topo: &Topology) -> f64 {
+fn latency_diameter(topo: &Topology) -> f64 {
     if !topo.dims.is_empty() {
         let mut total = 0.0;
         for (d, dim) in topo.dims.iter().enumerate() {

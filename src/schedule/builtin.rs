@@ -87,7 +87,7 @@ pub enum BuildError {
 
 /// Chunk ids above which a schedule is refused (memory of the simulator's
 /// chunk state).
-pub const MAX_CHUNKS: u64 = 1 << 26;
+pub(crate) const MAX_CHUNKS: u64 = 1 << 26;
 
 struct Builder<'a> {
     topo: &'a Topology,

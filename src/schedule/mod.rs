@@ -61,7 +61,7 @@ use serde::{Deserialize, Serialize};
 /// Most NPU-chunk pairs a schedule may track (the simulator keeps 12 bytes
 /// each: 24 GiB at most would be 2^31; this keeps it near 6 GiB). Builders
 /// refuse larger schedules before they allocate.
-pub const MAX_STATE: u64 = 1 << 29;
+pub(crate) const MAX_STATE: u64 = 1 << 29;
 
 /// The schedule file format's name and version.
 pub const FORMAT: &str = "dimsum-schedule/1";
@@ -159,7 +159,7 @@ fn is_false(x: &bool) -> bool {
 
 impl Transfer {
     /// Number of chunks moved.
-    pub fn chunk_count(&self) -> u64 {
+    pub(crate) fn chunk_count(&self) -> u64 {
         self.chunks.iter().map(|r| u64::from(r.count)).sum()
     }
 }

@@ -149,7 +149,7 @@ pub struct SimResult {
 
 impl SimResult {
     /// Busy time over completion time, per link.
-    pub fn utilization(&self) -> Vec<f64> {
+    pub(crate) fn utilization(&self) -> Vec<f64> {
         self.link_busy_ns
             .iter()
             .map(|b| if self.time_ns > 0.0 { b / self.time_ns } else { 0.0 })

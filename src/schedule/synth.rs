@@ -244,7 +244,7 @@ struct Row {
 const ARRIVE: u64 = 1 << 63;
 /// Most transfers a kept schedule may have (about 200 bytes each with the
 /// replay; 64x64 NPUs take 16.8 million).
-pub const MAX_TRANSFERS: u64 = 40_000_000;
+const MAX_TRANSFERS: u64 = 40_000_000;
 /// Words (of 64 chunks) a search looks through for a chunk no other source
 /// of the destination holds before it takes any chunk.
 const RARE_SEARCH_WORDS: usize = 32;

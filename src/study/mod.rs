@@ -164,7 +164,7 @@ impl Study {
     }
 
     /// What `interop::astra` writes an ASTRA-sim input set from.
-    pub fn astra_design(&self) -> crate::interop::astra::Design<'_> {
+    pub(crate) fn astra_design(&self) -> crate::interop::astra::Design<'_> {
         crate::interop::astra::Design {
             name: &self.name,
             fabric: &self.fabric,
@@ -323,7 +323,7 @@ impl Study {
     }
 
     /// Parses `--bw 250,250,250,250` for this study's fabric.
-    pub fn parse_bw(&self, s: &str) -> Result<Vec<f64>, InputError> {
+    pub(crate) fn parse_bw(&self, s: &str) -> Result<Vec<f64>, InputError> {
         let values = s
             .split(',')
             .map(|v| {

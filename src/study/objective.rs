@@ -47,7 +47,12 @@ impl Study {
 
     /// The objective `name` from `source`, with `target_ms` (else the
     /// study's `[optimize] target_ms`) for min-cost and min-power.
-    pub fn objective_named(&self, name: &str, target_ms: Option<f64>, source: Source) -> Result<Objective, InputError> {
+    pub(crate) fn objective_named(
+        &self,
+        name: &str,
+        target_ms: Option<f64>,
+        source: Source,
+    ) -> Result<Objective, InputError> {
         let target = target_ms.or(self.optimize.target_ms);
         if let Some(t) = target_ms
             && !(t.is_finite() && t > 0.0)

@@ -99,7 +99,7 @@ impl Study {
     /// Loads the study at `path` and returns its fabric's topology at `bw`
     /// (`--bw`'s text: GB/s per NPU per dimension; default: the study's
     /// `bw`), named `fabric:PATH`.
-    pub fn load_topology(path: &Path, bw: Option<&str>) -> Result<Topology, InputError> {
+    fn load_topology(path: &Path, bw: Option<&str>) -> Result<Topology, InputError> {
         let study = Study::load(path)?;
         let bw = bw.map(|s| study.parse_bw(s)).transpose()?;
         let mut t = study.topology(bw.as_deref())?;

@@ -322,7 +322,7 @@ fn phase(
                     field("bytes"),
                     format!(
                         "{bytes} bytes given but no collective: set collective = {}",
-                        one_of(&CollectiveKind::NAMES)
+                        one_of(&<CollectiveKind as crate::error::Named>::names())
                     ),
                 ));
             }
