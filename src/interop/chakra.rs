@@ -1076,7 +1076,13 @@ fn meta_get<'a>(m: &'a GlobalMetadata, name: &str) -> Option<&'a Value> {
 /// other producers, an untracked schedule (sizes and compute durations,
 /// no chunk identities).
 pub fn to_schedule(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceError> {
-    if meta_get(&traces[0].metadata, "dimsum_format").is_none() {
+    let Some(first) = traces.first() else {
+        return Err(err(
+            &rank_path(prefix, 0),
+            "no traces: expected one file per rank, PREFIX.0.et first",
+        ));
+    };
+    if meta_get(&first.metadata, "dimsum_format").is_none() {
         return foreign(traces, prefix);
     }
     let (s, npus, count) = own_header(traces, prefix)?;

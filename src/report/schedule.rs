@@ -4,6 +4,7 @@
 
 use super::{DrawResult, ReportError, render, sig3};
 use crate::model::topology::Topology;
+use crate::model::units::ns_to_us;
 use crate::schedule::Schedule;
 use crate::schedule::simulate::SimResult;
 use plotters::coord::Shift;
@@ -58,7 +59,7 @@ pub fn utilization_chart(dir: &Path, topo: &Topology, sim: &SimResult) -> Result
         title: format!(
             "{}: link utilization over {} us{}",
             topo.name,
-            sig3(sim.time_ns / 1e3),
+            sig3(ns_to_us(sim.time_ns)),
             if bin > 1 {
                 format!(", {bin} nodes per cell")
             } else {
@@ -138,8 +139,8 @@ pub fn timeline_chart(dir: &Path, topo: &Topology, s: &Schedule, sim: &SimResult
         .map(|h| {
             (
                 row[&h.link] as f64,
-                h.start_ns / 1e3,
-                h.end_ns.max(h.start_ns) / 1e3,
+                ns_to_us(h.start_ns),
+                ns_to_us(h.end_ns.max(h.start_ns)),
                 s.transfers[h.transfer as usize].src,
             )
         })
@@ -155,7 +156,7 @@ pub fn timeline_chart(dir: &Path, topo: &Topology, s: &Schedule, sim: &SimResult
         .iter()
         .map(|&l| format!("{}->{}", node(topo.links[l].src), node(topo.links[l].dst)))
         .collect();
-    let t_end = (sim.time_ns / 1e3).max(1e-9);
+    let t_end = ns_to_us(sim.time_ns).max(1e-9);
     let title = format!(
         "{} {} on {}: {} us{}",
         s.algorithm,
