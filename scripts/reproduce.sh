@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates results/ from studies/: `dimsum run` on every study, then the
 # LIBRA reproduction table, the built-in collectives table, Swing against
-# its baselines and the analytic against the schedule-backed optimum. Only calls
+# its baselines, the analytic against the schedule-backed optimum and the
+# published training runs (validation/) against their prediction. Only calls
 # the CLI.
 #
 # `scripts/reproduce.sh --check` regenerates the same files into a temporary
@@ -29,6 +30,7 @@ if [[ -z $check ]]; then
   scripts/collectives.sh
   scripts/swing.sh
   scripts/schedule-backed.sh
+  scripts/validation.sh
   exit 0
 fi
 
@@ -48,6 +50,7 @@ done
 scripts/libra-reproduce.sh "$tmp" >/dev/null
 scripts/swing.sh "$tmp" >/dev/null
 scripts/schedule-backed.sh "$tmp" >/dev/null
+scripts/validation.sh "$tmp" >/dev/null
 wait "$collectives" # its exit status: set -e stops here if it failed
 collectives=
 

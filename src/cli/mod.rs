@@ -63,6 +63,9 @@ pub enum Command {
     /// Collective algorithms against each other over topologies and sizes
     /// (CSV, markdown table and speedup chart).
     Compare(compare::CompareArgs),
+    /// Predict published training runs (a validation file) and compare:
+    /// NAME.md, NAME.json and a throughput chart.
+    Validate(ValidateArgs),
     /// Convert another tool's inputs into a study file (printed on stdout).
     Import {
         /// Source format.
@@ -335,6 +338,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export {
             to: ExportTo::Chakra(a),
         } => export_chakra(a),
+        Command::Validate(a) => validate(a),
         Command::Import {
             from: ImportFrom::Msccl(a),
         } => import_msccl(a),
@@ -345,6 +349,40 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             from: ImportFrom::Libra(a),
         } => import_libra(a),
     }
+}
+
+/// Arguments of `dimsum validate`.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Validation files (validation/*.toml).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Output directory.
+    #[arg(long, default_value = "results/validation")]
+    out: PathBuf,
+}
+
+fn validate(a: ValidateArgs) -> anyhow::Result<()> {
+    let mut loaded = Vec::new();
+    for f in &a.files {
+        loaded.push((f, dimsum::pipeline::validate::Published::load(f)?));
+    }
+    create_dir(&a.out)?;
+    for (f, (published, stamp)) in loaded {
+        let v = dimsum::pipeline::validate::validate(&published)
+            .map_err(|e| InputError::at(f, None, "run", e.to_string()))?;
+        let input = f.display().to_string();
+        let files = report::validation::write(&v, &stamp, &input, &a.out)?;
+        let worst = v.predictions.iter().map(|p| p.error.abs()).fold(0.0, f64::max);
+        println!(
+            "{}: {} runs, largest error {:.1}%; wrote {}",
+            published.name,
+            v.predictions.len(),
+            100.0 * worst,
+            files[0].display()
+        );
+    }
+    Ok(())
 }
 
 fn eval(a: EvalArgs) -> anyhow::Result<()> {

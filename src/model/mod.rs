@@ -19,6 +19,7 @@
 pub mod bom;
 pub mod catalog;
 pub mod collective;
+pub mod compute;
 pub mod cost;
 pub mod eval;
 pub mod fabric;

@@ -54,3 +54,4 @@ pub mod coopt;
 pub mod procure;
 pub mod run;
 pub mod sweep;
+pub mod validate;

@@ -30,6 +30,7 @@ pub mod json;
 pub mod schedule;
 pub mod study;
 pub mod text;
+pub mod validation;
 
 use crate::io::{Stamp, WriteError, temp_path, write_atomic};
 use crate::optimize::frontier::{Frontier, Marker};

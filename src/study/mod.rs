@@ -422,7 +422,7 @@ struct RawStudy {
     cost: fabric::RawCost,
     workload: Option<workload::RawWorkload>,
     model: Option<workload::RawModel>,
-    npu: Option<Npu>,
+    npu: Option<workload::RawNpu>,
     parallelism: Option<workload::RawParallelism>,
     #[serde(default)]
     optimize: optimize::RawOptimize,

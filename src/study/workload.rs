@@ -9,8 +9,9 @@ use super::StudyFile;
 use super::zero;
 use crate::error::{InputError, one_of};
 use crate::interop::libra;
+use crate::model::compute::{self, Device};
 use crate::model::fabric::Fabric;
-use crate::model::transformer::{ModelSpec, Npu, Par, Strategy};
+use crate::model::transformer::{ModelSpec, Npu, Par, Recompute, Strategy};
 use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
 use serde::Deserialize;
 use toml::Spanned;
@@ -117,8 +118,132 @@ pub(super) struct RawParallelism {
     #[serde(default = "yes")]
     sequence_parallel: bool,
     #[serde(default)]
-    recompute: bool,
+    recompute: RawRecompute,
+    #[serde(default = "one_u64")]
+    virtual_stages: u64,
+    #[serde(default = "yes")]
+    scatter_gather: bool,
+    #[serde(default = "yes")]
+    flash_attention: bool,
     order: Option<String>,
+}
+
+/// `recompute = "full" | "selective" | "none"`, or `true` / `false` (full / none).
+#[derive(Deserialize, Default)]
+#[serde(untagged)]
+pub(super) enum RawRecompute {
+    #[default]
+    Off,
+    Flag(bool),
+    Named(String),
+}
+
+impl RawRecompute {
+    fn resolve(&self) -> Result<Recompute, String> {
+        match self {
+            RawRecompute::Off | RawRecompute::Flag(false) => Ok(Recompute::None),
+            RawRecompute::Flag(true) => Ok(Recompute::Full),
+            RawRecompute::Named(n) => n.parse::<Recompute>().map_err(|e| format!("recompute: {e}")),
+        }
+    }
+}
+
+/// `[npu]`: a built-in `type` (its figures overridable one by one) or every
+/// figure given; `efficiency` (the one-constant model) overrides the
+/// kernel-by-kernel compute model.
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNpu {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    peak_tflops: Option<f64>,
+    hbm_gib: Option<f64>,
+    hbm_gbps: Option<f64>,
+    sms: Option<u32>,
+    gemm_efficiency: Option<f64>,
+    memory_efficiency: Option<f64>,
+    efficiency: Option<f64>,
+    headroom_gib: Option<f64>,
+}
+
+fn npu(n: &RawNpu) -> Result<Npu, String> {
+    let base = match &n.kind {
+        Some(k) => Some(compute::accelerator(k).ok_or_else(|| {
+            format!(
+                "type `{k}` is not a built-in accelerator; allowed: {}",
+                one_of(&compute::accelerator_names())
+            )
+        })?),
+        None => None,
+    };
+    let pick = |given: Option<f64>, from: Option<f64>, key: &str| -> Result<f64, String> {
+        let v = given.or(from).ok_or_else(|| {
+            format!(
+                "give `{key}` or a built-in `type` ({})",
+                one_of(&compute::accelerator_names())
+            )
+        })?;
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(format!("{key} = {v} is not allowed: it must be > 0"))
+        }
+    };
+    let fraction = |v: f64, key: &str| {
+        if v <= 1.0 {
+            Ok(v)
+        } else {
+            Err(format!("{key} = {v} is not allowed: it must be in (0, 1]"))
+        }
+    };
+    let peak_tflops = pick(n.peak_tflops, base.map(|a| a.bf16_tflops), "peak_tflops")?;
+    let hbm_gib = pick(n.hbm_gib, base.map(|a| a.hbm_gib), "hbm_gib")?;
+    let headroom_gib = n.headroom_gib.unwrap_or(if base.is_some() {
+        compute::DEFAULT_HEADROOM_GIB
+    } else {
+        0.0
+    });
+    if !(headroom_gib.is_finite() && (0.0..hbm_gib).contains(&headroom_gib)) {
+        return Err(format!(
+            "headroom_gib = {headroom_gib} is not allowed: use 0 to less than hbm_gib"
+        ));
+    }
+    let name = n.kind.clone().unwrap_or_else(|| "custom".into());
+    if let Some(eff) = n.efficiency {
+        let eff = fraction(pick(Some(eff), None, "efficiency")?, "efficiency")?;
+        let mut out = Npu::flat(peak_tflops, eff, hbm_gib);
+        out.name = name;
+        out.headroom_gib = headroom_gib;
+        return Ok(out);
+    }
+    let device = Device {
+        peak_tflops,
+        hbm_gbps: pick(n.hbm_gbps, base.map(|a| a.hbm_gbps), "hbm_gbps")?,
+        sms: n.sms.or(base.map(|a| a.sms)).unwrap_or(1).max(1),
+        gemm_efficiency: fraction(
+            pick(n.gemm_efficiency, base.map(|a| a.gemm_efficiency), "gemm_efficiency")?,
+            "gemm_efficiency",
+        )?,
+        memory_efficiency: fraction(
+            pick(
+                n.memory_efficiency,
+                base.map(|a| a.memory_efficiency),
+                "memory_efficiency",
+            )?,
+            "memory_efficiency",
+        )?,
+        flat: None,
+    };
+    Ok(Npu {
+        name,
+        device,
+        hbm_gib,
+        headroom_gib,
+    })
+}
+
+fn one_u64() -> u64 {
+    1
 }
 
 fn one() -> u8 {
@@ -143,7 +268,7 @@ pub(super) struct Generator {
 /// on the section's header line).
 pub(super) fn generator(
     model: Option<&RawModel>,
-    npu: Option<&Npu>,
+    npu: Option<&RawNpu>,
     parallelism: Option<&RawParallelism>,
     src: StudyFile<'_>,
 ) -> Result<Generator, InputError> {
@@ -153,17 +278,7 @@ pub(super) fn generator(
     };
     let npu = match npu {
         None => None,
-        Some(n) => {
-            let ok = |v: f64| v.is_finite() && v > 0.0;
-            if !(ok(n.peak_tflops) && ok(n.hbm_gib) && ok(n.efficiency) && n.efficiency <= 1.0) {
-                return Err(src.at_line(
-                    "[npu]",
-                    "npu",
-                    "peak_tflops and hbm_gib must be > 0 and efficiency in (0, 1]",
-                ));
-            }
-            Some(n.clone())
-        }
+        Some(n) => Some(self::npu(n).map_err(|msg| src.at_line("[npu]", "npu", msg))?),
     };
     let parallelism = match parallelism {
         None => None,
@@ -193,7 +308,7 @@ pub(super) fn workload(
         (None, Some(_), _, _) => Err(src.at_line(
             "[model]",
             "model",
-            "a [model] needs [npu] (peak_tflops, efficiency, hbm_gib) and [parallelism] (tp, pp, dp)",
+            "a [model] needs [npu] (a built-in type, or peak_tflops, hbm_gib and efficiency) and [parallelism] (tp, pp, dp)",
         )),
         (None, None, _, _) => Err(InputError::at(
             src.path,
@@ -457,6 +572,9 @@ fn strategy(p: &RawParallelism) -> Result<Strategy, String> {
     if p.tp == 0 || p.pp == 0 || p.dp == 0 {
         return Err("tp, pp and dp must be >= 1".into());
     }
+    if p.virtual_stages == 0 {
+        return Err("virtual_stages must be >= 1".into());
+    }
     if p.zero > 3 {
         return Err(format!("zero {} is not allowed: ZeRO stages are 0 to 3", p.zero));
     }
@@ -466,7 +584,10 @@ fn strategy(p: &RawParallelism) -> Result<Strategy, String> {
         dp: p.dp,
         zero: p.zero,
         sequence_parallel: p.sequence_parallel,
-        recompute: p.recompute,
+        recompute: p.recompute.resolve()?,
+        virtual_stages: p.virtual_stages,
+        scatter_gather: p.scatter_gather,
+        flash_attention: p.flash_attention,
         order: parse_order(p.order.as_deref().unwrap_or("tp,pp,dp")).map_err(|e| e.to_string())?,
     })
 }

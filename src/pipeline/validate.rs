@@ -1,0 +1,367 @@
+//! Validation against published training runs: each run's model, recipe
+//! and cluster (`validation/*.toml`), its iteration time predicted by the
+//! compute model (`model::compute`), the generated workload
+//! (`model::transformer`) and the analytic collective model on the
+//! cluster's two-level fabric (GPUs of a node on one switch, nodes on a
+//! network), and the throughput per GPU compared with the published one.
+//!
+//! Throughput is counted as the publication counts it (Megatron-LM's
+//! `96 B s l h^2 (1 + s / (6 h) + V / (16 l h))` with full recomputation,
+//! `ModelSpec::iteration_flops`), so the error is the error in time. The
+//! accelerator's calibration comes from the built-in table; `fit` finds the
+//! large-GEMM efficiency that would minimise the largest error, to show how
+//! much a refit could gain.
+
+use crate::error::{InputError, line_of_offset};
+use crate::io::Stamp;
+use crate::model::collective::{CollectiveModel, TimeModel};
+use crate::model::compute;
+use crate::model::fabric::{Block, Dim, Fabric};
+use crate::model::training::{IterationModel, Loop};
+use crate::model::transformer::{self, ModelSpec, Npu, Recompute, Strategy};
+use crate::model::units::{BYTES_PER_GIB, ns_to_ms};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The cluster the runs of a validation file ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    /// A built-in accelerator (`model::compute::ACCELERATORS`).
+    pub npu: String,
+    /// GPUs per node, on one switch.
+    pub node_gpus: u32,
+    /// Node switch bandwidth per GPU per direction, GB/s.
+    pub node_gbps: f64,
+    /// Node link latency, us.
+    pub node_latency_us: f64,
+    /// Network bandwidth per GPU per direction, GB/s.
+    pub network_gbps: f64,
+    /// Network link latency, us.
+    pub network_latency_us: f64,
+    /// How a collective's dimensions combine (`pipelined` as NCCL's rings
+    /// across rails, or `sequential`).
+    pub time_model: TimeModel,
+    /// What the cluster figures come from.
+    pub source: String,
+}
+
+/// One published run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Run {
+    /// A name, e.g. the parameter count.
+    pub name: String,
+    /// Transformer layers.
+    pub layers: u32,
+    /// Hidden size.
+    pub hidden: u64,
+    /// Attention heads.
+    pub heads: u32,
+    /// FFN size (default 4 x hidden).
+    pub ffn: Option<u64>,
+    /// Sequence length.
+    pub seq: u64,
+    /// Vocabulary.
+    pub vocab: u64,
+    /// Global batch, sequences.
+    pub batch: u64,
+    /// Micro-batch.
+    pub micro_batch: u64,
+    /// Tensor-parallel degree.
+    pub tp: u64,
+    /// Pipeline-parallel degree.
+    pub pp: u64,
+    /// GPUs in all.
+    pub gpus: u64,
+    /// Virtual stages per device (interleaved 1F1B).
+    #[serde(default = "one")]
+    pub virtual_stages: u64,
+    /// Recomputation: `full`, `selective` or `none`.
+    pub recompute: String,
+    /// Sequence parallelism.
+    #[serde(default)]
+    pub sequence_parallel: bool,
+    /// Fused attention.
+    #[serde(default)]
+    pub flash_attention: bool,
+    /// ZeRO stage (0: Megatron's plain data parallelism).
+    #[serde(default)]
+    pub zero: u8,
+    /// Published throughput, TFLOP/s per GPU.
+    pub measured_tflops: f64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// A validation file: a cluster and its published runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Published {
+    /// Name of the result files.
+    pub name: String,
+    /// What the runs are.
+    pub description: String,
+    /// Where the figures come from.
+    pub source: String,
+    /// The cluster.
+    pub cluster: Cluster,
+    /// The runs.
+    #[serde(rename = "run")]
+    pub runs: Vec<Run>,
+}
+
+impl Published {
+    /// Reads and checks a validation file; errors name the file, line and field.
+    pub fn load(path: &Path) -> Result<(Published, Stamp), InputError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| InputError::at(path, None, "", format!("cannot read: {e}")))?;
+        let p: Published = toml::from_str(&text).map_err(|e| {
+            let line = e.span().map(|s| line_of_offset(&text, s.start));
+            InputError::at(path, line, "", e.message().to_string())
+        })?;
+        if compute::accelerator(&p.cluster.npu).is_none() {
+            return Err(InputError::at(
+                path,
+                None,
+                "cluster.npu",
+                format!(
+                    "`{}` is not a built-in accelerator; allowed: {}",
+                    p.cluster.npu,
+                    crate::error::one_of(&compute::accelerator_names())
+                ),
+            ));
+        }
+        let c = &p.cluster;
+        let positive = [
+            c.node_gbps,
+            c.network_gbps,
+            c.node_latency_us + 1.0,
+            c.network_latency_us + 1.0,
+        ];
+        if c.node_gpus < 1
+            || positive.iter().any(|x| !(x.is_finite() && *x > 0.0))
+            || c.node_latency_us < 0.0
+            || c.network_latency_us < 0.0
+        {
+            return Err(InputError::at(
+                path,
+                None,
+                "cluster",
+                "node_gpus must be >= 1, bandwidths > 0 and latencies >= 0",
+            ));
+        }
+        if p.runs.is_empty() {
+            return Err(InputError::at(path, None, "run", "list at least one [[run]]"));
+        }
+        for r in &p.runs {
+            let bad = |m: String| InputError::at(path, None, format!("run `{}`", r.name), m);
+            r.recompute.parse::<Recompute>().map_err(|e| bad(e.to_string()))?;
+            if r.tp * r.pp == 0 || !r.gpus.is_multiple_of(r.tp * r.pp) || r.micro_batch == 0 {
+                return Err(bad(format!("tp {} x pp {} must divide gpus {}", r.tp, r.pp, r.gpus)));
+            }
+            let node = u64::from(p.cluster.node_gpus.max(1));
+            if r.gpus > node && !r.gpus.is_multiple_of(node) {
+                return Err(bad(format!(
+                    "gpus {} is not a whole number of {node}-GPU nodes",
+                    r.gpus
+                )));
+            }
+        }
+        Ok((p, Stamp::of(text.as_bytes())))
+    }
+}
+
+/// One run, predicted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    /// The run.
+    pub run: Run,
+    /// Data-parallel degree.
+    pub dp: u64,
+    /// Micro-batches per iteration.
+    pub micro_batches: u64,
+    /// Predicted iteration time, ms.
+    pub iteration_ms: f64,
+    /// Of which compute (the last stage's, bubble included), ms.
+    pub compute_ms: f64,
+    /// Predicted throughput per GPU, TFLOP/s (the publication's count).
+    pub predicted_tflops: f64,
+    /// Predicted / published - 1.
+    pub error: f64,
+    /// Memory per GPU, GiB.
+    pub memory_gib: f64,
+}
+
+/// Why a run could not be predicted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("run `{run}`: {reason}")]
+pub struct RunRefused {
+    /// The run.
+    pub run: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// The two-level fabric of `gpus` GPUs on `c`.
+pub fn fabric(c: &Cluster, gpus: u64) -> Fabric {
+    let node = u64::from(c.node_gpus).min(gpus) as u32;
+    let mut dims = vec![Dim {
+        name: "node".into(),
+        block: Block::Switch,
+        npus: node,
+        latency_ns: c.node_latency_us * 1e3,
+        min_gbps: None,
+        max_gbps: None,
+        tier: "node".into(),
+        options_gbps: None,
+    }];
+    let nodes = gpus / u64::from(node);
+    if nodes > 1 {
+        dims.push(Dim {
+            name: "network".into(),
+            block: Block::Switch,
+            npus: nodes as u32,
+            latency_ns: c.network_latency_us * 1e3,
+            min_gbps: None,
+            max_gbps: None,
+            tier: "network".into(),
+            options_gbps: None,
+        });
+    }
+    Fabric { dims }
+}
+
+/// The run's model and recipe.
+pub fn model_of(r: &Run) -> (ModelSpec, Strategy) {
+    let model = ModelSpec {
+        name: r.name.clone(),
+        layers: r.layers,
+        hidden: r.hidden,
+        heads: r.heads,
+        ffn: r.ffn.unwrap_or(4 * r.hidden),
+        ffn_matrices: 2,
+        seq: r.seq,
+        vocab: r.vocab,
+        global_batch: r.batch,
+        micro_batch: r.micro_batch,
+        bytes_weight: 2.0,
+        // Megatron accumulates and all-reduces gradients in fp32 buffers.
+        bytes_grad: 4.0,
+        bytes_optimizer: 12.0,
+    };
+    let strategy = Strategy {
+        zero: r.zero,
+        sequence_parallel: r.sequence_parallel,
+        recompute: r.recompute.parse().unwrap_or(Recompute::Full),
+        virtual_stages: r.virtual_stages,
+        scatter_gather: true,
+        flash_attention: r.flash_attention,
+        ..Strategy::new(r.tp, r.pp, r.gpus / (r.tp * r.pp))
+    };
+    (model, strategy)
+}
+
+/// Predicts one run on `npu`.
+pub fn predict(c: &Cluster, npu: &Npu, r: &Run) -> Result<Prediction, RunRefused> {
+    let refused = |reason: String| RunRefused {
+        run: r.name.clone(),
+        reason,
+    };
+    let (model, strategy) = model_of(r);
+    let fabric = fabric(c, r.gpus);
+    let g = transformer::generate(&model, npu, &strategy, &fabric).map_err(|e| refused(e.to_string()))?;
+    let cm = CollectiveModel::defaults(&fabric, c.time_model);
+    let it = IterationModel::new(&g.workload, &fabric, &cm, Loop::NoOverlap);
+    let bw: Vec<f64> = fabric
+        .dims
+        .iter()
+        .map(|d| if d.name == "node" { c.node_gbps } else { c.network_gbps })
+        .collect();
+    let ns = it.iteration_ns(&bw);
+    let flops = model.iteration_flops(Recompute::Full);
+    // FLOP per ns per GPU = TFLOP/s / 1e3.
+    let predicted_tflops = flops / ns / r.gpus as f64 / 1e3;
+    Ok(Prediction {
+        run: r.clone(),
+        dp: strategy.dp,
+        micro_batches: g.micro_batches,
+        iteration_ms: ns_to_ms(ns),
+        compute_ms: ns_to_ms(it.compute_ns),
+        predicted_tflops,
+        error: predicted_tflops / r.measured_tflops - 1.0,
+        memory_gib: g.memory.total() / BYTES_PER_GIB,
+    })
+}
+
+/// The cluster's NPU at large-GEMM efficiency `gemm` (default: the table's).
+pub fn npu_of(c: &Cluster, gemm: Option<f64>) -> Npu {
+    let a = compute::accelerator(&c.npu).unwrap_or(&compute::ACCELERATORS[0]);
+    Npu {
+        name: a.name.into(),
+        device: compute::Device {
+            peak_tflops: a.bf16_tflops,
+            hbm_gbps: a.hbm_gbps,
+            sms: a.sms,
+            gemm_efficiency: gemm.unwrap_or(a.gemm_efficiency),
+            memory_efficiency: a.memory_efficiency,
+            flat: None,
+        },
+        hbm_gib: a.hbm_gib,
+        headroom_gib: compute::DEFAULT_HEADROOM_GIB,
+    }
+}
+
+/// A validation file's runs, predicted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Validation {
+    /// The file.
+    pub published: Published,
+    /// Each run.
+    pub predictions: Vec<Prediction>,
+    /// The calibration used: the table's large-GEMM efficiency.
+    pub gemm_efficiency: f64,
+    /// The streaming-kernel efficiency used.
+    pub memory_efficiency: f64,
+    /// The large-GEMM efficiency that minimises the largest error on these
+    /// runs (0.40 to 1.00 in steps of 0.005), and that error.
+    pub best_fit: (f64, f64),
+}
+
+/// Predicts every run of `p`.
+pub fn validate(p: &Published) -> Result<Validation, RunRefused> {
+    let npu = npu_of(&p.cluster, None);
+    let predictions = p
+        .runs
+        .iter()
+        .map(|r| predict(&p.cluster, &npu, r))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Validation {
+        published: p.clone(),
+        predictions,
+        gemm_efficiency: npu.device.gemm_efficiency,
+        memory_efficiency: npu.device.memory_efficiency,
+        best_fit: fit(p),
+    })
+}
+
+/// The large-GEMM efficiency (0.40 to 1.00 in steps of 0.005) whose
+/// largest absolute error over the runs is least, and that error.
+pub fn fit(p: &Published) -> (f64, f64) {
+    let mut best = (f64::NAN, f64::INFINITY);
+    for k in 0..=120 {
+        let e = 0.40 + 0.005 * f64::from(k);
+        let npu = npu_of(&p.cluster, Some(e));
+        let worst = p
+            .runs
+            .iter()
+            .map(|r| predict(&p.cluster, &npu, r).map_or(f64::INFINITY, |x| x.error.abs()))
+            .fold(0.0, f64::max);
+        if worst < best.1 {
+            best = (e, worst);
+        }
+    }
+    best
+}

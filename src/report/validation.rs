@@ -1,0 +1,138 @@
+//! `dimsum validate`: a validation file's runs, predicted beside the
+//! published throughput, as Markdown, JSON and a chart (throughput per GPU
+//! against model size, published and predicted).
+
+use super::{Chart, ReportError, line_chart, sig3};
+use crate::io::{Stamp, write_atomic};
+use crate::pipeline::validate::Validation;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The runs in billions of parameters (the model's own count).
+fn billions(v: &Validation) -> Vec<f64> {
+    v.predictions
+        .iter()
+        .map(|p| crate::pipeline::validate::model_of(&p.run).0.params() / 1e9)
+        .collect()
+}
+
+/// The Markdown page.
+pub fn markdown(v: &Validation, stamp: &Stamp, input: &str) -> String {
+    let p = &v.published;
+    let mut s = String::new();
+    let _ = writeln!(s, "# Validation: {}\n", p.description);
+    let _ = writeln!(s, "{} · input `{input}`\n", stamp.line());
+    let _ = writeln!(s, "Runs: {}.\n", p.source);
+    let c = &p.cluster;
+    let _ = writeln!(
+        s,
+        "Cluster: `{}`, {} GPUs per node at {} GB/s per GPU per direction ({} us per step), \
+         nodes on a network at {} GB/s per GPU per direction ({} us per step), collectives timed \
+         `{}`. {}.\n",
+        c.npu,
+        c.node_gpus,
+        c.node_gbps,
+        c.node_latency_us,
+        c.network_gbps,
+        c.network_latency_us,
+        c.time_model,
+        c.source
+    );
+    let _ = writeln!(
+        s,
+        "Calibration: large matrix products at {} of the BF16 peak, streaming kernels at {} of \
+         the HBM bandwidth (the accelerator table's figures, one pair per accelerator type, \
+         the same for every run). The efficiency that would minimise the largest error on \
+         these runs is {} (largest error {}%).\n",
+        sig3(v.gemm_efficiency),
+        sig3(v.memory_efficiency),
+        sig3(v.best_fit.0),
+        sig3(100.0 * v.best_fit.1)
+    );
+    s.push_str(
+        "| run | params (B) | TP | PP | DP | micro-batch | micro-batches | v | recompute | iteration (ms) | of which compute (ms) | memory (GiB) | published TF/s | dimsum TF/s | error |\n",
+    );
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (x, b) in v.predictions.iter().zip(billions(v)) {
+        let r = &x.run;
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:+.1}% |",
+            r.name,
+            sig3(b),
+            r.tp,
+            r.pp,
+            x.dp,
+            r.micro_batch,
+            x.micro_batches,
+            r.virtual_stages,
+            r.recompute,
+            sig3(x.iteration_ms),
+            sig3(x.compute_ms),
+            sig3(x.memory_gib),
+            sig3(r.measured_tflops),
+            sig3(x.predicted_tflops),
+            100.0 * x.error
+        );
+    }
+    let worst = v.predictions.iter().map(|x| x.error.abs()).fold(0.0, f64::max);
+    let mean = v.predictions.iter().map(|x| x.error.abs()).sum::<f64>() / v.predictions.len().max(1) as f64;
+    let _ = writeln!(
+        s,
+        "\nLargest error {:.1}%, mean absolute error {:.1}% over {} runs.",
+        100.0 * worst,
+        100.0 * mean,
+        v.predictions.len()
+    );
+    s
+}
+
+/// The throughput chart.
+pub fn chart(v: &Validation, dir: &Path, stamp: &Stamp) -> Result<Chart, ReportError> {
+    let x = billions(v);
+    let published = x
+        .iter()
+        .zip(&v.predictions)
+        .map(|(b, p)| (*b, p.run.measured_tflops))
+        .collect();
+    let predicted = x
+        .iter()
+        .zip(&v.predictions)
+        .map(|(b, p)| (*b, p.predicted_tflops))
+        .collect();
+    line_chart(
+        dir,
+        &format!("{}-throughput", v.published.name),
+        &format!("{}: TFLOP/s per GPU", v.published.name),
+        "parameters (billions)",
+        "TFLOP/s per GPU",
+        &[("published".into(), published), ("dimsum".into(), predicted)],
+        None,
+        stamp,
+    )
+}
+
+/// Writes `NAME.md`, `NAME.json` and the chart into `dir`.
+pub fn write(v: &Validation, stamp: &Stamp, input: &str, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    let name = &v.published.name;
+    let md = dir.join(format!("{name}.md"));
+    write_atomic(&md, markdown(v, stamp, input).as_bytes())?;
+    let json = dir.join(format!("{name}.json"));
+    let value = serde_json::json!({
+        "format": "dimsum-validation/1",
+        "dimsum_version": stamp.dimsum_version,
+        "input": input,
+        "input_hash": stamp.study_hash,
+        "units": {"iteration_ms": "ms", "compute_ms": "ms", "memory_gib": "GiB", "tflops": "TFLOP/s per GPU"},
+        "validation": v,
+    });
+    let text = serde_json::to_string_pretty(&value).map_err(|source| ReportError::Json {
+        path: json.clone(),
+        source,
+    })?;
+    write_atomic(&json, text.as_bytes())?;
+    let c = chart(v, dir, stamp)?;
+    let mut files = vec![md, json];
+    files.extend(c.files);
+    Ok(files)
+}
