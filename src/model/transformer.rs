@@ -115,6 +115,11 @@ impl ModelSpec {
     ///   vocabulary 128256, 16M-token batches (Llama 3 herd of models, 2024).
     /// - 1T: 128 layers, h 25600, 160 heads, s 2048, batch 3072 (the
     ///   1-trillion-parameter row of Narayanan et al., SC'21, Table 1).
+    ///
+    /// All in Megatron-LM's mixed precision: BF16 weights and activations,
+    /// gradients accumulated and all-reduced in fp32 buffers (4 bytes), fp32
+    /// master weights and Adam's two moments (12 bytes): 18 bytes per
+    /// parameter.
     pub(crate) fn preset(name: &str) -> Option<ModelSpec> {
         let m = |name: &str, layers, hidden, heads, ffn, k, seq, vocab, batch| ModelSpec {
             name: name.into(),
@@ -128,7 +133,7 @@ impl ModelSpec {
             global_batch: batch,
             micro_batch: 1,
             bytes_weight: 2.0,
-            bytes_grad: 2.0,
+            bytes_grad: 4.0,
             bytes_optimizer: 12.0,
         };
         Some(match name {
