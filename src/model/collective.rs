@@ -138,6 +138,13 @@ pub enum TimeModel {
     Pipelined,
     /// Dimensions one after another: `sum_d (alpha_d + bytes_d / B_d)`.
     Sequential,
+    /// As NCCL runs a collective over several dimensions: one flat ring
+    /// over the group's NPUs in rank order, its channels spread so that
+    /// every NPU's links carry an equal share; `max_d (alpha_d + bytes_d /
+    /// B_d)` with `bytes_d` the ring's traffic times the fraction of its
+    /// hops that cross dimension d (`ring_bytes_per_dim`). On one dimension,
+    /// and for all-to-all and send-recv, the same as `pipelined`.
+    Nccl,
 }
 
 impl TimeModel {
@@ -147,6 +154,7 @@ impl TimeModel {
             TimeModel::Libra => "libra",
             TimeModel::Pipelined => "pipelined",
             TimeModel::Sequential => "sequential",
+            TimeModel::Nccl => "nccl",
         }
     }
 }
@@ -286,6 +294,76 @@ pub fn bytes_per_dim(kind: CollectiveKind, size: f64, group: &Group) -> Vec<f64>
     out
 }
 
+/// Per dimension, the fraction of a flat ring's hops (over a group in rank
+/// order) that cross it: with the involved dimensions' sizes p_1 (innermost)
+/// to p_k, dimension i < k carries `(p_i - 1) / (p_1 ... p_i)` of the hops
+/// and the outermost `1 / (p_1 ... p_{k-1})` (its wrap-around included);
+/// the fractions sum to 1. `None` for a group on fewer than two dimensions.
+pub fn ring_hop_shares(group: &Group) -> Option<Vec<f64>> {
+    let involved: Vec<(usize, f64)> = group
+        .0
+        .iter()
+        .enumerate()
+        .filter_map(|(d, g)| g.filter(|p| *p > 1).map(|p| (d, f64::from(p))))
+        .collect();
+    if involved.len() < 2 {
+        return None;
+    }
+    let mut out = vec![0.0; group.0.len()];
+    let mut inner = 1.0;
+    for (i, &(d, p)) in involved.iter().enumerate() {
+        out[d] = if i + 1 == involved.len() {
+            1.0 / inner
+        } else {
+            (p - 1.0) / (inner * p)
+        };
+        inner *= p;
+    }
+    Some(out)
+}
+
+/// The `nccl` time model's coefficients (see [`TimeModel::Nccl`]), if the
+/// collective is a ring collective over two or more dimensions.
+fn flat_ring(comm: &Comm, fabric: &Fabric) -> Option<Coefficients> {
+    let n = comm.group.size() as f64;
+    // A ring's traffic per NPU: each of its n - 1 (twice for all-reduce)
+    // steps forwards 1/n of the vector; all-gather's bytes are one NPU's share.
+    let total = match comm.kind {
+        CollectiveKind::AllReduce => 2.0 * (n - 1.0) / n * comm.bytes,
+        CollectiveKind::ReduceScatter => (n - 1.0) / n * comm.bytes,
+        CollectiveKind::AllGather => (n - 1.0) * comm.bytes,
+        CollectiveKind::AllToAll | CollectiveKind::SendRecv => return None,
+    };
+    let steps = if comm.kind == CollectiveKind::AllReduce {
+        2.0 * (n - 1.0)
+    } else {
+        n - 1.0
+    };
+    let shares = ring_hop_shares(&comm.group)?;
+    let dims = fabric
+        .dims
+        .iter()
+        .zip(&shares)
+        .map(|(dim, share)| {
+            if *share > 0.0 {
+                DimCoeff {
+                    // Every step waits for its slowest hop.
+                    alpha_ns: steps * dim.block.hops_per_step() * dim.latency_ns,
+                    bytes: total * share,
+                }
+            } else {
+                DimCoeff::default()
+            }
+        })
+        .collect();
+    Some(Coefficients {
+        dims,
+        sequential: false,
+        min_bytes: min_bytes(comm.kind, comm.bytes, &comm.group),
+        rows: Vec::new(),
+    })
+}
+
 /// Bytes no algorithm can do without, per NPU (see the module doc).
 pub fn min_bytes(kind: CollectiveKind, size: f64, group: &Group) -> f64 {
     let p = group.size() as f64;
@@ -303,6 +381,11 @@ pub fn min_bytes(kind: CollectiveKind, size: f64, group: &Group) -> f64 {
 /// The coefficients of `comm` on `fabric` under `model`. The group must have
 /// been checked against the fabric (`Group::check`).
 pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Coefficients {
+    if model.time_model == TimeModel::Nccl
+        && let Some(c) = flat_ring(comm, fabric)
+    {
+        return c;
+    }
     let bytes = bytes_per_dim(comm.kind, comm.bytes, &comm.group);
     let dims = fabric
         .dims
@@ -327,7 +410,7 @@ pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Co
             }
             let alpha_ns = match model.time_model {
                 TimeModel::Libra => 0.0,
-                TimeModel::Pipelined | TimeModel::Sequential => hops * dim.latency_ns,
+                TimeModel::Pipelined | TimeModel::Sequential | TimeModel::Nccl => hops * dim.latency_ns,
             };
             DimCoeff { alpha_ns, bytes: b }
         })
@@ -362,7 +445,12 @@ impl std::str::FromStr for Algorithm {
 
 impl crate::error::Named for TimeModel {
     const WHAT: &'static str = "a time model";
-    const ALL: &'static [TimeModel] = &[TimeModel::Libra, TimeModel::Pipelined, TimeModel::Sequential];
+    const ALL: &'static [TimeModel] = &[
+        TimeModel::Libra,
+        TimeModel::Pipelined,
+        TimeModel::Sequential,
+        TimeModel::Nccl,
+    ];
     fn as_name(self) -> &'static str {
         self.name()
     }
@@ -375,6 +463,41 @@ mod tests {
     use super::*;
     use crate::model::fabric::tests::dim;
     use approx::assert_relative_eq;
+
+    #[test]
+    fn nccl_flat_ring_by_hand() {
+        // A 16-NPU all-reduce over 8 NPUs of a switch and 2 of another (TP
+        // 16 across two DGX nodes): a ring of 16 hops, 14 inside nodes and 2
+        // between them. Per NPU the ring moves 2 * 15/16 * S; 7/8 of it
+        // inside the node, 1/8 across.
+        let f = Fabric {
+            dims: vec![
+                dim("node", Block::Switch, 8, 1000.0),
+                dim("net", Block::Switch, 2, 3000.0),
+            ],
+        };
+        let c = all_reduce(16e6, &[8, 2]);
+        let g = coefficients(&c, &f, &CollectiveModel::defaults(&f, TimeModel::Nccl));
+        let ring = 2.0 * 15.0 / 16.0 * 16e6;
+        assert_relative_eq!(g.dims[0].bytes, ring * 7.0 / 8.0);
+        assert_relative_eq!(g.dims[1].bytes, ring / 8.0);
+        // 30 steps of two switch hops at each dimension's latency.
+        assert_eq!(g.dims[1].alpha_ns, 30.0 * 2.0 * 3000.0);
+        assert!(!g.sequential);
+        // The hierarchical (pipelined) model sends only 2 * 1/2 * S / 8
+        // across: NCCL's ring carries 15/8 as much over the network.
+        let p = coefficients(&c, &f, &CollectiveModel::defaults(&f, TimeModel::Pipelined));
+        assert_relative_eq!(g.dims[1].bytes / p.dims[1].bytes, 15.0 / 8.0);
+        // Shares over three dimensions (4 x 2 x 3): 3/4, 1/8, 1/8.
+        let shares = ring_hop_shares(&Group(vec![Some(4), Some(2), Some(3)])).unwrap();
+        assert_eq!(shares, vec![0.75, 0.125, 0.125]);
+        // One dimension: as pipelined.
+        let one = all_reduce(16e6, &[8, -1]);
+        assert_eq!(
+            coefficients(&one, &f, &CollectiveModel::defaults(&f, TimeModel::Nccl)).dims,
+            coefficients(&one, &f, &CollectiveModel::defaults(&f, TimeModel::Pipelined)).dims
+        );
+    }
 
     fn ring4_switch8() -> Fabric {
         Fabric {

@@ -39,8 +39,8 @@ pub struct Cluster {
     pub network_gbps: f64,
     /// Network link latency, us.
     pub network_latency_us: f64,
-    /// How a collective's dimensions combine (`pipelined` as NCCL's rings
-    /// across rails, or `sequential`).
+    /// How a collective's dimensions combine (`nccl`: one flat ring, as the
+    /// runs' collective library does; or `pipelined`, `sequential`).
     pub time_model: TimeModel,
     /// What the cluster figures come from.
     pub source: String,
