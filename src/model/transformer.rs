@@ -1066,6 +1066,31 @@ mod tests {
     }
 
     #[test]
+    fn overlapped_gradients_wait_for_the_backward() {
+        // One micro-batch on p = 1 with the overlap loop: the first layer's
+        // attention bucket is issued by the backward's very last weight
+        // gradient, so at least its all-reduce is exposed after all compute
+        // (before, a single gradient all-reduce issued first in the backward
+        // hid entirely).
+        use crate::model::collective::{self, CollectiveModel, TimeModel};
+        use crate::model::training::{IterationModel, Loop};
+        let m = ModelSpec {
+            global_batch: 256,
+            ..small()
+        };
+        let f = libra_4d();
+        let g = generate(&m, &flat_npu(), &strategy(16, 1, 256), &f).unwrap();
+        assert_eq!(g.micro_batches, 1);
+        let cm = CollectiveModel::defaults(&f, TimeModel::Pipelined);
+        let it = IterationModel::new(&g.workload, &f, &cm, Loop::Overlap);
+        let bw = [100.0, 100.0, 50.0, 25.0];
+        let last = g.workload.layers[0].weight_grad.comm.as_ref().unwrap();
+        let exposed = collective::coefficients(last, &f, &cm).time_ns(&bw);
+        assert!(exposed > 0.0);
+        assert!(it.iteration_ns(&bw) >= it.compute_ns + exposed * (1.0 - 1e-12));
+    }
+
+    #[test]
     fn activation_memory_is_korthikanti() {
         // Korthikanti et al. (2022), eq. 2 (TP, no SP): s b h (10 + 24/t +
         // 5 a s / (h t)) bytes per layer; small(): s 512, b 1, h 1024, a 16,
