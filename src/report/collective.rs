@@ -62,6 +62,7 @@ pub fn json(o: &Replay) -> serde_json::Value {
             "injection_us": us(o.bounds.injection_ns),
             "cut_us": us(o.bounds.cut_ns),
             "cut": o.bounds.cut,
+            "cut_set": o.bounds.cut_set,
             "latency_us": us(o.bounds.latency_ns),
         },
         "valid": o.sim.valid,

@@ -24,12 +24,17 @@
 //!   NPUs whose coordinate is below n/2, and the rest) or, without
 //!   dimensions, the lower half of the ranks; a switch sits on whichever side
 //!   leaves the smaller crossing bandwidth (either placement is a valid cut);
+//! - the exact cut (`schedule::cut`): the same cut bound maximised over every
+//!   node set S, switches placed as the cut likes (all-gather, reduce-scatter
+//!   and all-reduce, up to `cut::MAX_NPUS` NPUs); it replaces the
+//!   half-dimension cut when larger, named `exact` with its set S;
 //! - latency: some chunk must travel between the two NPUs farthest apart in
 //!   link latency (the latency diameter), `hops x latency` on a uniform
 //!   network.
 //!
 //! The bound reported is the largest of these.
 
+pub use super::cut::{ExactCut, exact_cut};
 use crate::model::topology::Topology;
 use crate::model::units;
 use crate::model::workload::CollectiveKind;
@@ -42,8 +47,11 @@ pub struct Bounds {
     pub injection_ns: f64,
     /// Best cut bound.
     pub cut_ns: f64,
-    /// Which cut, e.g. `dim 1 half` or `ranks half`.
+    /// Which cut, e.g. `dim 1 half`, `ranks half` or `exact`.
     pub cut: String,
+    /// The exact cut's bottleneck node set S (node ids, NPUs first), when
+    /// the exact cut is the best cut.
+    pub cut_set: Vec<u32>,
     /// Latency diameter.
     pub latency_ns: f64,
     /// The largest.
@@ -115,6 +123,13 @@ fn crossing(topo: &Topology, side: &[bool]) -> (f64, f64) {
 
 /// The lower bounds for `kind` of `size` bytes on `topo`.
 pub fn lower_bounds(topo: &Topology, kind: CollectiveKind, size: f64) -> Bounds {
+    lower_bounds_with(topo, kind, size, exact_cut(topo, kind).as_ref())
+}
+
+/// The lower bounds with the exact cut already computed (it depends on the
+/// topology and the collective, not on the size): what a caller timing many
+/// sizes on one topology uses.
+pub fn lower_bounds_with(topo: &Topology, kind: CollectiveKind, size: f64, exact: Option<&ExactCut>) -> Bounds {
     let n = topo.npus as usize;
     let nf = n as f64;
     // Ingress / egress per NPU.
@@ -171,11 +186,21 @@ pub fn lower_bounds(topo: &Topology, kind: CollectiveKind, size: f64) -> Bounds 
             }
         }
     }
+    let mut cut_set = Vec::new();
+    if let Some(e) = exact {
+        let t = e.ns_per_byte * size;
+        if t > cut_ns * (1.0 + 1e-9) {
+            cut_ns = t;
+            cut = "exact".into();
+            cut_set = e.set.clone();
+        }
+    }
     let latency_ns = latency_diameter(topo);
     Bounds {
         injection_ns,
         cut_ns,
         cut,
+        cut_set,
         latency_ns,
         bound_ns: injection_ns.max(cut_ns).max(latency_ns),
     }

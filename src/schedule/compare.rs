@@ -71,6 +71,8 @@ pub fn compare(
     let mut rows = Vec::with_capacity(topologies.len() * algorithms.len() * sizes.len());
     let mut done = 0;
     for (name, topo) in topologies {
+        // The exact cut depends on the topology and the collective only.
+        let exact = bounds::exact_cut(topo, kind);
         for &algorithm in algorithms {
             let fail = |cause: Cause| CompareError {
                 topology: name.clone(),
@@ -101,7 +103,7 @@ pub fn compare(
                     size,
                     algorithm,
                     time_ns: sim.time_ns,
-                    bound_ns: bounds::lower_bounds(topo, s.collective, size).bound_ns,
+                    bound_ns: bounds::lower_bounds_with(topo, s.collective, size, exact.as_ref()).bound_ns,
                     valid: sim.valid,
                 });
                 schedule = Some(s);

@@ -49,6 +49,7 @@ pub mod algorithm;
 pub mod bounds;
 pub mod builtin;
 pub mod compare;
+pub mod cut;
 mod file;
 pub mod replay;
 pub mod simulate;
