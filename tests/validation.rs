@@ -42,6 +42,30 @@ fn megatron_sc21_within_ten_percent() {
     assert!(v.best_fit.1 <= worst + 1e-12);
 }
 
+/// A different generation, framework and recipe (MosaicML's MPT on H100,
+/// FSDP, model FLOPs), predicted with the H100's table calibration, not
+/// tuned to these runs: reported, with its error, in
+/// results/validation/mpt-h100.md. The error is asserted only to stay where
+/// the table's calibration puts it (dimsum over-predicts by 8-21%).
+#[test]
+fn mpt_h100_is_predicted_untuned() {
+    let (p, _) = Published::load(&root().join("validation/mpt-h100.toml")).unwrap();
+    let v = validate::validate(&p).unwrap();
+    // The published model TFLOP/s per GPU (MFU x 989.4).
+    let published = [459.5, 394.4, 434.6];
+    for (x, want) in v.predictions.iter().zip(published) {
+        assert_eq!(x.run.measured_tflops, want);
+        assert!(
+            x.error > 0.0 && x.error < 0.25,
+            "{}: {:+.1}%",
+            x.run.name,
+            100.0 * x.error
+        );
+    }
+    // The H100's table calibration is not the best fit for these runs.
+    assert!(v.best_fit.0 < v.gemm_efficiency);
+}
+
 #[test]
 fn cluster_fabric_by_hand() {
     let (p, _) = Published::load(&root().join("validation/megatron-sc21.toml")).unwrap();

@@ -134,24 +134,25 @@ pub const ACCELERATORS: [Accelerator; 6] = [
     },
 ];
 
-/// A100: 80% of the BF16 peak on large matrix products. This is the
-/// constant fitted to Megatron-LM's SC'21 weak-scaling table (Narayanan et
-/// al., Table 1) by `dimsum validate` over all ten rows at once (one
-/// constant for the A100, not one per row); it agrees with the 250-265
-/// TFLOP/s cuBLAS reaches on large BF16 GEMMs on the A100 (NVIDIA's
-/// "Matrix Multiplication Background" guide, A100 throughput plots).
+/// A100: 80% of the BF16 peak on large matrix products (about 250 TFLOP/s,
+/// the plateau of the A100 curves in NVIDIA's "Matrix Multiplication
+/// Background User's Guide"; an estimate read off those plots). Not fitted
+/// to the validation runs: with it every row of Megatron-LM's SC'21 table
+/// is within 5.1% (`results/validation/megatron-sc21.md`, which also shows
+/// the best single constant for those rows, 0.79).
 pub const A100_GEMM: f64 = 0.80;
 /// A100: 80% of the HBM bandwidth for streaming kernels (the fraction
 /// STREAM-like copy kernels reach on HBM2e; an assumption, not fitted).
 pub const A100_MEMORY: f64 = 0.80;
-/// H100 SXM: 70% of the BF16 peak (about 690 TFLOP/s; cuBLAS on H100 SXM
-/// reaches 600-750 TFLOP/s on large BF16 GEMMs); not fitted to the H100
-/// row `dimsum validate` checks.
+/// H100 SXM: 70% of the BF16 peak (about 690 TFLOP/s; an assumption of the
+/// same kind as the A100's). Not fitted: MosaicML's MPT runs on H100
+/// (`results/validation/mpt-h100.md`) come out 8-21% slower than this
+/// predicts, and their best single constant is 0.60.
 pub const H100_GEMM: f64 = 0.70;
 /// H100: 80% of the HBM bandwidth for streaming kernels (an assumption).
 pub const H100_MEMORY: f64 = 0.80;
-/// MI300X: 45% of the BF16 peak (published MI300X GEMM throughput on
-/// large BF16 products is about 550-650 TFLOP/s); an assumption.
+/// MI300X: 45% of the BF16 peak (about 590 TFLOP/s; an assumption, no
+/// validation run).
 pub const MI300X_GEMM: f64 = 0.45;
 
 /// HBM a built-in accelerator keeps free by default: the CUDA context and

@@ -5,9 +5,10 @@
 //! cluster's two-level fabric (GPUs of a node on one switch, nodes on a
 //! network), and the throughput per GPU compared with the published one.
 //!
-//! Throughput is counted as the publication counts it (Megatron-LM's
-//! `96 B s l h^2 (1 + s / (6 h) + V / (16 l h))` with full recomputation,
-//! `ModelSpec::iteration_flops`), so the error is the error in time. The
+//! Throughput is counted as the publication counts it (`ModelSpec::
+//! iteration_flops`: Megatron-LM's `96 B s l h^2 (1 + s / (6 h) + V / (16 l
+//! h))` with full recomputation, or model FLOPs for an MFU), so the error is
+//! the error in time. The
 //! accelerator's calibration comes from the built-in table; `fit` finds the
 //! large-GEMM efficiency that would minimise the largest error, to show how
 //! much a refit could gain.
@@ -42,6 +43,11 @@ pub struct Cluster {
     /// How a collective's dimensions combine (`nccl`: one flat ring, as the
     /// runs' collective library does; or `pipelined`, `sequential`).
     pub time_model: TimeModel,
+    /// The training loop: `no-overlap` (Megatron's gradient all-reduce after
+    /// the pipeline flush) or `overlap` (gradient collectives under the
+    /// backward pass, as FSDP and DDP run them). Default no-overlap.
+    #[serde(default = "no_overlap")]
+    pub training_loop: Loop,
     /// What the cluster figures come from.
     pub source: String,
 }
@@ -60,6 +66,9 @@ pub struct Run {
     pub heads: u32,
     /// FFN size (default 4 x hidden).
     pub ffn: Option<u64>,
+    /// FFN matrices: 2 (GELU) or 3 (SwiGLU). Default 2.
+    #[serde(default = "two")]
+    pub ffn_matrices: u32,
     /// Sequence length.
     pub seq: u64,
     /// Vocabulary.
@@ -88,12 +97,39 @@ pub struct Run {
     /// ZeRO stage (0: Megatron's plain data parallelism).
     #[serde(default)]
     pub zero: u8,
+    /// How the publication counts FLOPs: `hardware` (the recomputed
+    /// forward included, as Megatron-LM's eq. 3) or `model` (forward and
+    /// backward only: MFU). Default hardware.
+    #[serde(default = "hardware")]
+    pub flops: FlopCount,
     /// Published throughput, TFLOP/s per GPU.
     pub measured_tflops: f64,
 }
 
+/// How a publication counts an iteration's FLOPs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlopCount {
+    /// Every FLOP run, recomputation included.
+    Hardware,
+    /// The model's forward and backward only (model FLOPs utilization).
+    Model,
+}
+
 fn one() -> u64 {
     1
+}
+
+fn two() -> u32 {
+    2
+}
+
+fn hardware() -> FlopCount {
+    FlopCount::Hardware
+}
+
+fn no_overlap() -> Loop {
+    Loop::NoOverlap
 }
 
 /// A validation file: a cluster and its published runs.
@@ -159,6 +195,12 @@ impl Published {
         for r in &p.runs {
             let bad = |m: String| InputError::at(path, None, format!("run `{}`", r.name), m);
             r.recompute.parse::<Recompute>().map_err(|e| bad(e.to_string()))?;
+            if !(2..=3).contains(&r.ffn_matrices) {
+                return Err(bad(format!(
+                    "ffn_matrices = {} is not allowed: 2 (GELU) or 3 (SwiGLU)",
+                    r.ffn_matrices
+                )));
+            }
             if r.tp * r.pp == 0 || !r.gpus.is_multiple_of(r.tp * r.pp) || r.micro_batch == 0 {
                 return Err(bad(format!("tp {} x pp {} must divide gpus {}", r.tp, r.pp, r.gpus)));
             }
@@ -242,7 +284,7 @@ pub fn model_of(r: &Run) -> (ModelSpec, Strategy) {
         hidden: r.hidden,
         heads: r.heads,
         ffn: r.ffn.unwrap_or(4 * r.hidden),
-        ffn_matrices: 2,
+        ffn_matrices: r.ffn_matrices,
         seq: r.seq,
         vocab: r.vocab,
         global_batch: r.batch,
@@ -274,14 +316,17 @@ pub fn predict(c: &Cluster, npu: &Npu, r: &Run) -> Result<Prediction, RunRefused
     let fabric = fabric(c, r.gpus);
     let g = transformer::generate(&model, npu, &strategy, &fabric).map_err(|e| refused(e.to_string()))?;
     let cm = CollectiveModel::defaults(&fabric, c.time_model);
-    let it = IterationModel::new(&g.workload, &fabric, &cm, Loop::NoOverlap);
+    let it = IterationModel::new(&g.workload, &fabric, &cm, c.training_loop);
     let bw: Vec<f64> = fabric
         .dims
         .iter()
         .map(|d| if d.name == "node" { c.node_gbps } else { c.network_gbps })
         .collect();
     let ns = it.iteration_ns(&bw);
-    let flops = model.iteration_flops(Recompute::Full);
+    let flops = match r.flops {
+        FlopCount::Hardware => model.iteration_flops(strategy.recompute),
+        FlopCount::Model => model.iteration_flops(Recompute::None),
+    };
     // FLOP per ns per GPU = TFLOP/s / 1e3.
     let predicted_tflops = flops / ns / r.gpus as f64 / 1e3;
     Ok(Prediction {
