@@ -138,8 +138,8 @@ pub const ACCELERATORS: [Accelerator; 6] = [
 /// the plateau of the A100 curves in NVIDIA's "Matrix Multiplication
 /// Background User's Guide"; an estimate read off those plots). Not fitted
 /// to the validation runs: with it every row of Megatron-LM's SC'21 table
-/// is within 5.1% (`results/validation/megatron-sc21.md`, which also shows
-/// the best single constant for those rows, 0.79).
+/// is within 8.7% (`results/validation/megatron-sc21.md`, which also shows
+/// the best single constant for those rows, 0.765).
 pub const A100_GEMM: f64 = 0.80;
 /// A100: 80% of the HBM bandwidth for streaming kernels (the fraction
 /// STREAM-like copy kernels reach on HBM2e; an assumption, not fitted).
