@@ -152,7 +152,7 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
         dimsum::io::write_atomic(path, out.schedule.to_json().as_bytes())?;
     }
     if let Some(dir) = &args.charts {
-        std::fs::create_dir_all(dir)?;
+        dimsum::io::create_dir(dir)?;
         report::schedule::utilization_chart(dir, &out.topo, &out.sim)?;
         report::schedule::timeline_chart(dir, &out.topo, &out.schedule, &out.sim)?;
     }

@@ -363,23 +363,16 @@ pub struct ValidateArgs {
 }
 
 fn validate(a: ValidateArgs) -> anyhow::Result<()> {
-    let mut loaded = Vec::new();
-    for f in &a.files {
-        loaded.push((f, dimsum::pipeline::validate::Published::load(f)?));
-    }
-    create_dir(&a.out)?;
-    for (f, (published, stamp)) in loaded {
-        let v = dimsum::pipeline::validate::validate(&published)
-            .map_err(|e| InputError::at(f, None, "run", e.to_string()))?;
-        let input = f.display().to_string();
-        let files = report::validation::write(&v, &stamp, &input, &a.out)?;
-        let worst = v.predictions.iter().map(|p| p.error.abs()).fold(0.0, f64::max);
+    let checked = dimsum::pipeline::validate::validate_files(&a.files)?;
+    dimsum::io::create_dir(&a.out)?;
+    for c in checked {
+        let files = report::validation::write(&c.validation, &c.stamp, &c.input, &a.out)?;
+        let (v, first) = (&c.validation, files[0].display());
+        let worst = 100.0 * v.largest_error();
         println!(
-            "{}: {} runs, largest error {:.1}%; wrote {}",
-            published.name,
-            v.predictions.len(),
-            100.0 * worst,
-            files[0].display()
+            "{}: {} runs, largest error {worst:.1}%; wrote {first}",
+            v.published.name,
+            v.predictions.len()
         );
     }
     Ok(())
@@ -391,12 +384,7 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
     let bw = study.allocation(bw.as_deref())?;
     let evaluator = ev.apply(&mut study)?;
     let e = study.evaluate_given(&bw)?;
-    for d in e.dims.iter().filter(|d| !d.within_bounds) {
-        eprintln!(
-            "warning: {} GB/s on `{}` is outside the dimension's bounds",
-            d.bw_gbps, d.name
-        );
-    }
+    eprint!("{}", report::text::bounds_warnings(&e));
     if evaluator == Evaluator::Schedule {
         return scheduled::eval(&study, &bw, json);
     }
@@ -481,7 +469,7 @@ fn frontier(a: FrontierArgs) -> anyhow::Result<()> {
         return Err(InputError::arg("--points", format!("{points} is not allowed: use 2 to 100000")).into());
     }
     let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
-    create_dir(&dir)?;
+    dimsum::io::create_dir(&dir)?;
     let bars = Bars::new();
     let progress = |t: &str, d: usize, n: usize| bars.update(t, d, n);
     let mut r = run::frontier(&study, axis, points, &progress).map_err(lift)?;
@@ -514,7 +502,7 @@ fn run_studies(a: RunArgs) -> anyhow::Result<()> {
     }
     for study in loaded {
         let dir = out.join(&study.name);
-        create_dir(&dir)?;
+        dimsum::io::create_dir(&dir)?;
         let bars = Bars::new();
         let results = run::run_study(&study, &dir, &|t, d, n| bars.update(t, d, n)).map_err(lift)?;
         bars.finish();
@@ -541,7 +529,7 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
     let shard = Shard::parse(&shard).map_err(|m| InputError::arg("--shard", m.to_string()))?;
     let sweeps = study.sweeps_named(name.as_deref())?;
     let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
-    create_dir(&dir)?;
+    dimsum::io::create_dir(&dir)?;
     for spec in sweeps {
         let bars = Bars::new();
         let o = run::sweep(&study, spec, shard, &dir, &|t, d, n| bars.update(t, d, n))?;
@@ -647,10 +635,6 @@ fn import_libra(a: ImportLibraArgs) -> anyhow::Result<()> {
     }
     print!("{}", study.libra_toml(&network, &workload, &communicator, &cost));
     Ok(())
-}
-
-fn create_dir(dir: &Path) -> anyhow::Result<()> {
-    Ok(dimsum::io::create_dir(dir)?)
 }
 
 /// A progress bar on stderr that appears only once the work has lasted a

@@ -375,6 +375,41 @@ pub struct Validation {
     pub best_fit: (f64, f64),
 }
 
+impl Validation {
+    /// The largest absolute error over the runs.
+    pub fn largest_error(&self) -> f64 {
+        self.predictions.iter().map(|p| p.error.abs()).fold(0.0, f64::max)
+    }
+}
+
+/// A validation file, read and predicted.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The file, as given.
+    pub input: String,
+    /// Its runs, predicted.
+    pub validation: Validation,
+    /// Its stamp (dimsum's version, the file's hash).
+    pub stamp: Stamp,
+}
+
+/// Reads every file and predicts its runs, all before anything is written;
+/// bad input (or a run that cannot be built) names its file.
+pub fn validate_files(paths: &[std::path::PathBuf]) -> Result<Vec<Checked>, InputError> {
+    paths
+        .iter()
+        .map(|f| {
+            let (published, stamp) = Published::load(f)?;
+            let validation = validate(&published).map_err(|e| InputError::at(f, None, "run", e.to_string()))?;
+            Ok(Checked {
+                input: f.display().to_string(),
+                validation,
+                stamp,
+            })
+        })
+        .collect()
+}
+
 /// Predicts every run of `p`.
 pub fn validate(p: &Published) -> Result<Validation, RunRefused> {
     let npu = npu_of(&p.cluster, None);

@@ -65,6 +65,20 @@ pub fn optimum(study: &Study, sol: &Solution, solve_ms: f64) -> String {
     s
 }
 
+/// One warning line per dimension whose bandwidth is outside its bounds.
+pub fn bounds_warnings(e: &Evaluation) -> String {
+    e.dims
+        .iter()
+        .filter(|d| !d.within_bounds)
+        .map(|d| {
+            format!(
+                "warning: {} GB/s on `{}` is outside the dimension's bounds\n",
+                d.bw_gbps, d.name
+            )
+        })
+        .collect()
+}
+
 /// A readable report of one evaluation.
 pub fn evaluation(study: &Study, e: &Evaluation) -> String {
     use std::fmt::Write as _;

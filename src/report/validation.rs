@@ -75,7 +75,7 @@ pub fn markdown(v: &Validation, stamp: &Stamp, input: &str) -> String {
             100.0 * x.error
         );
     }
-    let worst = v.predictions.iter().map(|x| x.error.abs()).fold(0.0, f64::max);
+    let worst = v.largest_error();
     let mean = v.predictions.iter().map(|x| x.error.abs()).sum::<f64>() / v.predictions.len().max(1) as f64;
     let _ = writeln!(
         s,
