@@ -203,14 +203,28 @@ fn gather_rate(topo: &Topology, reversed: bool) -> Option<(f64, Vec<bool>)> {
     if x <= 0.0 {
         return Some((0.0, set));
     }
-    for t in 0..n {
+    let passes = |net: &Net, x: f64, t: u32| -> (bool, Vec<bool>) {
+        let (f, sink_side) = net.max_flow(source, t, eps * 1e-3);
+        (f >= f64::from(n) * x * (1.0 - 1e-9), sink_side)
+    };
+    for v in 0..n as usize {
+        net.cap[first_source_edge + 2 * v] = x;
+    }
+    // Every NPU checked at the ingress rate, in parallel; only those that
+    // fail need Newton steps (a sink that passes at x passes below it).
+    let failing: Vec<u32> = {
+        use rayon::prelude::*;
+        let net = &net;
+        (0..n).into_par_iter().filter(|&t| !passes(net, x, t).0).collect()
+    };
+    for t in failing {
         // Newton steps on this sink until it passes.
         for _ in 0..64 {
             for v in 0..n as usize {
                 net.cap[first_source_edge + 2 * v] = x;
             }
-            let (f, sink_side) = net.max_flow(source, t, eps * 1e-3);
-            if f >= f64::from(n) * x * (1.0 - 1e-9) {
+            let (ok, sink_side) = passes(&net, x, t);
+            if ok {
                 break;
             }
             let outside = (0..n as usize).filter(|&v| !sink_side[v]).count();
@@ -238,13 +252,17 @@ fn reduce_cut(topo: &Topology) -> Option<(f64, Vec<bool>)> {
     let net = network(topo, false);
     let max_cap = topo.links.iter().map(|l| l.gbps).fold(0.0, f64::max);
     let eps = max_cap * 1e-15;
+    use rayon::prelude::*;
+    let cuts: Vec<(f64, Vec<bool>)> = (1..n)
+        .into_par_iter()
+        .flat_map_iter(|u| [(0, u), (u, 0)])
+        .map(|(a, b)| net.max_flow(a, b, eps))
+        .collect();
+    // The least, the first in order among equals (deterministic).
     let mut best: Option<(f64, Vec<bool>)> = None;
-    for u in 1..n {
-        for (a, b) in [(0, u), (u, 0)] {
-            let (f, sink_side) = net.max_flow(a, b, eps);
-            if best.as_ref().is_none_or(|(v, _)| f < *v) {
-                best = Some((f, sink_side));
-            }
+    for (f, side) in cuts {
+        if best.as_ref().is_none_or(|(v, _)| f < *v) {
+            best = Some((f, side));
         }
     }
     best
