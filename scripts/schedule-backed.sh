@@ -46,6 +46,9 @@ PY
   done
   echo
   echo "Per collective at the schedule-backed optimum (hierarchical, 1 chunk per NPU): simulated over analytic."
+  echo "The lower bound is the group topology's (the exact cut over every node set, per-NPU injection,"
+  echo "latency; schedule::bounds): no schedule beats it, so an analytic time below it is optimistic"
+  echo "beyond any schedule."
   echo
   echo "| case | collective | bytes | group | count | schedule | simulated (ms) | analytic (ms) | lower bound (ms) | simulated / analytic |"
   echo "|---|---|---|---|---|---|---|---|---|---|"

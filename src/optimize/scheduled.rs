@@ -78,6 +78,7 @@ use crate::optimize::frontier::Frontier;
 use crate::optimize::{self, Objective, OptError, Problem, Solution};
 use crate::schedule::Schedule;
 use crate::schedule::algorithm::Algorithm as ScheduleAlgorithm;
+use crate::schedule::bounds;
 use crate::schedule::builtin::{self, Algo};
 use crate::schedule::simulate::{self, LinkModel, SimOptions};
 
@@ -289,6 +290,9 @@ pub(crate) struct Measurement {
     pub transfers: u64,
     /// NPUs of the group.
     pub npus: u32,
+    /// The group topology's lower bound (`schedule::bounds`: injection,
+    /// the exact cut, latency), ns; 0 without a schedule.
+    pub bound_ns: f64,
 }
 
 /// One distinct collective at one allocation, for reports.
@@ -314,7 +318,9 @@ pub struct CollectiveFigures {
     pub analytic_ms: f64,
     /// simulated / analytic (above 1: the analytic model is optimistic).
     pub ratio: f64,
-    /// A time no algorithm beats, ms.
+    /// A time no algorithm beats, ms: the larger of the analytic model's
+    /// bandwidth bound and the group topology's (the exact cut, injection
+    /// and latency bounds of `schedule::bounds`).
     pub lower_bound_ms: f64,
     /// Measured per-dimension coefficients (fabric dimensions).
     pub dims: Vec<DimCoeff>,
@@ -523,6 +529,7 @@ impl Backed {
                 algorithm: "analytic".into(),
                 transfers: 0,
                 npus: comm.group.size() as u32,
+                bound_ns: 0.0,
             }
         } else {
             let topo_at = |b: &[f64]| group_topology(&self.fabric, &comm.group, b).0;
@@ -586,6 +593,7 @@ impl Backed {
                 algorithm: schedule.algorithm.clone(),
                 transfers: r.transfers,
                 npus: topo.npus,
+                bound_ns: bounds::lower_bounds(&topo, schedule.collective, opt.size_bytes).bound_ns,
             }
         };
         let m = Arc::new(m);
@@ -626,7 +634,7 @@ impl Backed {
                     } else {
                         1.0
                     },
-                    lower_bound_ms: ns_to_ms(term.coeffs.lower_bound_ns(bw)),
+                    lower_bound_ms: ns_to_ms(term.coeffs.lower_bound_ns(bw).max(ms[i].bound_ns)),
                     dims: ms[i].coeffs.dims.clone(),
                 }
             })
