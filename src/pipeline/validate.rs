@@ -195,13 +195,32 @@ impl Published {
         for r in &p.runs {
             let bad = |m: String| InputError::at(path, None, format!("run `{}`", r.name), m);
             r.recompute.parse::<Recompute>().map_err(|e| bad(e.to_string()))?;
+            let sizes = [
+                r.hidden,
+                r.seq,
+                r.vocab,
+                r.batch,
+                u64::from(r.layers),
+                u64::from(r.heads),
+            ];
+            if sizes.contains(&0) || r.ffn == Some(0) || !(r.measured_tflops.is_finite() && r.measured_tflops > 0.0) {
+                return Err(bad(
+                    "layers, hidden, heads, ffn, seq, vocab, batch and measured_tflops must be > 0".into(),
+                ));
+            }
+            if r.virtual_stages == 0 || r.zero > 3 {
+                return Err(bad("virtual_stages must be >= 1 and zero 0 to 3".into()));
+            }
             if !(2..=3).contains(&r.ffn_matrices) {
                 return Err(bad(format!(
                     "ffn_matrices = {} is not allowed: 2 (GELU) or 3 (SwiGLU)",
                     r.ffn_matrices
                 )));
             }
-            if r.tp * r.pp == 0 || !r.gpus.is_multiple_of(r.tp * r.pp) || r.micro_batch == 0 {
+            if r.micro_batch == 0 {
+                return Err(bad("micro_batch must be >= 1".into()));
+            }
+            if r.tp * r.pp == 0 || !r.gpus.is_multiple_of(r.tp * r.pp) {
                 return Err(bad(format!("tp {} x pp {} must divide gpus {}", r.tp, r.pp, r.gpus)));
             }
             let node = u64::from(p.cluster.node_gpus.max(1));
