@@ -36,6 +36,12 @@ fn megatron_sc21_within_ten_percent() {
         // Predicted throughput is the paper's FLOPs over the predicted time.
         assert!(x.predicted_tflops > 0.0 && x.memory_gib < 80.0, "{}", x.run.name);
     }
+    // The A100's calibration is the 1.7B row's (compute::A100_GEMM): that
+    // row is reproduced, the nine others are predictions.
+    let calibration = &v.predictions[0];
+    assert_eq!(calibration.run.name, "1.7B");
+    assert!(calibration.error.abs() < 0.005, "{:+.2}%", 100.0 * calibration.error);
+    assert_eq!(v.gemm_efficiency, dimsum::model::compute::A100_GEMM);
     // The best fit is a fraction of the peak and no worse than the table's.
     let worst = v.predictions.iter().map(|x| x.error.abs()).fold(0.0, f64::max);
     assert!(v.best_fit.0 > 0.4 && v.best_fit.0 <= 1.0);
@@ -45,8 +51,8 @@ fn megatron_sc21_within_ten_percent() {
 /// A different generation, framework and recipe (MosaicML's MPT on H100,
 /// FSDP, model FLOPs), predicted with the H100's table calibration, not
 /// tuned to these runs: reported, with its error, in
-/// results/validation/mpt-h100.md. The error is asserted only to stay where
-/// the table's calibration puts it (dimsum over-predicts by 8-21%).
+/// results/validation/mpt-h100.md. What is asserted is the claim the README
+/// makes for a generation the calibration never saw: within 25%.
 #[test]
 fn mpt_h100_is_predicted_untuned() {
     let (p, _) = Published::load(&root().join("validation/mpt-h100.toml")).unwrap();
@@ -55,12 +61,7 @@ fn mpt_h100_is_predicted_untuned() {
     let published = [459.5, 394.4, 434.6];
     for (x, want) in v.predictions.iter().zip(published) {
         assert_eq!(x.run.measured_tflops, want);
-        assert!(
-            x.error > 0.0 && x.error < 0.25,
-            "{}: {:+.1}%",
-            x.run.name,
-            100.0 * x.error
-        );
+        assert!(x.error.abs() < 0.25, "{}: {:+.1}%", x.run.name, 100.0 * x.error);
     }
     // The H100's table calibration is not the best fit for these runs.
     assert!(v.best_fit.0 < v.gemm_efficiency);
@@ -75,7 +76,7 @@ fn cluster_fabric_by_hand() {
     assert_eq!((f.dims[0].npus, f.dims[1].npus), (8, 4));
     assert!(f.dims.iter().all(|d| d.block == Block::Switch));
     // The 1.7B row: DP 32 = 512 / 16 sequences per micro-batch / 1 step.
-    let (m, s) = validate::model_of(&p.runs[0]);
+    let (m, s) = validate::model_of(&p.runs[0]).unwrap();
     assert_eq!((s.tp, s.pp, s.dp), (1, 1, 32));
     assert_eq!(m.ffn, 4 * 2304);
     assert_eq!(s.recompute, Recompute::Full);
@@ -110,6 +111,8 @@ fn cli_validate_writes_and_refuses() {
         ("npu = \"a100-80gb\"", "npu = \"a100-96gb\"", "allowed"),
         ("recompute = \"full\"", "recompute = \"some\"", "allowed"),
         ("gpus = 32", "gpus = 33", "node"),
+        ("gpus = 32", "gpus = 0", "gpus"),
+        ("name = \"megatron-sc21\"", "name = \"../x\"", "letters, digits"),
     ] {
         let bad = dir.path().join("bad.toml");
         std::fs::write(&bad, text.replacen(from, to, 1)).unwrap();
@@ -126,6 +129,22 @@ fn cli_validate_writes_and_refuses() {
         assert!(err.contains("bad.toml") && err.contains(says), "{err}");
         assert!(!dir.path().join("b").exists());
     }
+    // Two files of one name would write the same result files: refused
+    // before anything is written.
+    let copy = dir.path().join("copy.toml");
+    std::fs::write(&copy, &text).unwrap();
+    let o = dimsum()
+        .arg("validate")
+        .arg(root().join("validation/megatron-sc21.toml"))
+        .arg(&copy)
+        .arg("--out")
+        .arg(dir.path().join("c"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("copy.toml") && err.contains("also the name"), "{err}");
+    assert!(!dir.path().join("c").exists());
 }
 
 const STUDY: &str = r#"

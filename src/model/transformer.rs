@@ -39,7 +39,8 @@
 //!   `(p - 1) / v` micro-batch slots, timed on the last stage (which also
 //!   holds the logits); each micro-batch crosses each device v times each
 //!   way: a send-recv of `b s h e`, or with the scatter/gather optimization
-//!   (t > 1) of `b s h e / t` followed by an all-gather over the TP group;
+//!   (t > 1) of `b s h e / t` followed by an all-gather over the TP group
+//!   (each rank's share `b s h e / t`, the whole activation gathered);
 //! - data parallelism over d: the stage's gradients, `e_grad` bytes per
 //!   parameter, all-reduced in buckets of one block each (ZeRO-1 and -2: a
 //!   reduce-scatter plus an all-gather, the same bytes; ZeRO-3 gathers the
@@ -153,7 +154,7 @@ impl ModelSpec {
 
     /// All parameters.
     pub fn params(&self) -> f64 {
-        f64::from(self.layers) * self.layer_params() + (self.vocab * self.hidden) as f64
+        f64::from(self.layers) * self.layer_params() + self.vocab as f64 * self.hidden as f64
     }
 
     /// Forward FLOPs of one layer for one micro-batch.
@@ -166,12 +167,20 @@ impl ModelSpec {
     /// SC'21, eq. 3: `96 B s l h^2 (1 + s / (6 h) + V / (16 l h))` for a GPT
     /// FFN with full recomputation): each layer's forward three times
     /// (forward, input and weight gradients), four with full
-    /// recomputation, and the logits three times.
+    /// recomputation, and the logits three times. Selective recomputation
+    /// (Korthikanti et al.) runs the attention core's two matrix products
+    /// (`Q K^T` and the scores times `V`, `4 b s^2 h`) a second time.
     pub fn iteration_flops(&self, recompute: Recompute) -> f64 {
         let passes = if recompute == Recompute::Full { 4.0 } else { 3.0 };
-        let sequences = self.global_batch as f64 / self.micro_batch as f64;
-        let logits = 2.0 * (self.micro_batch * self.seq * self.hidden * self.vocab) as f64;
-        sequences * (passes * f64::from(self.layers) * self.layer_forward_flops() + 3.0 * logits)
+        let (b, s, h) = (self.micro_batch as f64, self.seq as f64, self.hidden as f64);
+        let again = if recompute == Recompute::Selective {
+            4.0 * b * s * s * h
+        } else {
+            0.0
+        };
+        let micro_batches = self.global_batch as f64 / b;
+        let logits = 2.0 * b * s * h * self.vocab as f64;
+        micro_batches * (f64::from(self.layers) * (passes * self.layer_forward_flops() + again) + 3.0 * logits)
     }
 }
 
@@ -428,6 +437,14 @@ pub enum StrategyError {
         /// The fabric's shape.
         shape: String,
     },
+    /// The model itself cannot be trained as given.
+    #[error("model `{name}`: {reason}")]
+    Model {
+        /// The model.
+        name: String,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
     /// Out of HBM.
     #[error("needs {gib:.1} GiB per NPU, more than its {hbm_gib} GiB of HBM")]
     Memory {
@@ -567,10 +584,21 @@ pub fn generate(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> 
 
 /// The strategy's divisibility checks; the number of micro-batches.
 fn check(model: &ModelSpec, s: &Strategy, fabric: &Fabric) -> Result<u64, StrategyError> {
+    let bad_model = |reason: &str| StrategyError::Model {
+        name: model.name.clone(),
+        reason: reason.into(),
+    };
+    if !(2..=3).contains(&model.ffn_matrices) {
+        return Err(bad_model("ffn_matrices must be 2 (GELU) or 3 (SwiGLU)"));
+    }
+    if model.micro_batch == 0 || model.global_batch == 0 {
+        return Err(bad_model("micro_batch and global_batch must be >= 1"));
+    }
     let n = fabric.npus();
-    if s.tp * s.pp * s.dp != n {
+    let product = s.tp.checked_mul(s.pp).and_then(|x| x.checked_mul(s.dp));
+    if product != Some(n) {
         return Err(StrategyError::Npus {
-            product: s.tp * s.pp * s.dp,
+            product: product.unwrap_or(u64::MAX),
             npus: n,
         });
     }
@@ -581,15 +609,15 @@ fn check(model: &ModelSpec, s: &Strategy, fabric: &Fabric) -> Result<u64, Strate
         });
     }
     let v = s.virtual_stages.max(1);
-    if u64::from(model.layers) % (s.pp * v) != 0 {
+    if s.pp.checked_mul(v).is_none_or(|pv| u64::from(model.layers) % pv != 0) {
         return Err(StrategyError::Layers {
             pp: s.pp,
             v,
             layers: model.layers,
         });
     }
-    let per_step = s.dp * model.micro_batch;
-    if !model.global_batch.is_multiple_of(per_step) {
+    let per_step = s.dp.checked_mul(model.micro_batch).unwrap_or(0);
+    if per_step == 0 || !model.global_batch.is_multiple_of(per_step) {
         return Err(StrategyError::Batch {
             dp: s.dp,
             micro_batch: model.micro_batch,
@@ -609,7 +637,7 @@ pub fn memory(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64) -> Memory {
     let (b, sq, h) = (model.micro_batch as f64, model.seq as f64, model.hidden as f64);
     let v = s.virtual_stages.max(1) as f64;
     let layers_per_stage = f64::from(model.layers) / p;
-    let stage_params = layers_per_stage * model.layer_params() + (model.vocab * model.hidden) as f64;
+    let stage_params = layers_per_stage * model.layer_params() + model.vocab as f64 * model.hidden as f64;
     let shard = |on: bool| if on { d } else { 1.0 };
     let sp = if s.sequence_parallel { t } else { 1.0 };
     let core = if s.flash_attention || s.recompute == Recompute::Selective {
@@ -663,7 +691,7 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
     let times = layer_times(model, s, d);
     let (t, p, dp) = (s.tp as f64, s.pp as f64, s.dp as f64);
     let v = s.virtual_stages.max(1);
-    let act = (model.micro_batch * model.seq * model.hidden) as f64 * model.bytes_weight;
+    let act = model.micro_batch as f64 * model.seq as f64 * model.hidden as f64 * model.bytes_weight;
     let h = model.hidden as f64;
     let block_params = [4.0 * h * h, f64::from(model.ffn_matrices) * h * model.ffn as f64];
     // Bytes per parameter per micro-batch of the fp32 gradient buffer: read
@@ -731,7 +759,7 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
                 }
             }
         }
-        let embedding = (model.vocab * model.hidden) as f64;
+        let embedding = model.vocab as f64 * model.hidden as f64;
         slot_records.push(Layer {
             name: format!("mb{slot}.logits"),
             forward: Phase {
@@ -762,14 +790,15 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
                 if scatter {
                     slot_records.push(comm_layer(
                         format!("mb{slot}.stage-boundary{k}.gather"),
-                        comm(CollectiveKind::AllGather, act, g.tp),
+                        // An all-gather's bytes are one NPU's share.
+                        comm(CollectiveKind::AllGather, send, g.tp),
                     ));
                 }
             }
         }
         if s.zero >= 3 && slot < m {
             // Gather the stage's parameters before the forward and the backward.
-            let stage_params = n_layers as f64 * model.layer_params() + (model.vocab * model.hidden) as f64;
+            let stage_params = n_layers as f64 * model.layer_params() + model.vocab as f64 * model.hidden as f64;
             slot_records.push(comm_layer(
                 format!("mb{slot}.zero3-gather"),
                 comm(
@@ -782,7 +811,7 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
         out.extend(slot_records.into_iter().map(|r| scaled(r, frac)));
     }
     // The optimizer step over the NPU's share of the stage's parameters.
-    let stage_params = n_layers as f64 * model.layer_params() + (model.vocab * model.hidden) as f64;
+    let stage_params = n_layers as f64 * model.layer_params() + model.vocab as f64 * model.hidden as f64;
     let share = stage_params / t / if s.zero >= 1 { dp } else { 1.0 };
     let adam = model.bytes_grad + 24.0 + model.bytes_weight;
     out.push(Layer {
@@ -934,6 +963,46 @@ mod tests {
             .find(|l| l.name == "mb0.stage-boundary0")
             .unwrap();
         assert_eq!(send.forward.comm.as_ref().unwrap().bytes, 65_536.0);
+        // The all-gather's bytes are each rank's share, the same 65536
+        // (16 ranks x 65536 = the whole activation, 1048576 bytes).
+        let gather = g
+            .workload
+            .layers
+            .iter()
+            .find(|l| l.name == "mb0.stage-boundary0.gather")
+            .unwrap();
+        let c = gather.forward.comm.as_ref().unwrap();
+        assert_eq!((c.kind, c.bytes), (CollectiveKind::AllGather, 65_536.0));
+        assert_eq!(c.bytes * 16.0, 1_048_576.0);
+    }
+
+    #[test]
+    fn impossible_models_and_overflowing_degrees_are_refused() {
+        let npu = flat_npu();
+        let f = libra_4d();
+        let s = strategy(16, 2, 128);
+        for m in [
+            ModelSpec {
+                ffn_matrices: 4,
+                ..small()
+            },
+            ModelSpec {
+                micro_batch: 0,
+                ..small()
+            },
+            ModelSpec {
+                global_batch: 0,
+                ..small()
+            },
+        ] {
+            assert!(matches!(generate(&m, &npu, &s, &f), Err(StrategyError::Model { .. })));
+        }
+        // Degrees whose product overflows u64 are not the fabric's NPUs.
+        let huge = strategy(1 << 32, 1 << 32, 16);
+        assert!(matches!(
+            generate(&small(), &npu, &huge, &f),
+            Err(StrategyError::Npus { .. })
+        ));
     }
 
     #[test]
@@ -962,6 +1031,10 @@ mod tests {
         // Without recomputation the layers run three times: 72 in place of 96.
         let no = 72.0 * b * s * l * h * h * (1.0 + s / (6.0 * h)) + 6.0 * b * s * h * v;
         assert!((m.iteration_flops(Recompute::None) / no - 1.0).abs() < 1e-12);
+        // Selective recomputation adds the attention core's 4 B s^2 h per
+        // layer: 4 * 512 * 2048^2 * 2304 * 24 over the B sequences.
+        let selective = no + 4.0 * b * s * s * h * l;
+        assert!((m.iteration_flops(Recompute::Selective) / selective - 1.0).abs() < 1e-12);
     }
 
     #[test]

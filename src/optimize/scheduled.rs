@@ -278,7 +278,7 @@ pub fn describe(comm: &Comm) -> String {
 }
 
 /// One replay of one distinct collective.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Measurement {
     /// Simulated time, ns.
     pub time_ns: f64,
@@ -290,9 +290,13 @@ pub(crate) struct Measurement {
     pub transfers: u64,
     /// NPUs of the group.
     pub npus: u32,
-    /// The group topology's lower bound (`schedule::bounds`: injection,
-    /// the exact cut, latency), ns; 0 without a schedule.
+    /// The group topology's lower bound without the exact cut
+    /// (`schedule::bounds`: injection, dimension cuts, latency), ns; 0
+    /// without a schedule.
     pub bound_ns: f64,
+    /// The group topology and the schedule's buffer, to certify the bound
+    /// with the exact cut when the figures are reported.
+    group: Option<(Arc<Topology>, f64)>,
 }
 
 /// One distinct collective at one allocation, for reports.
@@ -367,6 +371,8 @@ pub struct Backed {
     first: Vec<usize>,
     schedules: Mutex<HashMap<ScheduleKey, Arc<Schedule>>>,
     replays: Mutex<HashMap<ReplayKey, Arc<Measurement>>>,
+    /// The exact-cut bounds computed, ns, per replay.
+    exact: Mutex<HashMap<ReplayKey, f64>>,
     /// Schedules built so far.
     pub built: AtomicUsize,
     /// Replays run so far.
@@ -410,6 +416,7 @@ impl Backed {
             index,
             schedules: Mutex::new(HashMap::new()),
             replays: Mutex::new(HashMap::new()),
+            exact: Mutex::new(HashMap::new()),
             built: AtomicUsize::new(0),
             replayed: AtomicUsize::new(0),
             hits: AtomicUsize::new(0),
@@ -530,6 +537,7 @@ impl Backed {
                 transfers: 0,
                 npus: comm.group.size() as u32,
                 bound_ns: 0.0,
+                group: None,
             }
         } else {
             let topo_at = |b: &[f64]| group_topology(&self.fabric, &comm.group, b).0;
@@ -593,7 +601,8 @@ impl Backed {
                 algorithm: schedule.algorithm.clone(),
                 transfers: r.transfers,
                 npus: topo.npus,
-                bound_ns: bounds::lower_bounds(&topo, schedule.collective, opt.size_bytes).bound_ns,
+                bound_ns: bounds::lower_bounds_with(&topo, schedule.collective, opt.size_bytes, None).bound_ns,
+                group: Some((Arc::new(topo), opt.size_bytes)),
             }
         };
         let m = Arc::new(m);
@@ -601,12 +610,44 @@ impl Backed {
         Ok(m)
     }
 
-    /// The iteration at `bw`, every collective replayed (module doc).
+    /// The bound of distinct collective `i` at `bw` with the exact cut
+    /// (`schedule::cut`, cached): max-flows per NPU, so computed only for
+    /// the measurements that are reported, not in the optimizer's loop.
+    fn exact_bound(&self, i: usize, bw: &[f64], m: &Measurement) -> Result<f64, ScheduledError> {
+        let Some((topo, size)) = &m.group else {
+            return Ok(m.bound_ns);
+        };
+        let map = involved(&self.fabric, &self.distinct[i].0.group);
+        let key = (i, map.iter().map(|&d| bw[d].to_bits()).collect::<Vec<u64>>());
+        if let Some(b) = self.exact.lock().map_err(|_| poisoned())?.get(&key) {
+            return Ok(*b);
+        }
+        let b = bounds::lower_bounds(topo, self.distinct[i].0.kind, *size).bound_ns;
+        self.exact.lock().map_err(|_| poisoned())?.insert(key, b);
+        Ok(b)
+    }
+
+    /// The iteration at `bw`, every collective replayed (module doc), each
+    /// collective's bound certified with the exact cut.
     pub fn measure(&self, bw: &[f64]) -> Result<Measured, ScheduledError> {
+        self.measure_with(bw, true)
+    }
+
+    /// [`Backed::measure`]; with `exact` false the bounds leave out the
+    /// exact cut (the optimizer's iterations, whose figures are not shown).
+    fn measure_with(&self, bw: &[f64], exact: bool) -> Result<Measured, ScheduledError> {
         let ms: Vec<Arc<Measurement>> = (0..self.distinct.len())
             .into_par_iter()
             .map(|i| self.measure_one(i, bw))
             .collect::<Result<_, _>>()?;
+        let bounds: Vec<f64> = if exact {
+            (0..self.distinct.len())
+                .into_par_iter()
+                .map(|i| self.exact_bound(i, bw, &ms[i]))
+                .collect::<Result<_, _>>()?
+        } else {
+            ms.iter().map(|m| m.bound_ns).collect()
+        };
         let mut model = self.analytic.clone();
         for (term, &i) in model.collectives.iter_mut().zip(&self.index) {
             term.coeffs = ms[i].coeffs.clone();
@@ -634,7 +675,7 @@ impl Backed {
                     } else {
                         1.0
                     },
-                    lower_bound_ms: ns_to_ms(term.coeffs.lower_bound_ns(bw).max(ms[i].bound_ns)),
+                    lower_bound_ms: ns_to_ms(term.coeffs.lower_bound_ns(bw).max(bounds[i])),
                     dims: ms[i].coeffs.dims.clone(),
                 }
             })
@@ -742,7 +783,7 @@ pub fn optimize(
     // Tangents measured at earlier allocations, per collective term.
     let mut past: Vec<Vec<Vec<DimCoeff>>> = vec![Vec::new(); base.iteration.collectives.len()];
     for _ in 0..backed.spec.max_iterations.max(1) {
-        let m = backed.measure(&bw)?;
+        let m = backed.measure_with(&bw, false)?;
         let mut p = base.clone();
         p.iteration = m.model.clone();
         for (term, rows) in p.iteration.collectives.iter_mut().zip(&past) {
@@ -790,8 +831,11 @@ pub fn optimize(
         seen
     };
     let best_seen = best != last;
-    let analytic_measured = steps[0].0.clone();
+    // The two reported measurements again, their bounds with the exact cut
+    // (the replays come from the cache).
+    let analytic_measured = backed.measure(&steps[0].0.bw_gbps)?;
     let (measured, solution) = steps.swap_remove(best);
+    let measured = backed.measure(&measured.bw_gbps)?;
     Ok(FixedPoint {
         analytic,
         solution,

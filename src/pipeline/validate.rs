@@ -102,6 +102,11 @@ pub struct Run {
     /// backward only: MFU). Default hardware.
     #[serde(default = "hardware")]
     pub flops: FlopCount,
+    /// The run's training loop when it is not the cluster's (e.g.
+    /// PyTorch DDP, which overlaps the gradient all-reduce with the
+    /// backward pass, where Megatron's own DDP does not).
+    #[serde(default)]
+    pub training_loop: Option<Loop>,
     /// Published throughput, TFLOP/s per GPU.
     pub measured_tflops: f64,
 }
@@ -192,6 +197,17 @@ impl Published {
         if p.runs.is_empty() {
             return Err(InputError::at(path, None, "run", "list at least one [[run]]"));
         }
+        if !is_file_stem(&p.name) {
+            return Err(InputError::at(
+                path,
+                None,
+                "name",
+                format!(
+                    "`{}` is not allowed: the result files are named after it, so letters, digits, `.`, `_` and `-` only (not `.` or `..`)",
+                    p.name
+                ),
+            ));
+        }
         for r in &p.runs {
             let bad = |m: String| InputError::at(path, None, format!("run `{}`", r.name), m);
             r.recompute.parse::<Recompute>().map_err(|e| bad(e.to_string()))?;
@@ -200,12 +216,13 @@ impl Published {
                 r.seq,
                 r.vocab,
                 r.batch,
+                r.gpus,
                 u64::from(r.layers),
                 u64::from(r.heads),
             ];
             if sizes.contains(&0) || r.ffn == Some(0) || !(r.measured_tflops.is_finite() && r.measured_tflops > 0.0) {
                 return Err(bad(
-                    "layers, hidden, heads, ffn, seq, vocab, batch and measured_tflops must be > 0".into(),
+                    "layers, hidden, heads, ffn, seq, vocab, batch, gpus and measured_tflops must be > 0".into(),
                 ));
             }
             if r.virtual_stages == 0 || r.zero > 3 {
@@ -220,7 +237,8 @@ impl Published {
             if r.micro_batch == 0 {
                 return Err(bad("micro_batch must be >= 1".into()));
             }
-            if r.tp * r.pp == 0 || !r.gpus.is_multiple_of(r.tp * r.pp) {
+            let tp_pp = r.tp.checked_mul(r.pp).unwrap_or(0);
+            if tp_pp == 0 || !r.gpus.is_multiple_of(tp_pp) {
                 return Err(bad(format!("tp {} x pp {} must divide gpus {}", r.tp, r.pp, r.gpus)));
             }
             let node = u64::from(p.cluster.node_gpus.max(1));
@@ -235,11 +253,23 @@ impl Published {
     }
 }
 
+/// Whether `name` can name a result file: `[A-Za-z0-9._-]+`, not `.` or `..`.
+fn is_file_stem(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
 /// One run, predicted.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Prediction {
     /// The run.
     pub run: Run,
+    /// The model's parameters, billions (its own count).
+    pub params_b: f64,
     /// Data-parallel degree.
     pub dp: u64,
     /// Micro-batches per iteration.
@@ -268,7 +298,7 @@ pub struct RunRefused {
 
 /// The two-level fabric of `gpus` GPUs on `c`.
 pub fn fabric(c: &Cluster, gpus: u64) -> Fabric {
-    let node = u64::from(c.node_gpus).min(gpus) as u32;
+    let node = u64::from(c.node_gpus).min(gpus).max(1) as u32;
     let mut dims = vec![Dim {
         name: "node".into(),
         block: Block::Switch,
@@ -284,7 +314,7 @@ pub fn fabric(c: &Cluster, gpus: u64) -> Fabric {
         dims.push(Dim {
             name: "network".into(),
             block: Block::Switch,
-            npus: nodes as u32,
+            npus: u32::try_from(nodes).unwrap_or(u32::MAX),
             latency_ns: c.network_latency_us * 1e3,
             min_gbps: None,
             max_gbps: None,
@@ -295,14 +325,19 @@ pub fn fabric(c: &Cluster, gpus: u64) -> Fabric {
     Fabric { dims }
 }
 
-/// The run's model and recipe.
-pub fn model_of(r: &Run) -> (ModelSpec, Strategy) {
+/// The run's model and recipe, or why the run names a recomputation that
+/// does not exist.
+pub fn model_of(r: &Run) -> Result<(ModelSpec, Strategy), RunRefused> {
+    let recompute = r.recompute.parse::<Recompute>().map_err(|e| RunRefused {
+        run: r.name.clone(),
+        reason: e.to_string(),
+    })?;
     let model = ModelSpec {
         name: r.name.clone(),
         layers: r.layers,
         hidden: r.hidden,
         heads: r.heads,
-        ffn: r.ffn.unwrap_or(4 * r.hidden),
+        ffn: r.ffn.unwrap_or(r.hidden.saturating_mul(4)),
         ffn_matrices: r.ffn_matrices,
         seq: r.seq,
         vocab: r.vocab,
@@ -316,13 +351,13 @@ pub fn model_of(r: &Run) -> (ModelSpec, Strategy) {
     let strategy = Strategy {
         zero: r.zero,
         sequence_parallel: r.sequence_parallel,
-        recompute: r.recompute.parse().unwrap_or(Recompute::Full),
+        recompute,
         virtual_stages: r.virtual_stages,
         scatter_gather: true,
         flash_attention: r.flash_attention,
-        ..Strategy::new(r.tp, r.pp, r.gpus / (r.tp * r.pp))
+        ..Strategy::new(r.tp, r.pp, r.gpus / r.tp.saturating_mul(r.pp).max(1))
     };
-    (model, strategy)
+    Ok((model, strategy))
 }
 
 /// Predicts one run on `npu`.
@@ -331,11 +366,11 @@ pub fn predict(c: &Cluster, npu: &Npu, r: &Run) -> Result<Prediction, RunRefused
         run: r.name.clone(),
         reason,
     };
-    let (model, strategy) = model_of(r);
+    let (model, strategy) = model_of(r)?;
     let fabric = fabric(c, r.gpus);
     let g = transformer::generate(&model, npu, &strategy, &fabric).map_err(|e| refused(e.to_string()))?;
     let cm = CollectiveModel::defaults(&fabric, c.time_model);
-    let it = IterationModel::new(&g.workload, &fabric, &cm, c.training_loop);
+    let it = IterationModel::new(&g.workload, &fabric, &cm, r.training_loop.unwrap_or(c.training_loop));
     let bw: Vec<f64> = fabric
         .dims
         .iter()
@@ -350,6 +385,7 @@ pub fn predict(c: &Cluster, npu: &Npu, r: &Run) -> Result<Prediction, RunRefused
     let predicted_tflops = flops / ns / r.gpus as f64 / 1e3;
     Ok(Prediction {
         run: r.clone(),
+        params_b: model.params() / 1e9,
         dp: strategy.dp,
         micro_batches: g.micro_batches,
         iteration_ms: ns_to_ms(ns),
@@ -360,10 +396,18 @@ pub fn predict(c: &Cluster, npu: &Npu, r: &Run) -> Result<Prediction, RunRefused
     })
 }
 
-/// The cluster's NPU at large-GEMM efficiency `gemm` (default: the table's).
-pub fn npu_of(c: &Cluster, gemm: Option<f64>) -> Npu {
-    let a = compute::accelerator(&c.npu).unwrap_or(&compute::ACCELERATORS[0]);
-    Npu {
+/// The cluster's NPU at large-GEMM efficiency `gemm` (default: the
+/// table's), or why the cluster names no built-in accelerator.
+pub fn npu_of(c: &Cluster, gemm: Option<f64>) -> Result<Npu, RunRefused> {
+    let a = compute::accelerator(&c.npu).ok_or_else(|| RunRefused {
+        run: "(every run)".into(),
+        reason: format!(
+            "cluster npu `{}` is not a built-in accelerator; allowed: {}",
+            c.npu,
+            crate::error::one_of(&compute::accelerator_names())
+        ),
+    })?;
+    Ok(Npu {
         name: a.name.into(),
         device: compute::Device {
             peak_tflops: a.bf16_tflops,
@@ -375,7 +419,7 @@ pub fn npu_of(c: &Cluster, gemm: Option<f64>) -> Npu {
         },
         hbm_gib: a.hbm_gib,
         headroom_gib: compute::DEFAULT_HEADROOM_GIB,
-    }
+    })
 }
 
 /// A validation file's runs, predicted.
@@ -415,10 +459,22 @@ pub struct Checked {
 /// Reads every file and predicts its runs, all before anything is written;
 /// bad input (or a run that cannot be built) names its file.
 pub fn validate_files(paths: &[std::path::PathBuf]) -> Result<Vec<Checked>, InputError> {
+    let mut names = std::collections::BTreeMap::new();
     paths
         .iter()
         .map(|f| {
             let (published, stamp) = Published::load(f)?;
+            if let Some(first) = names.insert(published.name.clone(), f.display().to_string()) {
+                return Err(InputError::at(
+                    f,
+                    None,
+                    "name",
+                    format!(
+                        "`{}` is also the name of {first}: the result files would overwrite each other",
+                        published.name
+                    ),
+                ));
+            }
             let validation = validate(&published).map_err(|e| InputError::at(f, None, "run", e.to_string()))?;
             Ok(Checked {
                 input: f.display().to_string(),
@@ -431,7 +487,7 @@ pub fn validate_files(paths: &[std::path::PathBuf]) -> Result<Vec<Checked>, Inpu
 
 /// Predicts every run of `p`.
 pub fn validate(p: &Published) -> Result<Validation, RunRefused> {
-    let npu = npu_of(&p.cluster, None);
+    let npu = npu_of(&p.cluster, None)?;
     let predictions = p
         .runs
         .iter()
@@ -442,25 +498,25 @@ pub fn validate(p: &Published) -> Result<Validation, RunRefused> {
         predictions,
         gemm_efficiency: npu.device.gemm_efficiency,
         memory_efficiency: npu.device.memory_efficiency,
-        best_fit: fit(p),
+        best_fit: fit(p)?,
     })
 }
 
 /// The large-GEMM efficiency (0.40 to 1.00 in steps of 0.005) whose
-/// largest absolute error over the runs is least, and that error.
-pub fn fit(p: &Published) -> (f64, f64) {
-    let mut best = (f64::NAN, f64::INFINITY);
+/// largest absolute error over the runs is least, and that error; the
+/// first run that no efficiency can predict is refused.
+pub fn fit(p: &Published) -> Result<(f64, f64), RunRefused> {
+    let mut best = (0.0, f64::INFINITY);
     for k in 0..=120 {
         let e = 0.40 + 0.005 * f64::from(k);
-        let npu = npu_of(&p.cluster, Some(e));
-        let worst = p
-            .runs
-            .iter()
-            .map(|r| predict(&p.cluster, &npu, r).map_or(f64::INFINITY, |x| x.error.abs()))
-            .fold(0.0, f64::max);
+        let npu = npu_of(&p.cluster, Some(e))?;
+        let mut worst = 0.0_f64;
+        for r in &p.runs {
+            worst = worst.max(predict(&p.cluster, &npu, r)?.error.abs());
+        }
         if worst < best.1 {
             best = (e, worst);
         }
     }
-    best
+    Ok(best)
 }

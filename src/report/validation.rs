@@ -10,10 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// The runs in billions of parameters (the model's own count).
 fn billions(v: &Validation) -> Vec<f64> {
-    v.predictions
-        .iter()
-        .map(|p| crate::pipeline::validate::model_of(&p.run).0.params() / 1e9)
-        .collect()
+    v.predictions.iter().map(|p| p.params_b).collect()
 }
 
 /// The Markdown page.

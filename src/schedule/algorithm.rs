@@ -8,6 +8,7 @@
 
 use super::Schedule;
 use super::builtin::{self, Algo};
+use super::forest;
 use super::swing::{self, Peers, SwingOptions, Variant};
 use super::synth::{self, SynthOptions};
 use crate::error::Named;
@@ -39,6 +40,8 @@ pub enum Algorithm {
     RecursiveDoublingBw,
     /// Multiport ring reduce-scatter per dimension, all-gathers back.
     Bucket,
+    /// A packing of spanning trees at the exact cut rate (`schedule::forest`).
+    Forest,
 }
 
 impl Named for Algorithm {
@@ -55,6 +58,7 @@ impl Named for Algorithm {
         Algorithm::RecursiveDoubling,
         Algorithm::RecursiveDoublingBw,
         Algorithm::Bucket,
+        Algorithm::Forest,
     ];
     fn as_name(self) -> &'static str {
         match self {
@@ -69,6 +73,7 @@ impl Named for Algorithm {
             Algorithm::RecursiveDoubling => "recursive-doubling",
             Algorithm::RecursiveDoublingBw => "recursive-doubling-bw",
             Algorithm::Bucket => "bucket",
+            Algorithm::Forest => "forest",
         }
     }
 }
@@ -194,6 +199,11 @@ pub fn build(
     }
     let built = match algorithm {
         Algorithm::Bucket => swing::bucket(topo, kind, opt.multiport, k).map_err(|e| e.to_string()),
+        // One piece per tree is never what anyone wants of a pipelined
+        // tree: the default (1) lets forest choose from the size.
+        Algorithm::Forest => {
+            forest::build(topo, kind, if k > 1 { k } else { 0 }, opt.size_bytes).map_err(|e| e.to_string())
+        }
         Algorithm::Tacos => {
             if opt.restarts < 1 {
                 return Err(SpecError::Restarts);
@@ -244,7 +254,7 @@ mod tests {
         }
         let e = "magic".parse::<Algorithm>().unwrap_err().to_string();
         assert!(e.starts_with("`magic` is not an algorithm; allowed: `ring`,"), "{e}");
-        assert!(e.ends_with("or `bucket`"), "{e}");
+        assert!(e.ends_with("or `forest`"), "{e}");
     }
 
     #[test]

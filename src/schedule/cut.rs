@@ -40,7 +40,7 @@ pub struct ExactCut {
 pub const MAX_NPUS: u32 = 1024;
 
 /// A flow network: edges in pairs (forward, residual).
-struct Net {
+pub(super) struct Net {
     head: Vec<usize>,
     next: Vec<usize>,
     to: Vec<u32>,
@@ -50,7 +50,7 @@ struct Net {
 const NONE: usize = usize::MAX;
 
 impl Net {
-    fn new(nodes: usize) -> Net {
+    pub(super) fn new(nodes: usize) -> Net {
         Net {
             head: vec![NONE; nodes],
             next: Vec::new(),
@@ -59,7 +59,7 @@ impl Net {
         }
     }
 
-    fn add(&mut self, a: u32, b: u32, c: f64) {
+    pub(super) fn add(&mut self, a: u32, b: u32, c: f64) {
         for (from, to, cap) in [(a, b, c), (b, a, 0.0)] {
             self.next.push(self.head[from as usize]);
             self.head[from as usize] = self.to.len();
@@ -71,7 +71,7 @@ impl Net {
     /// Max-flow from `s` to `t` on a copy of the capacities; returns the
     /// flow and the sink side of a min cut (nodes that cannot reach... i.e.
     /// not reachable from `s` in the residual network).
-    fn max_flow(&self, s: u32, t: u32, eps: f64) -> (f64, Vec<bool>) {
+    pub(super) fn max_flow(&self, s: u32, t: u32, eps: f64) -> (f64, Vec<bool>) {
         let n = self.head.len();
         let mut cap = self.cap.clone();
         let mut flow = 0.0;
@@ -151,51 +151,57 @@ impl Net {
     }
 }
 
-/// The topology's links as a flow network (reversed for a reduce-scatter),
-/// with one extra node for a source.
-fn network(topo: &Topology, reversed: bool) -> Net {
-    let mut net = Net::new(topo.nodes() as usize + 1);
-    for l in &topo.links {
-        let (a, b) = if reversed { (l.dst, l.src) } else { (l.src, l.dst) };
-        net.add(a, b, l.gbps);
+/// The topology's links as arcs `(from, to, GB/s)`, reversed for a
+/// reduce-scatter.
+fn arcs_of(topo: &Topology, reversed: bool) -> Vec<(u32, u32, f64)> {
+    topo.links
+        .iter()
+        .map(|l| if reversed { (l.dst, l.src, l.gbps) } else { (l.src, l.dst, l.gbps) })
+        .collect()
+}
+
+/// Arcs as a flow network of `nodes` nodes and one extra node for a source.
+fn network(nodes: usize, arcs: &[(u32, u32, f64)]) -> Net {
+    let mut net = Net::new(nodes + 1);
+    for &(a, b, c) in arcs {
+        net.add(a, b, c);
     }
     net
 }
 
-/// Bandwidth into the node set `inside` (true = in S), GB/s.
-fn into(topo: &Topology, inside: &[bool], reversed: bool) -> f64 {
-    topo.links
-        .iter()
-        .filter(|l| {
-            let (a, b) = if reversed { (l.dst, l.src) } else { (l.src, l.dst) };
-            !inside[a as usize] && inside[b as usize]
-        })
-        .map(|l| l.gbps)
+/// Bandwidth of `arcs` into the node set `inside` (true = in S), GB/s.
+fn into(arcs: &[(u32, u32, f64)], inside: &[bool]) -> f64 {
+    arcs.iter()
+        .filter(|(a, b, _)| !inside[*a as usize] && inside[*b as usize])
+        .map(|(_, _, c)| c)
         .sum()
 }
 
 /// The all-gather cut on `topo` (reversed: the reduce-scatter's): the
 /// largest feasible rate per shard x (GB/s) and its bottleneck set.
 fn gather_rate(topo: &Topology, reversed: bool) -> Option<(f64, Vec<bool>)> {
-    let n = topo.npus;
+    gather_rate_of(topo.nodes() as usize, topo.npus, &arcs_of(topo, reversed))
+}
+
+/// [`gather_rate`] on any arcs among `nodes` nodes whose first `n` are NPUs.
+pub(super) fn gather_rate_of(nodes: usize, n: u32, arcs: &[(u32, u32, f64)]) -> Option<(f64, Vec<bool>)> {
     if n < 2 {
         return None;
     }
-    let nodes = topo.nodes() as usize;
-    let mut net = network(topo, reversed);
+    let mut net = network(nodes, arcs);
     let source = nodes as u32;
     let first_source_edge = net.to.len();
     for v in 0..n {
         net.add(source, v, 0.0);
     }
-    let max_cap = topo.links.iter().map(|l| l.gbps).fold(0.0, f64::max);
+    let max_cap = arcs.iter().map(|a| a.2).fold(0.0, f64::max);
     let eps = max_cap * 1e-12;
     // Start at the ingress bound: one NPU alone.
     let mut best: Option<(f64, Vec<bool>)> = None;
     for v in 0..n as usize {
         let mut s = vec![false; nodes + 1];
         s[v] = true;
-        let x = into(topo, &s, reversed) / f64::from(n - 1);
+        let x = into(arcs, &s) / f64::from(n - 1);
         if best.as_ref().is_none_or(|(b, _)| x < *b) {
             best = Some((x, s));
         }
@@ -219,8 +225,11 @@ fn gather_rate(topo: &Topology, reversed: bool) -> Option<(f64, Vec<bool>)> {
         (0..n).into_par_iter().filter(|&t| !passes(net, x, t).0).collect()
     };
     for t in failing {
-        // Newton steps on this sink until it passes.
-        for _ in 0..64 {
+        // Newton steps on this sink until it passes. Each step moves x to
+        // a strictly smaller ratio of a real cut, and there are finitely
+        // many cuts, so the loop ends; whichever way it ends, x is the
+        // ratio of the set `set`, a valid bound.
+        loop {
             for v in 0..n as usize {
                 net.cap[first_source_edge + 2 * v] = x;
             }
@@ -232,7 +241,7 @@ fn gather_rate(topo: &Topology, reversed: bool) -> Option<(f64, Vec<bool>)> {
             if outside == 0 {
                 break;
             }
-            let ratio = into(topo, &sink_side, reversed) / outside as f64;
+            let ratio = into(arcs, &sink_side) / outside as f64;
             if ratio >= x {
                 break;
             }
@@ -250,7 +259,7 @@ fn reduce_cut(topo: &Topology) -> Option<(f64, Vec<bool>)> {
     if n < 2 {
         return None;
     }
-    let net = network(topo, false);
+    let net = network(topo.nodes() as usize, &arcs_of(topo, false));
     let max_cap = topo.links.iter().map(|l| l.gbps).fold(0.0, f64::max);
     let eps = max_cap * 1e-15;
     use rayon::prelude::*;

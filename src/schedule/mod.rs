@@ -51,6 +51,7 @@ pub mod builtin;
 pub mod compare;
 pub mod cut;
 mod file;
+pub mod forest;
 pub mod replay;
 pub mod simulate;
 pub mod swing;
