@@ -28,6 +28,7 @@ if [[ -z $check ]]; then
   done
   scripts/libra-reproduce.sh
   scripts/collectives.sh
+  scripts/forest.sh
   scripts/swing.sh
   scripts/schedule-backed.sh
   scripts/validation.sh
@@ -40,10 +41,12 @@ fi
 # of it in collectives.sh, which therefore runs alongside the rest.
 tmp=$(mktemp -d)
 collectives=
-trap 'if [[ -n $collectives ]]; then kill "$collectives" 2>/dev/null || true; wait; fi; rm -rf "$tmp"' EXIT
+trap 'if [[ -n $collectives ]]; then kill $collectives 2>/dev/null || true; wait; fi; rm -rf "$tmp"' EXIT
 start=$SECONDS
 scripts/collectives.sh "$tmp" >/dev/null &
 collectives=$!
+scripts/forest.sh "$tmp" >/dev/null &
+collectives="$collectives $!"
 for study in studies/*.toml; do
   "$bin" run "$study" --out "$tmp/results" >/dev/null
 done
@@ -51,7 +54,9 @@ scripts/libra-reproduce.sh "$tmp" >/dev/null
 scripts/swing.sh "$tmp" >/dev/null
 scripts/schedule-backed.sh "$tmp" >/dev/null
 scripts/validation.sh "$tmp" >/dev/null
-wait "$collectives" # its exit status: set -e stops here if it failed
+for pid in $collectives; do
+  wait "$pid" # its exit status: set -e stops here if it failed
+done
 collectives=
 
 # Wall-clock fields, different on every run, are compared with the number

@@ -156,7 +156,13 @@ impl Net {
 fn arcs_of(topo: &Topology, reversed: bool) -> Vec<(u32, u32, f64)> {
     topo.links
         .iter()
-        .map(|l| if reversed { (l.dst, l.src, l.gbps) } else { (l.src, l.dst, l.gbps) })
+        .map(|l| {
+            if reversed {
+                (l.dst, l.src, l.gbps)
+            } else {
+                (l.src, l.dst, l.gbps)
+            }
+        })
         .collect()
 }
 

@@ -20,10 +20,14 @@
 //!    has a max-flow from s of at least D = sum of d_r. A tree of root r and
 //!    weight mu is grown one arc at a time (breadth first, widest arc
 //!    first); an arc is kept when the condition still holds with the tree's
-//!    arcs reduced by mu and the tree's nodes fed mu by s (one max-flow per
-//!    NPU); when it fails, mu drops to the ratio of the failing cut (a Newton
-//!    step, as in `schedule::cut`). A finished tree takes mu from its arcs
-//!    and from d_r.
+//!    arcs reduced by mu and the tree's nodes fed mu by s (through one extra
+//!    node, so a cut pays mu once if it holds any of them). Adding arc
+//!    (u, v) lowers only the cuts that hold v, not u, and a tree node, so
+//!    one max-flow, to v, checks it; when it fails, mu drops to the ratio
+//!    of the failing cut (a Newton step, as in `schedule::cut`; lowering mu
+//!    never lowers a cut, since every cut holding a tree node but not the
+//!    root is entered by a tree arc). A finished tree takes mu from its
+//!    arcs and from d_r.
 //! 3. Root r's shard, `c` chunks, is apportioned to its trees by weight
 //!    (largest remainder); each tree's chunks go down it in `k` pieces, a
 //!    piece sent on an arc once it has arrived at the arc's tail.
@@ -32,17 +36,19 @@
 //!    all-gather, each piece of the all-gather leaving its root once the
 //!    pieces of the reduce-scatter that hold its chunks have arrived there.
 //!
-//! Cost: one max-flow per NPU per arc tried, so the packing is for networks
-//! of up to [`MAX_NPUS`] NPUs.
+//! Cost: a max-flow per arc tried (and per Newton step), so the packing is
+//! for networks of up to [`MAX_NPUS`] NPUs.
 
 use super::cut::{Net, gather_rate_of};
 use super::{MAX_STATE, Op, Run, Schedule, Transfer};
 use crate::model::topology::Topology;
 use crate::model::workload::CollectiveKind;
-use rayon::prelude::*;
 
-/// Most NPUs a forest is packed for (one max-flow per NPU per arc tried).
+/// Most NPUs a forest is packed for (a max-flow per arc tried).
 pub const MAX_NPUS: u32 = 64;
+
+/// Most transfers [`auto_pieces`] lets one tree packing's pieces make.
+pub const MAX_TRANSFERS: u64 = 1 << 20;
 
 /// Chunks of a shard the tree weights are rounded to (at least; more with
 /// many trees per root).
@@ -59,6 +65,8 @@ pub struct Arc {
     pub gbps: f64,
     /// The topology's links, in the arc's direction.
     pub route: Vec<u32>,
+    /// The switches the route passes, in order.
+    pub via: Vec<u32>,
 }
 
 /// One spanning out-tree.
@@ -100,7 +108,7 @@ pub enum ForestError {
     #[error("forest builds all-gather, reduce-scatter and all-reduce, not {0}")]
     Collective(&'static str),
     /// Too many NPUs.
-    #[error("forest packs trees for at most {MAX_NPUS} NPUs (one max-flow per NPU per arc tried); this topology has {0}")]
+    #[error("forest packs trees for at most {MAX_NPUS} NPUs (a max-flow per arc tried); this topology has {0}")]
     TooLarge(u32),
     /// Some NPU cannot be reached.
     #[error("the topology does not connect every NPU to every other")]
@@ -128,6 +136,7 @@ pub fn split(topo: &Topology, reversed: bool) -> Vec<Arc> {
                 dst,
                 gbps: l.gbps,
                 route: vec![i as u32],
+                via: Vec::new(),
             }
         })
         .collect();
@@ -140,11 +149,15 @@ pub fn split(topo: &Topology, reversed: bool) -> Vec<Arc> {
                 if f[i][j] > 0.0 {
                     let mut route = a.route.clone();
                     route.extend(&b.route);
+                    let mut via = a.via.clone();
+                    via.push(w);
+                    via.extend(&b.via);
                     keep.push(Arc {
                         src: a.src,
                         dst: b.dst,
                         gbps: f[i][j],
                         route,
+                        via,
                     });
                 }
             }
@@ -154,11 +167,15 @@ pub fn split(topo: &Topology, reversed: bool) -> Vec<Arc> {
     arcs
 }
 
-/// A split of a switch's in-arcs over its out-arcs, no arc back to where it
-/// came from: iterative proportional fitting towards row sums `ins` and
-/// column sums `outs` (scaled to the smaller total).
+/// A split of a switch's in-arcs over its out-arcs, no route visiting a
+/// node twice (nothing goes back where it came from): iterative
+/// proportional fitting towards row sums `ins` and column sums `outs`
+/// (scaled to the smaller total).
 fn proportional(ins: &[Arc], outs: &[Arc]) -> Vec<Vec<f64>> {
-    let allowed = |i: usize, j: usize| ins[i].src != outs[j].dst;
+    let allowed = |i: usize, j: usize| {
+        let (a, b) = (&ins[i], &outs[j]);
+        a.src != b.dst && !a.via.contains(&b.dst) && !b.via.contains(&a.src) && !a.via.iter().any(|v| b.via.contains(v))
+    };
     let total_in: f64 = ins.iter().map(|a| a.gbps).sum();
     let total_out: f64 = outs.iter().map(|a| a.gbps).sum();
     let scale = total_in.min(total_out);
@@ -209,8 +226,9 @@ pub fn pack(n: u32, arcs: &[Arc]) -> Result<(f64, Vec<Tree>), ForestError> {
     if x <= 0.0 {
         return Err(ForestError::Disconnected);
     }
-    // A hair under the rate, so that rounding never makes it infeasible.
-    let x = x * (1.0 - 1e-9);
+    // A hair (1e-6) under the rate, so that every cut keeps a little room
+    // for rounding.
+    let x = x * (1.0 - 1e-6);
     let max_cap = arcs.iter().map(|a| a.gbps).fold(0.0, f64::max);
     let eps = max_cap * 1e-11;
     let mut cap: Vec<f64> = arcs.iter().map(|a| a.gbps).collect();
@@ -221,15 +239,26 @@ pub fn pack(n: u32, arcs: &[Arc]) -> Result<(f64, Vec<Tree>), ForestError> {
     }
     let mut trees = Vec::new();
     let limit = 64 * arcs.len().max(1) + 16 * n as usize;
-    while let Some(r) = (0..n).filter(|&r| demand[r as usize] > x * 1e-7).max_by(|&a, &b| {
-        demand[a as usize]
-            .total_cmp(&demand[b as usize])
-            .then(b.cmp(&a))
-    }) {
+    // Crumbs under 1e-4 of a root's rate are left: its trees carry its
+    // whole shard, so their loads rise by as much (`Forest::packed`).
+    let crumb = x * 1e-4;
+    let mut done = vec![false; n as usize];
+    while let Some(r) = (0..n)
+        .filter(|&r| !done[r as usize] && demand[r as usize] > crumb)
+        .max_by(|&a, &b| demand[a as usize].total_cmp(&demand[b as usize]).then(b.cmp(&a)))
+    {
         if trees.len() >= limit {
             return Err(ForestError::Stuck(r));
         }
-        let tree = grow(n, arcs, &out_of, &cap, &demand, r, eps)?;
+        let tree = match grow(n, arcs, &out_of, &cap, &demand, r, eps) {
+            Ok(t) => t,
+            // The last crumbs of a root can fall below rounding: left.
+            Err(_) if demand[r as usize] <= 10.0 * crumb => {
+                done[r as usize] = true;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         for &e in &tree.arcs {
             cap[e as usize] = (cap[e as usize] - tree.weight).max(0.0);
         }
@@ -273,7 +302,8 @@ fn grow(
                 with.push(e);
                 let mut nodes = in_tree.clone();
                 nodes[arcs[e as usize].dst as usize] = true;
-                let got = feasible(n, arcs, cap, demand, total, r, &with, &nodes, try_mu, eps);
+                let head = arcs[e as usize].dst;
+                let got = feasible(n, arcs, cap, demand, total, r, &with, &nodes, head, try_mu, eps);
                 if got > eps && best.is_none_or(|(b, _)| got > b) {
                     best = Some((got, e));
                     if got >= mu * (1.0 - 1e-12) {
@@ -311,6 +341,7 @@ fn feasible(
     r: u32,
     tree: &[u32],
     nodes: &[bool],
+    head: u32,
     mut mu: f64,
     eps: f64,
 ) -> f64 {
@@ -321,7 +352,9 @@ fn feasible(
         tree.iter().for_each(|&e| v[e as usize] = true);
         v
     };
-    let need = total * (1.0 - 1e-9);
+    // A flow within rounding of D passes: the max-flow pushes nothing
+    // under `eps`, so allow a few of those.
+    let need = total - 8.0 * eps;
     for _ in 0..64 {
         let mut net = Net::new(n as usize + 2);
         for (i, a) in arcs.iter().enumerate() {
@@ -340,13 +373,12 @@ fn feasible(
             }
         }
         net.add(s, f, mu);
-        let failed = (0..n).into_par_iter().find_map_first(|t| {
-            let (flow, sink) = net.max_flow(s, t, eps * 1e-3);
-            (flow < need).then_some(sink)
-        });
-        let Some(x) = failed else {
+        // Only cuts holding the new arc's head can have dropped below D
+        // (module doc): one max-flow, to it.
+        let (flow, x) = net.max_flow(s, head, eps * 1e-3);
+        if flow >= need {
             return mu;
-        };
+        }
         // The failing cut's value is a - mu b.
         let inside = |v: u32| x[v as usize];
         let mut a = 0.0;
@@ -370,11 +402,18 @@ fn feasible(
         if x[f as usize] {
             b -= 1.0;
         }
+        if a - mu * b >= need {
+            // The cut the flow stopped at is not below D: the max-flow's
+            // own rounding.
+            return mu;
+        }
         if b <= 0.0 {
             return 0.0;
         }
-        let next = (a - total) / b;
-        if !(next < mu) || next <= eps {
+        // A hair under the cut's own root, so the cut is not left exactly
+        // tight for rounding to break.
+        let next = (a - total) / b * (1.0 - 1e-9);
+        if next.is_nan() || next >= mu || next <= eps {
             return 0.0;
         }
         mu = next;
@@ -429,10 +468,7 @@ fn apportion(f: &Forest, n: u32, c: u32) -> Vec<(u32, u32)> {
     for r in 0..n {
         let ids: Vec<usize> = (0..f.trees.len()).filter(|&i| f.trees[i].root == r).collect();
         let sum: f64 = ids.iter().map(|&i| f.trees[i].weight).sum();
-        let exact: Vec<f64> = ids
-            .iter()
-            .map(|&i| f64::from(c) * f.trees[i].weight / sum)
-            .collect();
+        let exact: Vec<f64> = ids.iter().map(|&i| f64::from(c) * f.trees[i].weight / sum).collect();
         let mut count: Vec<u32> = exact.iter().map(|x| x.floor() as u32).collect();
         let mut left = c - count.iter().sum::<u32>();
         let mut by_rest: Vec<usize> = (0..ids.len()).collect();
@@ -453,17 +489,28 @@ fn apportion(f: &Forest, n: u32, c: u32) -> Vec<(u32, u32)> {
     out
 }
 
-/// The pieces of a tree's `(start, count)` chunks: at most `k`, contiguous.
-fn pieces(start: u32, count: u32, k: u32) -> Vec<(u32, u32)> {
-    let p = k.min(count).max(1);
-    (0..p)
-        .map(|j| {
-            let a = start + count * j / p;
-            let b = start + count * (j + 1) / p;
-            (a, b - a)
-        })
-        .filter(|(_, len)| *len > 0)
-        .collect()
+/// Every tree's pieces `(tree, first chunk, chunks)`, in the order they are
+/// issued: `k` pieces per tree (fewer if it has fewer chunks), so a piece's
+/// size is in proportion to its tree's weight and every tree moves one
+/// piece per arc in the same time at its weight; pieces are issued round by
+/// round (piece j of every tree before piece j + 1 of any), so that each
+/// link serves its trees in the proportion the packing gave them and the
+/// schedule runs as k + depth rounds.
+fn interleaved(f: &Forest, n: u32, c: u32, k: u32) -> Vec<(u32, usize, u32, u32)> {
+    let parts = apportion(f, n, c);
+    let mut all: Vec<(u32, usize, u32, u32)> = Vec::new();
+    for (t, &(start, count)) in parts.iter().enumerate() {
+        let m = k.min(count);
+        for j in 0..m {
+            let a = start + count * j / m;
+            let b = start + count * (j + 1) / m;
+            if b > a {
+                all.push((j, t, a, b - a));
+            }
+        }
+    }
+    all.sort_by_key(|x| (x.0, x.1));
+    all
 }
 
 /// The chunk ids `start..start + count` of root `r`'s shard (chunk `i` of
@@ -476,27 +523,32 @@ fn run(r: u32, n: u32, start: u32, count: u32) -> Run {
     }
 }
 
-/// Pieces per tree for a buffer of `size` bytes: as many as keep the
-/// pipeline's fill (depth x one piece per arc) under 1% of the bandwidth
-/// term, at most 64.
-pub fn auto_pieces(f: &Forest, n: u32, size: f64) -> u32 {
-    if f.rate <= 0.0 {
+/// Pieces per tree for a buffer of `size` bytes: the power of two (1 to
+/// 256) that minimises an estimate of the pipeline's time, `max(B, k a / 2)
+/// + depth (B / (2 k) + a)` with B the bandwidth term at the packed rate and
+/// a the slowest route's latency (two rounds in flight hide a round's
+/// latency when a piece takes longer than it; the fill costs about half a
+/// round per level, as measured on tori and meshes), and no more than
+/// [`MAX_TRANSFERS`] transfers.
+pub fn auto_pieces(f: &Forest, topo: &Topology, size: f64) -> u32 {
+    let n = topo.npus;
+    if f.rate <= 0.0 || n < 2 {
         return 1;
     }
-    let bandwidth_ns = size / f64::from(n) / f.rate;
-    let slowest = f.arcs.iter().map(|a| a.gbps).fold(f64::INFINITY, f64::min).max(1e-300);
-    let per_root = (0..n)
-        .map(|r| f.trees.iter().filter(|t| t.root == r).count())
-        .max()
+    let b = size / f64::from(n) / f.rate;
+    let alpha = f
+        .arcs
+        .iter()
+        .map(|a| a.route.iter().map(|&l| topo.links[l as usize].latency_ns).sum::<f64>())
+        .fold(0.0, f64::max);
+    let depth = f.depth() as f64;
+    let estimate = |k: f64| b.max(k * alpha / 2.0) + depth * (b / (2.0 * k) + alpha);
+    let per_piece = (f.trees.len() as u64 * u64::from(n - 1)).max(1);
+    (0..=8)
+        .map(|p| 1u32 << p)
+        .filter(|&k| k == 1 || u64::from(k) * per_piece <= MAX_TRANSFERS)
+        .min_by(|&x, &y| estimate(f64::from(x)).total_cmp(&estimate(f64::from(y))))
         .unwrap_or(1)
-        .max(1) as f64;
-    // A piece of one tree: shard / (trees x k) bytes on the slowest arc.
-    let fill = |k: f64| f.depth() as f64 * size / f64::from(n) / per_root / k / slowest;
-    let mut k = 1u32;
-    while k < 64 && fill(f64::from(k)) > 0.01 * bandwidth_ns {
-        k *= 2;
-    }
-    k
 }
 
 /// The forest schedule of `kind` on `topo`, `k` pieces per tree (0: chosen
@@ -511,11 +563,15 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
     };
     let trees = ag.iter().chain(&rs).map(|f| per_root(f, n)).max().unwrap_or(1);
     let k = if k == 0 {
-        ag.iter().chain(&rs).map(|f| auto_pieces(f, n, size)).max().unwrap_or(1)
+        ag.iter()
+            .chain(&rs)
+            .map(|f| auto_pieces(f, topo, size))
+            .max()
+            .unwrap_or(1)
     } else {
         k
     };
-    let c = (MIN_CHUNKS.max(k)).saturating_mul(trees as u32);
+    let c = MIN_CHUNKS.max(k.saturating_mul(8)).saturating_mul(trees as u32);
     let state = u64::from(n) * u64::from(n) * u64::from(c);
     if state > MAX_STATE {
         return Err(ForestError::TooBig(format!(
@@ -527,31 +583,80 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
     // Per root and chunk: the reduce-scatter transfers into the root that
     // complete it.
     let mut done_at: Vec<Vec<Vec<u32>>> = vec![vec![Vec::new(); c as usize]; n as usize];
+    // Per transfer: its round (see `rounds`).
+    let mut slots: Vec<u32> = Vec::new();
+    let mut rs_rounds = 0;
     if let Some(f) = &rs {
-        let parts = apportion(f, n, c);
-        for (t, &(start, count)) in f.trees.iter().zip(&parts) {
-            for (a, len) in pieces(start, count, k) {
-                let into_root = up(&mut s, f, t, run(t.root, n, a, len));
-                for i in a..a + len {
-                    done_at[t.root as usize][i as usize].extend(&into_root);
-                }
+        for (j, t, a, len) in interleaved(f, n, c, k) {
+            let tree = &f.trees[t];
+            let into_root = up(&mut s, &mut slots, f, tree, j, run(tree.root, n, a, len));
+            for i in a..a + len {
+                done_at[tree.root as usize][i as usize].extend(&into_root);
             }
         }
+    }
+    if rs.is_some() {
+        rs_rounds = slots.iter().map(|x| x + 1).max().unwrap_or(0);
     }
     if let Some(f) = &ag {
-        let parts = apportion(f, n, c);
-        for (t, &(start, count)) in f.trees.iter().zip(&parts) {
-            for (a, len) in pieces(start, count, k) {
-                let mut deps: Vec<u32> = (a..a + len)
-                    .flat_map(|i| done_at[t.root as usize][i as usize].iter().copied())
-                    .collect();
-                deps.sort_unstable();
-                deps.dedup();
-                down(&mut s, f, t, run(t.root, n, a, len), &deps);
-            }
+        for (j, t, a, len) in interleaved(f, n, c, k) {
+            let tree = &f.trees[t];
+            let mut deps: Vec<u32> = (a..a + len)
+                .flat_map(|i| done_at[tree.root as usize][i as usize].iter().copied())
+                .collect();
+            deps.sort_unstable();
+            deps.dedup();
+            down(
+                &mut s,
+                &mut slots,
+                f,
+                tree,
+                j + rs_rounds,
+                run(tree.root, n, a, len),
+                &deps,
+            );
         }
     }
+    rounds(&mut s, &slots);
     Ok(s)
+}
+
+/// Makes each link send its transfers round by round: a transfer of round
+/// s over h links waits for the transfers of round s - h - 1 that use any
+/// of them.
+/// Every round moves one piece of every tree over each of its arcs, which
+/// fits a link's bandwidth by the packing, so the schedule runs as a
+/// synchronous pipeline of rounds instead of letting early pieces of later
+/// rounds delay the pieces a busy link downstream is waiting for.
+fn rounds(s: &mut Schedule, slots: &[u32]) {
+    // Rounds a transfer may run ahead of the others on its links: one per
+    // hop of its route and one more (a round's arrivals, latency included,
+    // overlap the next round's sends; a route through switches is a
+    // pipeline of its hops).
+    let mut by: std::collections::HashMap<(u32, u32), Vec<u32>> = std::collections::HashMap::new();
+    for (i, &round) in slots.iter().enumerate() {
+        for &link in &s.transfers[i].route {
+            by.entry((round, link)).or_default().push(i as u32);
+        }
+    }
+    for (i, &round) in slots.iter().enumerate() {
+        let window = s.transfers[i].route.len() as u32 + 1;
+        if round < window {
+            continue;
+        }
+        let mut extra: Vec<u32> = Vec::new();
+        for link in &s.transfers[i].route {
+            if let Some(prev) = by.get(&(round - window, *link)) {
+                extra.extend(prev);
+            }
+        }
+        if !extra.is_empty() {
+            let deps = &mut s.transfers[i].deps;
+            deps.extend(extra);
+            deps.sort_unstable();
+            deps.dedup();
+        }
+    }
 }
 
 fn per_root(f: &Forest, n: u32) -> usize {
@@ -564,14 +669,15 @@ fn per_root(f: &Forest, n: u32) -> usize {
 
 /// One piece down tree `t` (an all-gather): each arc sends once the piece
 /// has reached its tail; the root's sends wait for `root_deps`.
-fn down(s: &mut Schedule, f: &Forest, t: &Tree, chunks: Run, root_deps: &[u32]) {
-    let mut arrived: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+fn down(s: &mut Schedule, slots: &mut Vec<u32>, f: &Forest, t: &Tree, j: u32, chunks: Run, root_deps: &[u32]) {
+    let mut arrived: std::collections::HashMap<u32, (u32, u32)> = std::collections::HashMap::new();
     for &e in &t.arcs {
         let a = &f.arcs[e as usize];
-        let deps = match arrived.get(&a.src) {
-            Some(&d) => vec![d],
-            None => root_deps.to_vec(),
+        let (deps, level) = match arrived.get(&a.src) {
+            Some(&(d, level)) => (vec![d], level),
+            None => (root_deps.to_vec(), 0),
         };
+        slots.push(j + level);
         let id = s.transfers.len() as u32;
         s.transfers.push(Transfer {
             src: a.src,
@@ -584,14 +690,14 @@ fn down(s: &mut Schedule, f: &Forest, t: &Tree, chunks: Run, root_deps: &[u32]) 
             bytes: None,
             duration_ns: 0.0,
         });
-        arrived.insert(a.dst, id);
+        arrived.insert(a.dst, (id, level + 1));
     }
 }
 
 /// One piece up tree `t` of the reversed network (a reduce-scatter): each
 /// node sends its partial sum to its parent once every child's has arrived.
 /// Returns the transfers into the root.
-fn up(s: &mut Schedule, f: &Forest, t: &Tree, chunks: Run) -> Vec<u32> {
+fn up(s: &mut Schedule, slots: &mut Vec<u32>, f: &Forest, t: &Tree, j: u32, chunks: Run) -> Vec<u32> {
     // In the reversed network the tree's arc a.src -> a.dst is the link
     // path a.dst -> a.src: the child a.dst sends to its parent a.src.
     let mut children: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
@@ -600,6 +706,15 @@ fn up(s: &mut Schedule, f: &Forest, t: &Tree, chunks: Run) -> Vec<u32> {
         children.entry(a.src).or_default().push(e);
     }
     let mut sent: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    // Each arc's head depth, for its round: the deepest send first.
+    let mut level: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    level.insert(t.root, 0);
+    for &e in &t.arcs {
+        let a = &f.arcs[e as usize];
+        let d = level.get(&a.src).copied().unwrap_or(0) + 1;
+        level.insert(a.dst, d);
+    }
+    let deepest = level.values().copied().max().unwrap_or(0);
     // Leaves first: the reverse of the growth order puts children first.
     for &e in t.arcs.iter().rev() {
         let a = &f.arcs[e as usize];
@@ -610,6 +725,7 @@ fn up(s: &mut Schedule, f: &Forest, t: &Tree, chunks: Run) -> Vec<u32> {
         let id = s.transfers.len() as u32;
         let mut route = a.route.clone();
         route.reverse();
+        slots.push(j + deepest - level.get(&a.dst).copied().unwrap_or(0));
         s.transfers.push(Transfer {
             src: a.dst,
             dst: a.src,

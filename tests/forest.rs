@@ -1,0 +1,286 @@
+//! `forest`: spanning-tree packings at the exact cut rate, worked by hand on
+//! a 3-node and a 4-node network, and schedules that meet the cut bound on
+//! rings, tori, heterogeneous meshes, switches and random networks.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
+use dimsum::model::topology::{Topology, from_spec};
+use dimsum::model::workload::CollectiveKind::{self, AllGather, AllReduce, ReduceScatter};
+use dimsum::schedule::algorithm::{self, Algorithm, Options};
+use dimsum::schedule::bounds::{self, exact_cut};
+use dimsum::schedule::forest::{self, Forest};
+use dimsum::schedule::simulate::{LinkModel, SimOptions, simulate};
+use proptest::prelude::*;
+use std::path::Path;
+
+fn edges(text: &str) -> Topology {
+    Topology::parse_edges(text, Path::new("t.txt")).unwrap()
+}
+
+/// Every root's trees sum to the rate, every tree spans the NPUs, and no
+/// arc carries more than its capacity.
+fn check_packing(f: &Forest, n: u32) {
+    for r in 0..n {
+        let w: f64 = f.trees.iter().filter(|t| t.root == r).map(|t| t.weight).sum();
+        assert!((w - f.rate).abs() <= 1e-3 * f.rate, "root {r}: {w} vs {}", f.rate);
+    }
+    let mut load = vec![0.0; f.arcs.len()];
+    for t in &f.trees {
+        assert_eq!(t.arcs.len() as u32, n - 1, "a spanning tree has n - 1 arcs");
+        let mut reached = vec![false; n as usize];
+        reached[t.root as usize] = true;
+        for &e in &t.arcs {
+            let a = &f.arcs[e as usize];
+            assert!(
+                reached[a.src as usize] && !reached[a.dst as usize],
+                "arc {e} out of order"
+            );
+            reached[a.dst as usize] = true;
+            load[e as usize] += t.weight;
+        }
+    }
+    for (a, l) in f.arcs.iter().zip(&load) {
+        assert!(*l <= a.gbps * (1.0 + 1e-9), "{}->{}: {l} > {}", a.src, a.dst, a.gbps);
+    }
+}
+
+#[test]
+fn three_nodes_on_a_one_way_ring() {
+    // 0 -> 1 -> 2 -> 0 at 10 GB/s. Each NPU has 10 GB/s coming in and needs
+    // 2 shards: x = 10 / 2 = 5 GB/s per shard. The only spanning tree of
+    // root 0 is the chain 0 -> 1 -> 2, so every root gets one chain of
+    // weight 5, and every link carries two chains: 2 x 5 = 10, full.
+    let t = edges("0 -> 1 10 0\n1 -> 2 10 0\n2 -> 0 10 0\n");
+    let f = forest::forest(&t, false).unwrap();
+    assert!((f.rate - 5.0).abs() < 1e-4, "{}", f.rate);
+    assert_eq!(f.trees.len(), 3);
+    for tree in &f.trees {
+        let chain: Vec<(u32, u32)> = tree
+            .arcs
+            .iter()
+            .map(|&e| (f.arcs[e as usize].src, f.arcs[e as usize].dst))
+            .collect();
+        let r = tree.root;
+        assert_eq!(chain, vec![(r, (r + 1) % 3), ((r + 1) % 3, (r + 2) % 3)]);
+        assert!((tree.weight - 5.0).abs() < 1e-4);
+    }
+    check_packing(&f, 3);
+}
+
+#[test]
+fn four_nodes_on_a_two_way_ring() {
+    // A ring of 4, 10 GB/s each way. An NPU has 2 x 10 = 20 GB/s coming in
+    // and 3 shards to receive: x = 20 / 3. A spanning tree of 4 nodes has 3
+    // arcs, so the 4 roots need 4 x 3 x 20/3 = 80 GB/s of arcs: all 8 links
+    // at 10, every link full. Root 0's trees are e.g. {0->1, 1->2, 0->3}
+    // and {0->1, 0->3, 3->2} at 10/3 each.
+    let t = from_spec("ring:4", &[10.0], &[0.0]).unwrap();
+    let f = forest::forest(&t, false).unwrap();
+    assert!((f.rate - 20.0 / 3.0).abs() < 1e-4, "{}", f.rate);
+    check_packing(&f, 4);
+    let mut load = vec![0.0; f.arcs.len()];
+    for tree in &f.trees {
+        for &e in &tree.arcs {
+            load[e as usize] += tree.weight;
+        }
+    }
+    for l in load {
+        assert!((l - 10.0).abs() < 1e-3, "every link is full: {l}");
+    }
+    // The split lost nothing (no switches).
+    assert!((f.split_loss - 1.0).abs() < 1e-5);
+}
+
+#[test]
+fn a_switch_is_split_into_routes_through_it() {
+    // 4 NPUs on one switch at 30 GB/s each way: every NPU's 30 GB/s out is
+    // split over the 3 others, 10 each, each arc routed NPU -> switch -> NPU.
+    let t = from_spec("switch:4", &[30.0], &[0.0]).unwrap();
+    let arcs = forest::split(&t, false);
+    assert_eq!(arcs.len(), 12);
+    for a in &arcs {
+        assert!((a.gbps - 10.0).abs() < 1e-9, "{a:?}");
+        assert_eq!(a.route.len(), 2);
+        assert_eq!(t.links[a.route[0] as usize].src, a.src);
+        assert_eq!(t.links[a.route[1] as usize].dst, a.dst);
+    }
+    // The complete graph at 10 keeps the ingress bound: 30 / 3 = 10.
+    let f = forest::forest(&t, false).unwrap();
+    assert!((f.rate - 10.0).abs() < 1e-4);
+    check_packing(&f, 4);
+}
+
+/// Replays the forest schedule of `kind` on `t` (k pieces per tree, 0 =
+/// chosen) with a buffer of `size`: its time and the topology's bound.
+fn replay(t: &Topology, kind: CollectiveKind, k: u32, size: f64) -> (f64, f64) {
+    let opt = Options {
+        chunks_per_npu: k.max(1),
+        size_bytes: size,
+        ..Options::default()
+    };
+    let s = algorithm::build(t, kind, Algorithm::Forest, &opt).unwrap();
+    let r = simulate(
+        &s,
+        t,
+        &SimOptions {
+            size_bytes: size,
+            model: LinkModel::AlphaBeta,
+            record: false,
+        },
+    )
+    .unwrap();
+    assert!(r.valid, "{:?}", r.errors.first());
+    (r.time_ns, bounds::lower_bounds(t, kind, size).bound_ns)
+}
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+#[test]
+fn forest_meets_the_cut_bound_within_one_percent() {
+    // No latency: the bound is the bandwidth term alone.
+    for (spec, gbps) in [
+        ("ring:8", vec![50.0]),
+        ("torus:4x4", vec![50.0]),
+        ("mesh:5x5", vec![50.0 * 1.073_741_824, 75.0 * 1.073_741_824]),
+        ("switch:8", vec![100.0]),
+    ] {
+        let t = from_spec(spec, &gbps, &[0.0]).unwrap();
+        for kind in [AllGather, ReduceScatter] {
+            let (time, bound) = replay(&t, kind, 0, GIB);
+            assert!(time >= bound * (1.0 - 1e-9), "{spec} {kind:?}");
+            assert!(time <= bound * 1.01, "{spec} {kind:?}: {:.4}", time / bound);
+        }
+    }
+    // The mesh: 5x5 at 50 and 75 GiB/s, 1 GiB: the bound is 7,680
+    // us (a corner NPU has 125 GiB/s coming in and needs 24/25 GiB).
+    let t = from_spec("mesh:5x5", &[50.0 * 1.073_741_824, 75.0 * 1.073_741_824], &[0.0]).unwrap();
+    let (time, bound) = replay(&t, AllGather, 0, GIB);
+    assert!((bound / 1e3 - 7680.0).abs() < 1e-6 * 7680.0, "{bound}");
+    assert!(time / 1e3 < 7680.0 * 1.01, "{}", time / 1e3);
+}
+
+#[test]
+fn two_switched_halves_are_limited_by_their_link() {
+    // Three NPUs per switch at 100 GB/s, the switches joined at 10 GB/s:
+    // the exact cut is M / 20 (see tests/cut.rs). The split keeps it.
+    let mut text = String::new();
+    for v in 0..3 {
+        text.push_str(&format!("{v} <-> s0 100 0\n"));
+    }
+    for v in 3..6 {
+        text.push_str(&format!("{v} <-> s1 100 0\n"));
+    }
+    text.push_str("s0 <-> s1 10 0\n");
+    let t = edges(&text);
+    let f = forest::forest(&t, false).unwrap();
+    check_packing(&f, 6);
+    assert!(f.split_loss < 1.0 + 1e-5, "{}", f.split_loss);
+    let (time, bound) = replay(&t, AllGather, 0, 6e8);
+    assert!((bound - 6e8 / 20.0).abs() < 1e-6 * bound);
+    assert!(time <= bound * 1.01, "{:.4}", time / bound);
+}
+
+#[test]
+fn all_reduce_is_the_reduce_scatter_then_the_all_gather() {
+    // On a ring of 8 at 50 GB/s each way the reduce-scatter and the
+    // all-gather each take (7/8) M / 100 at best; the all-reduce is their
+    // sum, 2 (7/8) M / 100, within 1%.
+    let t = from_spec("ring:8", &[50.0], &[0.0]).unwrap();
+    let (time, _) = replay(&t, AllReduce, 0, GIB);
+    let want = 2.0 * 7.0 / 8.0 * GIB / 100.0;
+    assert!(time >= want * (1.0 - 1e-9) && time <= want * 1.01, "{:.4}", time / want);
+}
+
+#[test]
+fn too_many_npus_and_all_to_all_are_refused() {
+    let t = from_spec("torus:16x16", &[50.0], &[0.0]).unwrap();
+    let e = forest::build(&t, AllGather, 0, 1e6).unwrap_err().to_string();
+    assert!(e.contains("at most 64 NPUs") && e.contains("256"), "{e}");
+    let t = from_spec("ring:4", &[50.0], &[0.0]).unwrap();
+    let e = forest::build(&t, CollectiveKind::AllToAll, 0, 1e6)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("all-to-all"), "{e}");
+}
+
+/// A random strongly connected network: `n` NPUs, `k` switches, a ring
+/// through every node plus random extra links, each with its own bandwidth.
+fn random_network(n: u32, k: u32, extra: &[(u32, u32, f64)], ring_bw: &[f64]) -> Topology {
+    let name = |v: u32| if v < n { format!("{v}") } else { format!("s{}", v - n) };
+    let total = n + k;
+    let mut text = String::new();
+    for v in 0..total {
+        text.push_str(&format!(
+            "{} -> {} {} 0\n",
+            name(v),
+            name((v + 1) % total),
+            ring_bw[v as usize]
+        ));
+    }
+    for &(a, b, bw) in extra {
+        let (a, b) = (a % total, b % total);
+        if a != b {
+            text.push_str(&format!("{} -> {} {} 0\n", name(a), name(b), bw));
+        }
+    }
+    edges(&text)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// On random networks with switches and asymmetric links the packing
+    /// is valid and never faster than the exact cut, and its schedule is
+    /// valid and never faster than the bound.
+    #[test]
+    fn forest_is_valid_on_random_networks_with_switches(
+        n in 2u32..7, k in 0u32..3,
+        ring in proptest::collection::vec(1.0..100.0f64, 10),
+        extra in proptest::collection::vec((0u32..10, 0u32..10, 1.0..100.0f64), 0..10),
+    ) {
+        let t = random_network(n, k, &extra, &ring);
+        let f = forest::forest(&t, false).unwrap();
+        check_packing(&f, n);
+        let cut = exact_cut(&t, AllGather).unwrap();
+        // The packed rate never beats the cut: rate <= 1 / (n ns_per_byte).
+        prop_assert!(f.rate * f64::from(n) * cut.ns_per_byte <= 1.0 + 1e-9);
+        prop_assert!(f.split_loss >= 1.0 - 1e-6);
+        let (time, bound) = replay(&t, AllGather, 64, 1e9);
+        prop_assert!(time >= bound * (1.0 - 1e-9));
+    }
+
+    /// Without switches nothing is lost to splitting: on random networks
+    /// of asymmetric links the schedule is within 2% of the exact cut
+    /// bound (64 pieces per tree, no latency).
+    #[test]
+    fn forest_meets_the_bound_on_random_switch_free_networks(
+        n in 2u32..8,
+        ring in proptest::collection::vec(1.0..100.0f64, 8),
+        extra in proptest::collection::vec((0u32..8, 0u32..8, 1.0..100.0f64), 0..12),
+    ) {
+        let t = random_network(n, 0, &extra, &ring);
+        let f = forest::forest(&t, false).unwrap();
+        prop_assert!(f.split_loss <= 1.0 + 1e-5, "no switch, no loss: {}", f.split_loss);
+        let (time, bound) = replay(&t, AllGather, 64, 1e9);
+        prop_assert!(time >= bound * (1.0 - 1e-9));
+        prop_assert!(time <= bound * 1.02, "{:.4} of the bound", time / bound);
+    }
+
+    /// More bandwidth on one link never makes the forest slower (beyond the
+    /// pipeline's 1% granularity).
+    #[test]
+    fn more_bandwidth_never_slows_forest(
+        n in 2u32..6,
+        ring in proptest::collection::vec(1.0..100.0f64, 8),
+        extra in proptest::collection::vec((0u32..8, 0u32..8, 1.0..100.0f64), 0..8),
+        which in 0usize..8, factor in 1.0..4.0f64,
+    ) {
+        let t = random_network(n, 0, &extra, &ring);
+        let mut faster = ring.clone();
+        faster[which % n as usize] *= factor;
+        let u = random_network(n, 0, &extra, &faster);
+        let (slow, _) = replay(&t, AllGather, 64, 1e9);
+        let (fast, _) = replay(&u, AllGather, 64, 1e9);
+        prop_assert!(fast <= slow * 1.01, "{fast} > {slow}");
+    }
+}
