@@ -5,6 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
+mod common;
+use common::random_network;
+
 use dimsum::model::topology::{self, Topology};
 use dimsum::model::workload::CollectiveKind::{self, AllGather, AllReduce, ReduceScatter};
 use dimsum::schedule::algorithm::{self, Algorithm, Options};
@@ -88,30 +91,6 @@ fn a_slow_link_between_two_switched_halves() {
     assert!(close(b.cut_ns, 6e6 / 20.0));
     // All-reduce: the whole vector through 10 GB/s.
     assert!(close(exact_cut(&t, AllReduce).unwrap().ns_per_byte, 1.0 / 10.0));
-}
-
-/// A random strongly connected network: `n` NPUs, `k` switches, a ring
-/// through every node (so it is strongly connected) plus random extra
-/// links, every link with its own bandwidth.
-fn random_network(n: u32, k: u32, extra: &[(u32, u32, f64)], ring_bw: &[f64]) -> Topology {
-    let name = |v: u32| if v < n { format!("{v}") } else { format!("s{}", v - n) };
-    let total = n + k;
-    let mut text = String::new();
-    for v in 0..total {
-        text.push_str(&format!(
-            "{} -> {} {} 0\n",
-            name(v),
-            name((v + 1) % total),
-            ring_bw[v as usize]
-        ));
-    }
-    for &(a, b, bw) in extra {
-        let (a, b) = (a % total, b % total);
-        if a != b {
-            text.push_str(&format!("{} -> {} {} 0\n", name(a), name(b), bw));
-        }
-    }
-    Topology::parse_edges(&text, Path::new("random.txt")).unwrap()
 }
 
 /// The cut bound by brute force over every node subset, ns per byte.

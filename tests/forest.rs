@@ -4,6 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
+mod common;
+use common::random_network;
+
 use dimsum::model::topology::{Topology, from_spec};
 use dimsum::model::workload::CollectiveKind::{self, AllGather, AllReduce, ReduceScatter};
 use dimsum::schedule::algorithm::{self, Algorithm, Options};
@@ -201,29 +204,6 @@ fn too_many_npus_and_all_to_all_are_refused() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("all-to-all"), "{e}");
-}
-
-/// A random strongly connected network: `n` NPUs, `k` switches, a ring
-/// through every node plus random extra links, each with its own bandwidth.
-fn random_network(n: u32, k: u32, extra: &[(u32, u32, f64)], ring_bw: &[f64]) -> Topology {
-    let name = |v: u32| if v < n { format!("{v}") } else { format!("s{}", v - n) };
-    let total = n + k;
-    let mut text = String::new();
-    for v in 0..total {
-        text.push_str(&format!(
-            "{} -> {} {} 0\n",
-            name(v),
-            name((v + 1) % total),
-            ring_bw[v as usize]
-        ));
-    }
-    for &(a, b, bw) in extra {
-        let (a, b) = (a % total, b % total);
-        if a != b {
-            text.push_str(&format!("{} -> {} {} 0\n", name(a), name(b), bw));
-        }
-    }
-    edges(&text)
 }
 
 proptest! {
