@@ -47,6 +47,22 @@ fn check_packing(f: &Forest, n: u32) {
     }
 }
 
+/// No physical link carries more than its bandwidth, summed over every arc
+/// routed through it (what splitting a switch must keep).
+fn check_links(f: &Forest, t: &Topology) {
+    let mut load = vec![0.0; t.links.len()];
+    for tree in &f.trees {
+        for &e in &tree.arcs {
+            for &l in &f.arcs[e as usize].route {
+                load[l as usize] += tree.weight;
+            }
+        }
+    }
+    for (l, x) in t.links.iter().zip(&load) {
+        assert!(*x <= l.gbps * (1.0 + 1e-6), "{}->{}: {x} > {}", l.src, l.dst, l.gbps);
+    }
+}
+
 #[test]
 fn three_nodes_on_a_one_way_ring() {
     // 0 -> 1 -> 2 -> 0 at 10 GB/s. Each NPU has 10 GB/s coming in and needs
@@ -111,6 +127,7 @@ fn a_switch_is_split_into_routes_through_it() {
     let f = forest::forest(&t, false).unwrap();
     assert!((f.rate - 10.0).abs() < 1e-4);
     check_packing(&f, 4);
+    check_links(&f, &t);
 }
 
 /// Replays the forest schedule of `kind` on `t` (k pieces per tree, 0 =
@@ -177,6 +194,7 @@ fn two_switched_halves_are_limited_by_their_link() {
     let t = edges(&text);
     let f = forest::forest(&t, false).unwrap();
     check_packing(&f, 6);
+    check_links(&f, &t);
     assert!(f.split_loss < 1.0 + 1e-5, "{}", f.split_loss);
     let (time, bound) = replay(&t, AllGather, 0, 6e8);
     assert!((bound - 6e8 / 20.0).abs() < 1e-6 * bound);
@@ -221,17 +239,26 @@ proptest! {
         let t = random_network(n, k, &extra, &ring);
         let f = forest::forest(&t, false).unwrap();
         check_packing(&f, n);
+        check_links(&f, &t);
         let cut = exact_cut(&t, AllGather).unwrap();
         // The packed rate never beats the cut: rate <= 1 / (n ns_per_byte).
         prop_assert!(f.rate * f64::from(n) * cut.ns_per_byte <= 1.0 + 1e-9);
         prop_assert!(f.split_loss >= 1.0 - 1e-6);
         let (time, bound) = replay(&t, AllGather, 64, 1e9);
         prop_assert!(time >= bound * (1.0 - 1e-9));
+        // The reduce-scatter (reversed trees) and the all-reduce (both
+        // forests, the all-gather waiting on the reduce-scatter) replay
+        // valid (`replay` asserts it) and above their bounds.
+        for kind in [ReduceScatter, AllReduce] {
+            let (time, bound) = replay(&t, kind, 8, 1e9);
+            prop_assert!(time >= bound * (1.0 - 1e-9), "{kind:?}");
+        }
     }
 
     /// Without switches nothing is lost to splitting: on random networks
     /// of asymmetric links the schedule is within 2% of the exact cut
-    /// bound (64 pieces per tree, no latency).
+    /// bound (pieces chosen for the size, no latency; the 2% is the
+    /// pipeline's fill, measured, not derived).
     #[test]
     fn forest_meets_the_bound_on_random_switch_free_networks(
         n in 2u32..8,
@@ -241,13 +268,15 @@ proptest! {
         let t = random_network(n, 0, &extra, &ring);
         let f = forest::forest(&t, false).unwrap();
         prop_assert!(f.split_loss <= 1.0 + 1e-5, "no switch, no loss: {}", f.split_loss);
-        let (time, bound) = replay(&t, AllGather, 64, 1e9);
+        let (time, bound) = replay(&t, AllGather, 0, 1e9);
         prop_assert!(time >= bound * (1.0 - 1e-9));
         prop_assert!(time <= bound * 1.02, "{:.4} of the bound", time / bound);
     }
 
-    /// More bandwidth on one link never makes the forest slower (beyond the
-    /// pipeline's 1% granularity).
+    /// More bandwidth on one link never makes the forest slower by more than
+    /// the 2% the schedule may sit above its bound: fast <= 1.02 x bound(fast)
+    /// <= 1.02 x bound(slow) <= 1.02 x slow, the cut bound falling as
+    /// bandwidth rises (switch-free networks, as the test above).
     #[test]
     fn more_bandwidth_never_slows_forest(
         n in 2u32..6,
@@ -259,8 +288,8 @@ proptest! {
         let mut faster = ring.clone();
         faster[which % n as usize] *= factor;
         let u = random_network(n, 0, &extra, &faster);
-        let (slow, _) = replay(&t, AllGather, 64, 1e9);
-        let (fast, _) = replay(&u, AllGather, 64, 1e9);
-        prop_assert!(fast <= slow * 1.01, "{fast} > {slow}");
+        let (slow, _) = replay(&t, AllGather, 0, 1e9);
+        let (fast, _) = replay(&u, AllGather, 0, 1e9);
+        prop_assert!(fast <= slow * 1.02, "{fast} > {slow}");
     }
 }

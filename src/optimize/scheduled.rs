@@ -23,7 +23,9 @@
 //! another, as `schedule::builtin` builds it; `ring`, `bidirectional-ring`,
 //! `direct`, `halving-doubling` run flat over the group; `swing` is the
 //! multiport bandwidth-optimal Swing; `tacos` synthesizes a schedule for the
-//! group at the current bandwidths (`schedule::synth`). Point-to-point
+//! group at the current bandwidths (`schedule::synth`); `forest` packs
+//! spanning trees at the group's cut rate (`schedule::forest`, at most 64
+//! NPUs), also at the current bandwidths. Point-to-point
 //! (`send-recv`) collectives keep their analytic coefficients.
 //!
 //! **Coefficients by measurement.** A replay's critical path (`simulate`)
@@ -119,7 +121,7 @@ impl Named for Evaluator {
 crate::named!(Evaluator);
 
 /// The algorithms the schedule evaluator builds (module doc).
-const ALGORITHMS: [ScheduleAlgorithm; 7] = [
+const ALGORITHMS: [ScheduleAlgorithm; 8] = [
     ScheduleAlgorithm::Hierarchical,
     ScheduleAlgorithm::Ring,
     ScheduleAlgorithm::BidirectionalRing,
@@ -127,6 +129,7 @@ const ALGORITHMS: [ScheduleAlgorithm; 7] = [
     ScheduleAlgorithm::HalvingDoubling,
     ScheduleAlgorithm::Swing,
     ScheduleAlgorithm::Tacos,
+    ScheduleAlgorithm::Forest,
 ];
 
 /// The schedule algorithm named `s`, if the evaluator builds it.
@@ -448,9 +451,9 @@ impl Backed {
         let comm = &self.distinct[i].0;
         let algorithm = self.spec.algorithm_for(comm.kind);
         let algo = algorithm.to_string();
-        let tacos = algorithm == ScheduleAlgorithm::Tacos;
-        // TACOS depends on the bandwidths: synthesize at the grid point.
-        let grid: Vec<i64> = if tacos {
+        // TACOS and forest depend on the bandwidths: build at the grid point.
+        let by_bandwidth = matches!(algorithm, ScheduleAlgorithm::Tacos | ScheduleAlgorithm::Forest);
+        let grid: Vec<i64> = if by_bandwidth {
             map.iter().map(|&d| (bw[d].log2() * 64.0).round() as i64).collect()
         } else {
             Vec::new()
@@ -465,6 +468,15 @@ impl Backed {
             message: m,
         };
         let k = self.spec.chunks_per_npu.max(1);
+        // The bandwidths of the grid point (the group's dimensions rounded).
+        let at: Vec<f64> = bw
+            .iter()
+            .enumerate()
+            .map(|(d, b)| match map.iter().position(|&m| m == d) {
+                Some(j) if by_bandwidth => (key.grid[j] as f64 / 64.0).exp2(),
+                _ => *b,
+            })
+            .collect();
         let schedule = match algorithm {
             ScheduleAlgorithm::Hierarchical => {
                 let topo = topo_at(bw);
@@ -483,14 +495,6 @@ impl Backed {
                 builtin::build(&topo, comm.kind, Algo::Ring, Some(&algos), k).map_err(|e| err(e.to_string()))?
             }
             ScheduleAlgorithm::Tacos => {
-                let at: Vec<f64> = bw
-                    .iter()
-                    .enumerate()
-                    .map(|(d, b)| match map.iter().position(|&m| m == d) {
-                        Some(j) => (key.grid[j] as f64 / 64.0).exp2(),
-                        None => *b,
-                    })
-                    .collect();
                 let opt = SynthOptions {
                     seed: self.spec.seed,
                     size_bytes: schedule_size(comm),
@@ -504,9 +508,10 @@ impl Backed {
                 let opt = crate::schedule::algorithm::Options {
                     chunks_per_npu: k,
                     multiport: true,
+                    size_bytes: schedule_size(comm),
                     ..Default::default()
                 };
-                crate::schedule::algorithm::build(&topo_at(bw), comm.kind, other, &opt)
+                crate::schedule::algorithm::build(&topo_at(&at), comm.kind, other, &opt)
                     .map_err(|e| err(e.to_string()))?
             }
         };

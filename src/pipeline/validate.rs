@@ -241,6 +241,9 @@ impl Published {
             if tp_pp == 0 || !r.gpus.is_multiple_of(tp_pp) {
                 return Err(bad(format!("tp {} x pp {} must divide gpus {}", r.tp, r.pp, r.gpus)));
             }
+            if r.gpus > u64::from(u32::MAX) {
+                return Err(bad(format!("gpus {} is more than {} (u32)", r.gpus, u32::MAX)));
+            }
             let node = u64::from(p.cluster.node_gpus.max(1));
             if r.gpus > node && !r.gpus.is_multiple_of(node) {
                 return Err(bad(format!(

@@ -82,7 +82,7 @@ pub fn compare(
             let mut schedule = None;
             for &size in sizes {
                 let s = match schedule.take() {
-                    Some(s) if algorithm != Algorithm::Tacos => s,
+                    Some(s) if !matches!(algorithm, Algorithm::Tacos | Algorithm::Forest) => s,
                     _ => {
                         let opt = Options {
                             size_bytes: size,

@@ -12,8 +12,8 @@
 //!    the out-links in proportion to theirs). A switch never copies data:
 //!    every arc through it is one route. The split network's own cut rate is
 //!    computed (`schedule::cut`) and is the rate the trees are packed at;
-//!    when it is below the topology's exact cut, the schedule says so
-//!    ([`Forest::split_loss`]).
+//!    when it is below the topology's exact cut, the schedule's name says
+//!    by how much (`forest(k=.., split loss x..)`, [`Forest::split_loss`]).
 //! 2. Trees are packed at rate x (GB/s per shard) by Edmonds' theorem in the
 //!    form Lovász proved it: with a source s joined to every NPU r by its
 //!    remaining demand d_r, the trees still to pack exist iff every NPU t
@@ -89,8 +89,8 @@ pub struct Forest {
     pub trees: Vec<Tree>,
     /// The rate per shard packed, GB/s (every root's trees sum to it).
     pub rate: f64,
-    /// The topology's exact cut rate over the split network's (1: the
-    /// split lost nothing).
+    /// The topology's exact cut rate over the rate packed (1 + 1e-6: the
+    /// split lost nothing; the packing keeps 1e-6 for rounding).
     pub split_loss: f64,
 }
 
@@ -239,8 +239,9 @@ pub fn pack(n: u32, arcs: &[Arc]) -> Result<(f64, Vec<Tree>), ForestError> {
     }
     let mut trees = Vec::new();
     let limit = 64 * arcs.len().max(1) + 16 * n as usize;
-    // Crumbs under 1e-4 of a root's rate are left: its trees carry its
-    // whole shard, so their loads rise by as much (`Forest::packed`).
+    // Crumbs under 1e-4 of a root's rate are left (up to 1e-3 when the
+    // last tree cannot be grown for rounding): its trees carry its whole
+    // shard, so their loads rise by as much.
     let crumb = x * 1e-4;
     let mut done = vec![false; n as usize];
     while let Some(r) = (0..n)
@@ -502,8 +503,9 @@ fn interleaved(f: &Forest, n: u32, c: u32, k: u32) -> Vec<(u32, usize, u32, u32)
     for (t, &(start, count)) in parts.iter().enumerate() {
         let m = k.min(count);
         for j in 0..m {
-            let a = start + count * j / m;
-            let b = start + count * (j + 1) / m;
+            // In u64: count x j can pass u32.
+            let cut = |j: u32| start + (u64::from(count) * u64::from(j) / u64::from(m)) as u32;
+            let (a, b) = (cut(j), cut(j + 1));
             if b > a {
                 all.push((j, t, a, b - a));
             }
@@ -573,16 +575,34 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
     };
     let c = MIN_CHUNKS.max(k.saturating_mul(8)).saturating_mul(trees as u32);
     let state = u64::from(n) * u64::from(n) * u64::from(c);
+    let transfers =
+        ag.iter().chain(&rs).map(|f| f.trees.len() as u64).sum::<u64>() * u64::from(k) * u64::from(n.saturating_sub(1));
+    if transfers > MAX_TRANSFERS * 4 {
+        return Err(ForestError::TooBig(format!(
+            "{k} pieces per tree would make {transfers} transfers, over forest's limit of {}: give fewer --chunks-per-npu",
+            MAX_TRANSFERS * 4
+        )));
+    }
     if state > MAX_STATE {
         return Err(ForestError::TooBig(format!(
             "{n} NPUs x {c} chunks per shard would track {state} NPU-chunk pairs, over the simulator's {MAX_STATE}"
         )));
     }
-    let mut s = Schedule::new(format!("forest(k={k})"), kind, n, c);
+    let loss = ag.iter().chain(&rs).map(|f| f.split_loss).fold(1.0, f64::max);
+    let name = if loss > 1.0 + 1e-4 {
+        format!("forest(k={k}, split loss x{loss:.4})")
+    } else {
+        format!("forest(k={k})")
+    };
+    let mut s = Schedule::new(name, kind, n, c);
     s.topology = topo.name.clone();
     // Per root and chunk: the reduce-scatter transfers into the root that
     // complete it.
-    let mut done_at: Vec<Vec<Vec<u32>>> = vec![vec![Vec::new(); c as usize]; n as usize];
+    let mut done_at: Vec<Vec<Vec<u32>>> = if rs.is_some() {
+        vec![vec![Vec::new(); c as usize]; n as usize]
+    } else {
+        Vec::new()
+    };
     // Per transfer: its round (see `rounds`).
     let mut slots: Vec<u32> = Vec::new();
     let mut rs_rounds = 0;
@@ -601,9 +621,10 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
     if let Some(f) = &ag {
         for (j, t, a, len) in interleaved(f, n, c, k) {
             let tree = &f.trees[t];
-            let mut deps: Vec<u32> = (a..a + len)
-                .flat_map(|i| done_at[tree.root as usize][i as usize].iter().copied())
-                .collect();
+            let mut deps: Vec<u32> = match done_at.get(tree.root as usize) {
+                Some(done) => (a..a + len).flat_map(|i| done[i as usize].iter().copied()).collect(),
+                None => Vec::new(),
+            };
             deps.sort_unstable();
             deps.dedup();
             down(
