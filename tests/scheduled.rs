@@ -85,6 +85,24 @@ fn one_dimension_bandwidth_optimal_no_latency_agrees() {
     }
 }
 
+/// The forest evaluator on a ring of 8 at 100 GB/s, no latency: its
+/// all-reduce is a reduce-scatter then an all-gather at the cut rate, each
+/// 64e6 x 7/8 / 100 = 560_000 ns, 1_120_000 ns in all (within the 1% of the
+/// pipeline's fill), the ring's own optimum.
+#[test]
+fn forest_evaluator_meets_the_ring_optimum() {
+    let s = study(&one_dim("ring", 8, 0.0, "all-reduce", 64e6, "ring"));
+    let spec = Spec {
+        algorithm: dimsum::schedule::algorithm::Algorithm::Forest,
+        ..Spec::default()
+    };
+    let m = s.backed(&spec).measure(&[100.0]).unwrap();
+    let c = &m.collectives[0];
+    assert!(c.algorithm.starts_with("forest"), "{}", c.algorithm);
+    let hand_ns = 1_120_000.0;
+    assert!(c.simulated_ms * 1e6 >= hand_ns * (1.0 - 1e-9) && c.simulated_ms * 1e6 <= hand_ns * 1.01);
+}
+
 /// Latency breaks the agreement the way the formulas say: a ring all-reduce
 /// of 8 takes 14 steps, each paying the link latency once more than the
 /// analytic pipelined model's alpha (which it also counts: 14 x 500 ns), so
