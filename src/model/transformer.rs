@@ -154,7 +154,12 @@ impl ModelSpec {
 
     /// All parameters.
     pub fn params(&self) -> f64 {
-        f64::from(self.layers) * self.layer_params() + self.vocab as f64 * self.hidden as f64
+        f64::from(self.layers) * self.layer_params() + self.embedding_params()
+    }
+
+    /// The (tied) embedding's parameters, `V h`.
+    pub fn embedding_params(&self) -> f64 {
+        self.vocab as f64 * self.hidden as f64
     }
 
     /// Forward FLOPs of one layer for one micro-batch.
@@ -637,7 +642,7 @@ pub fn memory(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64) -> Memory {
     let (b, sq, h) = (model.micro_batch as f64, model.seq as f64, model.hidden as f64);
     let v = s.virtual_stages.max(1) as f64;
     let layers_per_stage = f64::from(model.layers) / p;
-    let stage_params = layers_per_stage * model.layer_params() + model.vocab as f64 * model.hidden as f64;
+    let stage_params = layers_per_stage * model.layer_params() + model.embedding_params();
     let shard = |on: bool| if on { d } else { 1.0 };
     let sp = if s.sequence_parallel { t } else { 1.0 };
     let core = if s.flash_attention || s.recompute == Recompute::Selective {
@@ -698,6 +703,7 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
     // the gradient, read and write the buffer.
     let accumulate = model.bytes_weight + 2.0 * model.bytes_grad;
     let n_layers = u64::from(model.layers) / s.pp;
+    let stage_params = n_layers as f64 * model.layer_params() + model.embedding_params();
     let grad_kind = if s.zero >= 3 {
         CollectiveKind::ReduceScatter
     } else {
@@ -759,7 +765,7 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
                 }
             }
         }
-        let embedding = model.vocab as f64 * model.hidden as f64;
+        let embedding = model.embedding_params();
         slot_records.push(Layer {
             name: format!("mb{slot}.logits"),
             forward: Phase {
@@ -798,7 +804,6 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
         }
         if s.zero >= 3 && slot < m {
             // Gather the stage's parameters before the forward and the backward.
-            let stage_params = n_layers as f64 * model.layer_params() + model.vocab as f64 * model.hidden as f64;
             slot_records.push(comm_layer(
                 format!("mb{slot}.zero3-gather"),
                 comm(
@@ -811,7 +816,6 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
         out.extend(slot_records.into_iter().map(|r| scaled(r, frac)));
     }
     // The optimizer step over the NPU's share of the stage's parameters.
-    let stage_params = n_layers as f64 * model.layer_params() + model.vocab as f64 * model.hidden as f64;
     let share = stage_params / t / if s.zero >= 1 { dp } else { 1.0 };
     let adam = model.bytes_grad + 24.0 + model.bytes_weight;
     out.push(Layer {

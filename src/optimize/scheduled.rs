@@ -524,8 +524,7 @@ impl Backed {
     /// Replays distinct collective `i` at `bw` (cached).
     fn measure_one(&self, i: usize, bw: &[f64]) -> Result<Arc<Measurement>, ScheduledError> {
         let comm = &self.distinct[i].0;
-        let map = involved(&self.fabric, &comm.group);
-        let key = (i, map.iter().map(|&d| bw[d].to_bits()).collect::<Vec<u64>>());
+        let (key, map) = self.replay_key(i, bw);
         if let Some(m) = self.replays.lock().map_err(|_| poisoned())?.get(&key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(m.clone());
@@ -615,6 +614,14 @@ impl Backed {
         Ok(m)
     }
 
+    /// The cache key of distinct collective `i` at `bw` (the bits of its
+    /// dimensions' bandwidths) and those dimensions.
+    fn replay_key(&self, i: usize, bw: &[f64]) -> (ReplayKey, Vec<usize>) {
+        let map = involved(&self.fabric, &self.distinct[i].0.group);
+        let key = (i, map.iter().map(|&d| bw[d].to_bits()).collect());
+        (key, map)
+    }
+
     /// The bound of distinct collective `i` at `bw` with the exact cut
     /// (`schedule::cut`, cached): max-flows per NPU, so computed only for
     /// the measurements that are reported, not in the optimizer's loop.
@@ -622,8 +629,7 @@ impl Backed {
         let Some((topo, size)) = &m.group else {
             return Ok(m.bound_ns);
         };
-        let map = involved(&self.fabric, &self.distinct[i].0.group);
-        let key = (i, map.iter().map(|&d| bw[d].to_bits()).collect::<Vec<u64>>());
+        let (key, _) = self.replay_key(i, bw);
         if let Some(b) = self.exact.lock().map_err(|_| poisoned())?.get(&key) {
             return Ok(*b);
         }

@@ -43,6 +43,7 @@ use super::cut::{Net, gather_rate_of};
 use super::{MAX_STATE, Op, Run, Schedule, Transfer};
 use crate::model::topology::Topology;
 use crate::model::workload::CollectiveKind;
+use std::collections::HashMap;
 
 /// Most NPUs a forest is packed for (a max-flow per arc tried).
 pub const MAX_NPUS: u32 = 64;
@@ -114,7 +115,7 @@ pub enum ForestError {
     #[error("the topology does not connect every NPU to every other")]
     Disconnected,
     /// The packing found no arc to grow a tree with (numerical trouble).
-    #[error("no arc extends a tree of root {0} (numerical tolerance); try another size")]
+    #[error("no arc extends a tree of root {0} (the packing ran out of numerical tolerance)")]
     Stuck(u32),
     /// The schedule would exceed the simulator's state limit.
     #[error("{0}")]
@@ -422,17 +423,20 @@ fn feasible(
     0.0
 }
 
-fn depth(arcs: &[Arc], t: &Tree) -> usize {
-    let mut level = std::collections::HashMap::new();
-    level.insert(t.root, 0usize);
-    let mut deepest = 0;
+/// Each node's depth in tree `t` (the root 0), from its arcs in order.
+fn levels(arcs: &[Arc], t: &Tree) -> HashMap<u32, u32> {
+    let mut level = HashMap::new();
+    level.insert(t.root, 0);
     for &e in &t.arcs {
         let a = &arcs[e as usize];
         let d = level.get(&a.src).copied().unwrap_or(0) + 1;
         level.insert(a.dst, d);
-        deepest = deepest.max(d);
     }
-    deepest
+    level
+}
+
+fn depth(arcs: &[Arc], t: &Tree) -> usize {
+    levels(arcs, t).values().copied().max().unwrap_or(0) as usize
 }
 
 /// The forest of `topo` for an all-gather (or, `reversed`, a reduce-scatter).
@@ -596,13 +600,9 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
     };
     let mut s = Schedule::new(name, kind, n, c);
     s.topology = topo.name.clone();
-    // Per root and chunk: the reduce-scatter transfers into the root that
-    // complete it.
-    let mut done_at: Vec<Vec<Vec<u32>>> = if rs.is_some() {
-        vec![vec![Vec::new(); c as usize]; n as usize]
-    } else {
-        Vec::new()
-    };
+    // Per root: its reduce-scatter pieces (first chunk, end, the transfers
+    // into the root that complete them), sorted by first chunk.
+    let mut done_at: Vec<Vec<(u32, u32, Vec<u32>)>> = vec![Vec::new(); n as usize];
     // Per transfer: its round (see `rounds`).
     let mut slots: Vec<u32> = Vec::new();
     let mut rs_rounds = 0;
@@ -610,21 +610,22 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
         for (j, t, a, len) in interleaved(f, n, c, k) {
             let tree = &f.trees[t];
             let into_root = up(&mut s, &mut slots, f, tree, j, run(tree.root, n, a, len));
-            for i in a..a + len {
-                done_at[tree.root as usize][i as usize].extend(&into_root);
-            }
+            done_at[tree.root as usize].push((a, a + len, into_root));
         }
-    }
-    if rs.is_some() {
         rs_rounds = slots.iter().map(|x| x + 1).max().unwrap_or(0);
+        done_at.iter_mut().for_each(|d| d.sort_by_key(|p| p.0));
     }
     if let Some(f) = &ag {
         for (j, t, a, len) in interleaved(f, n, c, k) {
             let tree = &f.trees[t];
-            let mut deps: Vec<u32> = match done_at.get(tree.root as usize) {
-                Some(done) => (a..a + len).flat_map(|i| done[i as usize].iter().copied()).collect(),
-                None => Vec::new(),
-            };
+            // The reduce-scatter pieces overlapping chunks a..a + len.
+            let done = &done_at[tree.root as usize];
+            let first = done.partition_point(|p| p.1 <= a);
+            let mut deps: Vec<u32> = done[first..]
+                .iter()
+                .take_while(|p| p.0 < a + len)
+                .flat_map(|p| p.2.iter().copied())
+                .collect();
             deps.sort_unstable();
             deps.dedup();
             down(
@@ -654,7 +655,7 @@ fn rounds(s: &mut Schedule, slots: &[u32]) {
     // hop of its route and one more (a round's arrivals, latency included,
     // overlap the next round's sends; a route through switches is a
     // pipeline of its hops).
-    let mut by: std::collections::HashMap<(u32, u32), Vec<u32>> = std::collections::HashMap::new();
+    let mut by: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
     for (i, &round) in slots.iter().enumerate() {
         for &link in &s.transfers[i].route {
             by.entry((round, link)).or_default().push(i as u32);
@@ -688,29 +689,53 @@ fn per_root(f: &Forest, n: u32) -> usize {
         .max(1)
 }
 
+/// Appends a transfer of `chunks` in round `round`; its id.
+#[allow(clippy::too_many_arguments)]
+fn push(
+    s: &mut Schedule,
+    slots: &mut Vec<u32>,
+    round: u32,
+    (src, dst): (u32, u32),
+    op: Op,
+    chunks: Run,
+    deps: Vec<u32>,
+    route: Vec<u32>,
+) -> u32 {
+    slots.push(round);
+    s.transfers.push(Transfer {
+        src,
+        dst,
+        op,
+        chunks: vec![chunks],
+        deps,
+        route,
+        after: Vec::new(),
+        bytes: None,
+        duration_ns: 0.0,
+    });
+    s.transfers.len() as u32 - 1
+}
+
 /// One piece down tree `t` (an all-gather): each arc sends once the piece
 /// has reached its tail; the root's sends wait for `root_deps`.
 fn down(s: &mut Schedule, slots: &mut Vec<u32>, f: &Forest, t: &Tree, j: u32, chunks: Run, root_deps: &[u32]) {
-    let mut arrived: std::collections::HashMap<u32, (u32, u32)> = std::collections::HashMap::new();
+    let mut arrived: HashMap<u32, (u32, u32)> = HashMap::new();
     for &e in &t.arcs {
         let a = &f.arcs[e as usize];
         let (deps, level) = match arrived.get(&a.src) {
             Some(&(d, level)) => (vec![d], level),
             None => (root_deps.to_vec(), 0),
         };
-        slots.push(j + level);
-        let id = s.transfers.len() as u32;
-        s.transfers.push(Transfer {
-            src: a.src,
-            dst: a.dst,
-            op: Op::Send,
-            chunks: vec![chunks],
+        let id = push(
+            s,
+            slots,
+            j + level,
+            (a.src, a.dst),
+            Op::Send,
+            chunks,
             deps,
-            route: a.route.clone(),
-            after: Vec::new(),
-            bytes: None,
-            duration_ns: 0.0,
-        });
+            a.route.clone(),
+        );
         arrived.insert(a.dst, (id, level + 1));
     }
 }
@@ -721,20 +746,14 @@ fn down(s: &mut Schedule, slots: &mut Vec<u32>, f: &Forest, t: &Tree, j: u32, ch
 fn up(s: &mut Schedule, slots: &mut Vec<u32>, f: &Forest, t: &Tree, j: u32, chunks: Run) -> Vec<u32> {
     // In the reversed network the tree's arc a.src -> a.dst is the link
     // path a.dst -> a.src: the child a.dst sends to its parent a.src.
-    let mut children: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     for &e in &t.arcs {
         let a = &f.arcs[e as usize];
         children.entry(a.src).or_default().push(e);
     }
-    let mut sent: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    let mut sent: HashMap<u32, u32> = HashMap::new();
     // Each arc's head depth, for its round: the deepest send first.
-    let mut level: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
-    level.insert(t.root, 0);
-    for &e in &t.arcs {
-        let a = &f.arcs[e as usize];
-        let d = level.get(&a.src).copied().unwrap_or(0) + 1;
-        level.insert(a.dst, d);
-    }
+    let level = levels(&f.arcs, t);
     let deepest = level.values().copied().max().unwrap_or(0);
     // Leaves first: the reverse of the growth order puts children first.
     for &e in t.arcs.iter().rev() {
@@ -743,21 +762,10 @@ fn up(s: &mut Schedule, slots: &mut Vec<u32>, f: &Forest, t: &Tree, j: u32, chun
             .get(&a.dst)
             .map(|cs| cs.iter().filter_map(|c| sent.get(c).copied()).collect())
             .unwrap_or_default();
-        let id = s.transfers.len() as u32;
         let mut route = a.route.clone();
         route.reverse();
-        slots.push(j + deepest - level.get(&a.dst).copied().unwrap_or(0));
-        s.transfers.push(Transfer {
-            src: a.dst,
-            dst: a.src,
-            op: Op::Reduce,
-            chunks: vec![chunks],
-            deps,
-            route,
-            after: Vec::new(),
-            bytes: None,
-            duration_ns: 0.0,
-        });
+        let round = j + deepest - level.get(&a.dst).copied().unwrap_or(0);
+        let id = push(s, slots, round, (a.dst, a.src), Op::Reduce, chunks, deps, route);
         sent.insert(e, id);
     }
     children
