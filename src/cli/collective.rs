@@ -13,6 +13,7 @@ use dimsum::schedule::algorithm::{self, Algorithm, Options, SpecError};
 use dimsum::schedule::builtin::Algo;
 use dimsum::schedule::replay::Replay;
 use dimsum::schedule::simulate::LinkModel;
+use dimsum::schedule::{bounds, product};
 use dimsum::study::topology;
 use std::path::PathBuf;
 
@@ -132,6 +133,41 @@ pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<
     })
 }
 
+/// A forest on a product network too large to replay: timed in rounds.
+fn rounds(args: &CollectiveArgs, topo: &Topology, size: f64) -> anyhow::Result<()> {
+    let refuse = |flag: &str| {
+        InputError::arg(
+            flag,
+            format!(
+                "forest on {} ({} NPUs) is timed in rounds, not built transfer by transfer: there is no schedule to write",
+                topo.name, topo.npus
+            ),
+        )
+    };
+    if args.schedule_out.is_some() {
+        return Err(refuse("--schedule-out").into());
+    }
+    if args.charts.is_some() {
+        return Err(refuse("--charts").into());
+    }
+    let kind = collective_kind(&args.collective)?;
+    let pieces = if args.chunks_per_npu > 1 {
+        args.chunks_per_npu
+    } else {
+        0
+    };
+    let r = product::round_time(topo, kind, size, pieces)
+        .map_err(|e| InputError::arg("--algorithm", e.to_string()))?
+        .ok_or_else(|| InputError::arg("--algorithm", "forest rounds need a product network"))?;
+    let b = bounds::lower_bounds(topo, kind, size);
+    if args.json {
+        println!("{}", report::collective::rounds_json(topo, size, &r, &b));
+    } else {
+        print!("{}", report::collective::rounds_table(topo, size, &r, &b));
+    }
+    Ok(())
+}
+
 /// Runs `dimsum collective`.
 pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
     let topo = topology::from_flags(
@@ -145,6 +181,10 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
         None => return Err(InputError::arg("--size", "give the collective's buffer, e.g. --size 64MiB").into()),
     };
     let model = link_model(&args.link_model)?;
+    let forest = args.algorithm.as_deref().and_then(|a| a.parse::<Algorithm>().ok()) == Some(Algorithm::Forest);
+    if forest && args.schedule_in.is_none() && product::needs_rounds(&topo) {
+        return rounds(args, &topo, size);
+    }
     let schedule = schedule_of(args, &topo, size)?;
     let out = Replay::new(topo, schedule, size, model, args.charts.is_some())
         .map_err(|e| InputError::arg("--schedule-in", e.to_string()))?;

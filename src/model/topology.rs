@@ -175,7 +175,7 @@ impl Topology {
 
     /// A topology of dimensions: `kinds[d]` of `sizes[d]` NPUs with per-link
     /// bandwidth `gbps[d]` and latency `latency_ns[d]`.
-    pub(crate) fn from_dims(name: &str, dims: &[(String, DimKind, u32)], gbps: &[f64], latency_ns: &[f64]) -> Topology {
+    pub fn from_dims(name: &str, dims: &[(String, DimKind, u32)], gbps: &[f64], latency_ns: &[f64]) -> Topology {
         let npus: u32 = dims.iter().map(|d| d.2).product();
         let mut t = Topology::empty(name.to_string(), npus);
         t.dims = dims
@@ -312,6 +312,16 @@ impl Topology {
     pub(crate) fn neighbour_link(&self, rank: u32, d: usize, dir: i8) -> Option<u32> {
         let table = if dir > 0 { self.next.get(d)? } else { self.prev.get(d)? };
         table.get(rank as usize).copied().filter(|&l| l != NONE)
+    }
+
+    /// The switch node of NPU `rank`'s group along switch dimension `d`.
+    pub(crate) fn switch_node(&self, rank: u32, d: usize) -> u32 {
+        self.switch_base[d] + self.group_of(rank, self.stride(d), self.dims[d].size)
+    }
+
+    /// The first link from node `src` to node `dst`, if there is one.
+    pub(crate) fn link_between(&self, src: u32, dst: u32) -> Option<u32> {
+        self.pair.get(&(src, dst)).copied()
     }
 
     /// The links a transfer from `src` to `dst` takes (module doc).

@@ -5,6 +5,9 @@
 //! Times are reported in us.
 
 use super::sig3;
+use crate::model::topology::Topology;
+use crate::schedule::bounds::Bounds;
+use crate::schedule::product::RoundTime;
 use crate::schedule::replay::Replay;
 use std::fmt::Write as _;
 
@@ -178,6 +181,69 @@ pub fn table(o: &Replay) -> String {
         cp.len(),
         by_link,
         cp.len().saturating_sub(by_link + 1)
+    );
+    s
+}
+
+/// The JSON report of a forest timed in rounds (`schedule::product::
+/// round_time`: a product network too large to replay transfer by
+/// transfer).
+pub fn rounds_json(topo: &Topology, size: f64, r: &RoundTime, b: &Bounds) -> serde_json::Value {
+    serde_json::json!({
+        "dimsum_version": env!("CARGO_PKG_VERSION"),
+        "topology": topo.name,
+        "npus": topo.npus,
+        "collective": r.collective,
+        "algorithm": format!("forest(k={})", r.pieces),
+        "size_bytes": size,
+        "timing": "rounds",
+        "pieces_per_tree": r.pieces,
+        "trees_per_root": r.trees_per_root,
+        "depth": r.depth,
+        "rounds": r.rounds,
+        "time_us": us(r.time_ns),
+        "lower_bound_us": us(b.bound_ns),
+        "ratio": r.time_ns / b.bound_ns,
+        "bounds": {
+            "injection_us": us(b.injection_ns),
+            "cut_us": us(b.cut_ns),
+            "cut": b.cut,
+            "cut_set": b.cut_set,
+            "latency_us": us(b.latency_ns),
+        },
+    })
+}
+
+/// The human-readable report of a forest timed in rounds.
+pub fn rounds_table(topo: &Topology, size: f64, r: &RoundTime, b: &Bounds) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} of {} B on {} ({} NPUs, {} switches, {} links)",
+        r.collective,
+        sig3(size),
+        topo.name,
+        topo.npus,
+        topo.switches,
+        topo.links.len()
+    );
+    let _ = writeln!(
+        s,
+        "algorithm forest(k={}), {} trees per root, {} deep, {} rounds\n\
+         timed in synchronous rounds by translation symmetry (one message per link per round), \
+         not replayed transfer by transfer: the schedule is too large to build\n",
+        r.pieces, r.trees_per_root, r.depth, r.rounds
+    );
+    let _ = writeln!(s, "time          {}", fmt_us(r.time_ns));
+    let _ = writeln!(
+        s,
+        "lower bound   {}  (injection {}, cut {} [{}], latency {}); time / bound = {:.3}",
+        fmt_us(b.bound_ns),
+        fmt_us(b.injection_ns),
+        fmt_us(b.cut_ns),
+        if b.cut.is_empty() { "-" } else { &b.cut },
+        fmt_us(b.latency_ns),
+        r.time_ns / b.bound_ns
     );
     s
 }

@@ -26,7 +26,9 @@
 //!   leaves the smaller crossing bandwidth (either placement is a valid cut);
 //! - the exact cut (`schedule::cut`): the same cut bound maximised over every
 //!   node set S, switches placed as the cut likes (all-gather, reduce-scatter
-//!   and all-reduce, up to `cut::MAX_NPUS` NPUs); it replaces the
+//!   and all-reduce, up to `cut::MAX_NPUS` NPUs; all-gather and
+//!   reduce-scatter on product networks at any size, in closed form,
+//!   `schedule::product`); it replaces the
 //!   half-dimension cut when larger, named `exact` with its set S;
 //! - latency: some chunk must travel between the two NPUs farthest apart in
 //!   link latency (the latency diameter), `hops x latency` on a uniform

@@ -285,8 +285,20 @@ fn reduce_cut(topo: &Topology) -> Option<(f64, Vec<bool>)> {
 }
 
 /// The exact cut of `kind` on `topo`, or `None` for all-to-all, send-recv,
-/// one NPU, or more than [`MAX_NPUS`] NPUs.
+/// one NPU, or more than [`MAX_NPUS`] NPUs (all-gather and reduce-scatter on
+/// a product network: any size, by `schedule::product`'s closed form).
 pub fn exact_cut(topo: &Topology, kind: CollectiveKind) -> Option<ExactCut> {
+    if matches!(kind, CollectiveKind::AllGather | CollectiveKind::ReduceScatter)
+        && let Some(dims) = super::product::dims(topo)
+    {
+        // A product network: the closed form (schedule::product), at any
+        // size; a reduce-scatter's reversed network is the same product.
+        let (t, d) = super::product::gather_cut(&dims);
+        return Some(ExactCut {
+            ns_per_byte: t / f64::from(topo.npus),
+            set: super::product::cut_set(topo, &dims, &d),
+        });
+    }
     if topo.npus > MAX_NPUS {
         return None;
     }

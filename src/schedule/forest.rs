@@ -109,7 +109,9 @@ pub enum ForestError {
     #[error("forest builds all-gather, reduce-scatter and all-reduce, not {0}")]
     Collective(&'static str),
     /// Too many NPUs.
-    #[error("forest packs trees for at most {MAX_NPUS} NPUs (a max-flow per arc tried); this topology has {0}")]
+    #[error(
+        "forest packs trees for at most {MAX_NPUS} NPUs (a max-flow per arc tried) unless the network is a product of rings, fully-connected groups and switches; this topology has {0}"
+    )]
     TooLarge(u32),
     /// Some NPU cannot be reached.
     #[error("the topology does not connect every NPU to every other")]
@@ -441,6 +443,9 @@ fn depth(arcs: &[Arc], t: &Tree) -> usize {
 
 /// The forest of `topo` for an all-gather (or, `reversed`, a reduce-scatter).
 pub fn forest(topo: &Topology, reversed: bool) -> Result<Forest, ForestError> {
+    if let Some(f) = super::product::forest(topo, reversed)? {
+        return Ok(f);
+    }
     let n = topo.npus;
     if n > MAX_NPUS {
         return Err(ForestError::TooLarge(n));

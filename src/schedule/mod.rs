@@ -52,6 +52,7 @@ pub mod compare;
 pub mod cut;
 mod file;
 pub mod forest;
+pub mod product;
 pub mod replay;
 pub mod simulate;
 pub mod swing;

@@ -1,0 +1,607 @@
+//! Forests on product networks: tori, rings, fully-connected groups and
+//! switches, one dimension after another, each dimension's links alike
+//! (what `Topology::from_fabric`, `torus` and ASTRA-sim's network.yml
+//! build). There the exact cut and its optimal trees have a closed form,
+//! so neither the max-flows of `schedule::cut` nor the packing of
+//! `schedule::forest` is needed, at any size.
+//!
+//! With dimension i of n_i NPUs giving each NPU E_i GB/s out and in (a ring
+//! 2 links, a fully-connected group n_i - 1, a switch one port):
+//! - The cut. The sub-product through NPU 0 spanning the dimensions outside
+//!   a set D (its switches with it) holds P = prod over i outside D of n_i
+//!   NPUs, needs (N - P) shards from outside, and has P sum_{i in D} E_i
+//!   coming in: an all-gather of shards of m bytes takes at least
+//!   `t* = m max over D of (prod_{i in D} n_i - 1) / sum_{i in D} E_i`.
+//! - The trees. A dimension-ordered tree (order s: spread along s_1, then
+//!   every NPU reached spreads along s_2, ...) uses
+//!   `x_i = (n_i - 1) prod_{j before i in s} n_j` hops of dimension i.
+//!   Translated to every root, each link of a dimension carries the same
+//!   share, so a mixture of orders with weights w sends every NPU's shard at
+//!   time `m max_i sum_s w_s x_i(s) / E_i`. The hop counts of any spanning
+//!   tree satisfy x(D) >= prod_{i in D} n_i - 1 (contract every other
+//!   dimension's hops: the D-coordinates must all be joined), a supermodular
+//!   lower bound whose base polytope has the dimension orders as its
+//!   vertices (Edmonds' greedy); by polymatroid intersection a point with
+//!   x_i <= t E_i / m exists iff t >= t*. So the best mixture meets the cut
+//!   bound exactly: the cut above is the exact cut over every node set, and
+//!   the mixture is found by a small linear program over the d! orders
+//!   (HiGHS; d <= [`MAX_DIMS`]).
+//! - Within a dimension: a ring spreads both ways (ceil((n-1)/2) hops
+//!   forward and the rest back, each tree paired with its mirror image so
+//!   both directions carry the same); a fully-connected group sends to every
+//!   peer directly; a switch relays along a binomial tree (peer j from peer
+//!   j minus its highest bit), each hop up the sender's port and down the
+//!   receiver's, so the switch never copies data (translated to every root,
+//!   each port carries n - 1 hops, as the cut needs).
+//!
+//! Reduce-scatter uses the same trees on the reversed links (a product
+//! network is its own reverse). [`forest`] materialises the trees of every
+//! root for `schedule::forest::build`; [`round_time`] times the schedule
+//! from root 0's trees alone (translation symmetry) without materialising
+//! it, for networks too large to replay transfer by transfer.
+
+use super::forest::{Arc, Forest, ForestError, Tree};
+use crate::model::topology::{DimKind, Topology};
+use crate::model::workload::CollectiveKind;
+use good_lp::solvers::highs::highs;
+use good_lp::{Expression, ProblemVariables, Solution as _, SolverModel, Variable, variable};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Most dimensions (of two or more NPUs) whose orders the mixture weighs
+/// (d! columns).
+pub const MAX_DIMS: usize = 7;
+
+/// Most arcs (all roots' trees together) [`forest`] materialises.
+pub const MAX_ARCS: u64 = 1 << 26;
+
+/// One dimension of a product network (of two or more NPUs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Dim {
+    /// The topology's dimension index.
+    pub index: usize,
+    /// Its wiring (ring, fully-connected or switch).
+    pub kind: DimKind,
+    /// NPUs along it.
+    pub size: u32,
+    /// Every link's bandwidth, GB/s.
+    pub link_gbps: f64,
+    /// Every link's latency, ns.
+    pub latency_ns: f64,
+}
+
+impl Dim {
+    /// GB/s an NPU sends (and receives) in this dimension.
+    pub fn egress_gbps(&self) -> f64 {
+        match self.kind {
+            DimKind::Ring | DimKind::Line => 2.0 * self.link_gbps,
+            DimKind::FullyConnected => f64::from(self.size - 1) * self.link_gbps,
+            DimKind::Switch => self.link_gbps,
+        }
+    }
+
+    /// Links a hop of this dimension takes.
+    fn hops(&self) -> f64 {
+        if self.kind == DimKind::Switch { 2.0 } else { 1.0 }
+    }
+}
+
+/// The dimensions of `topo` if it is a product network (module doc): built
+/// from dimensions, none a line (a mesh), every link of a dimension alike
+/// and present. `None` otherwise, and for a single NPU.
+pub fn dims(topo: &Topology) -> Option<Vec<Dim>> {
+    if topo.dims.is_empty() || topo.dims.len() > 20 {
+        return None;
+    }
+    let n = u64::from(topo.npus);
+    let mut first: Vec<Option<(f64, f64)>> = vec![None; topo.dims.len()];
+    let mut count = vec![0u64; topo.dims.len()];
+    for l in &topo.links {
+        let d = usize::from(l.dim?);
+        if d >= topo.dims.len() || !(l.gbps > 0.0 && l.gbps.is_finite() && l.latency_ns.is_finite()) {
+            return None;
+        }
+        match first[d] {
+            None => first[d] = Some((l.gbps, l.latency_ns)),
+            Some(f) if f == (l.gbps, l.latency_ns) => {}
+            Some(_) => return None,
+        }
+        count[d] += 1;
+    }
+    let mut out = Vec::new();
+    for (d, td) in topo.dims.iter().enumerate() {
+        let size = td.size;
+        if size < 2 {
+            continue;
+        }
+        let expect = match td.kind {
+            DimKind::Ring | DimKind::Switch => 2 * n,
+            DimKind::FullyConnected => n * u64::from(size - 1),
+            DimKind::Line => return None,
+        };
+        if count[d] != expect {
+            return None;
+        }
+        let (link_gbps, latency_ns) = first[d]?;
+        out.push(Dim {
+            index: d,
+            kind: td.kind,
+            size,
+            link_gbps,
+            latency_ns,
+        });
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The all-gather cut of a product network: ns per byte of one NPU's shard,
+/// and the dimensions D (positions in `dims`) whose sub-product attains it.
+pub fn gather_cut(dims: &[Dim]) -> (f64, Vec<usize>) {
+    let mut best = (0.0, Vec::new());
+    for mask in 1u32..(1 << dims.len()) {
+        let d: Vec<usize> = (0..dims.len()).filter(|i| mask >> i & 1 == 1).collect();
+        let prod: f64 = d.iter().map(|&i| f64::from(dims[i].size)).product();
+        let e: f64 = d.iter().map(|&i| dims[i].egress_gbps()).sum();
+        let v = (prod - 1.0) / e;
+        if v > best.0 {
+            best = (v, d);
+        }
+    }
+    best
+}
+
+/// The node set that attains the cut: the NPUs whose coordinates in D are
+/// 0, and the switches of the other dimensions' groups among them.
+pub fn cut_set(topo: &Topology, dims: &[Dim], d: &[usize]) -> Vec<u32> {
+    let inside = |r: u32| {
+        let c = topo.coords(r);
+        d.iter().all(|&i| c[dims[i].index] == 0)
+    };
+    let npus: Vec<u32> = (0..topo.npus).filter(|&r| inside(r)).collect();
+    let mut set = npus.clone();
+    for (i, dim) in dims.iter().enumerate() {
+        if dim.kind == DimKind::Switch && !d.contains(&i) {
+            set.extend(npus.iter().map(|&r| topo.switch_node(r, dim.index)));
+        }
+    }
+    set.sort_unstable();
+    set.dedup();
+    set
+}
+
+/// Hops of each dimension (positions in `dims`) a tree of `order` uses.
+fn hop_counts(dims: &[Dim], order: &[usize]) -> Vec<f64> {
+    let mut x = vec![0.0; dims.len()];
+    let mut reached = 1.0;
+    for &i in order {
+        let n = f64::from(dims[i].size);
+        x[i] = (n - 1.0) * reached;
+        reached *= n;
+    }
+    x
+}
+
+fn permutations(d: usize) -> Vec<Vec<usize>> {
+    fn go(prefix: &mut Vec<usize>, left: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        if left.is_empty() {
+            out.push(prefix.clone());
+            return;
+        }
+        for i in 0..left.len() {
+            let v = left.remove(i);
+            prefix.push(v);
+            go(prefix, left, out);
+            prefix.pop();
+            left.insert(i, v);
+        }
+    }
+    let mut out = Vec::new();
+    go(&mut Vec::new(), &mut (0..d).collect(), &mut out);
+    out
+}
+
+/// A dimension order and the share of every shard its trees carry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Order {
+    /// Positions in the product's dimensions, first spread first.
+    pub dims: Vec<usize>,
+    /// Share of each shard (the orders' shares sum to 1).
+    pub weight: f64,
+}
+
+/// The mixture of dimension orders that meets the cut (module doc): the
+/// linear program `min t: sum_s w_s x_i(s) / E_i <= t t*, sum w = 1`, whose
+/// optimum is t = 1.
+pub fn mixture(dims: &[Dim]) -> Result<Vec<Order>, ForestError> {
+    if dims.len() > MAX_DIMS {
+        return Err(ForestError::TooBig(format!(
+            "a product of {} dimensions: forest weighs the orders of at most {MAX_DIMS}",
+            dims.len()
+        )));
+    }
+    let orders = permutations(dims.len());
+    if orders.len() == 1 {
+        return Ok(vec![Order {
+            dims: orders[0].clone(),
+            weight: 1.0,
+        }]);
+    }
+    let (t_star, _) = gather_cut(dims);
+    let x: Vec<Vec<f64>> = orders.iter().map(|o| hop_counts(dims, o)).collect();
+    let mut vars = ProblemVariables::new();
+    let w: Vec<Variable> = orders.iter().map(|_| vars.add(variable().min(0.0))).collect();
+    let t = vars.add(variable().min(0.0));
+    let mut model = highs(vars.minimise(t)).set_option("output_flag", false);
+    model.add_constraint(w.iter().copied().sum::<Expression>().eq(1.0));
+    for (i, dim) in dims.iter().enumerate() {
+        let scale = 1.0 / (dim.egress_gbps() * t_star);
+        let load: Expression = w.iter().zip(&x).map(|(&v, xs)| xs[i] * scale * v).sum();
+        model.add_constraint((load - t).leq(0.0));
+    }
+    let sol = model
+        .solve()
+        .map_err(|e| ForestError::TooBig(format!("the order mixture's linear program failed: {e}")))?;
+    let mut out: Vec<Order> = orders
+        .iter()
+        .zip(&w)
+        .map(|(o, &v)| Order {
+            dims: o.clone(),
+            weight: sol.value(v).max(0.0),
+        })
+        .filter(|o| o.weight > 1e-9)
+        .collect();
+    let sum: f64 = out.iter().map(|o| o.weight).sum();
+    out.iter_mut().for_each(|o| o.weight /= sum);
+    Ok(out)
+}
+
+/// The time per shard byte of a mixture: `max_i sum_s w_s x_i(s) / E_i`.
+pub fn mixture_ns_per_byte(dims: &[Dim], orders: &[Order]) -> f64 {
+    (0..dims.len())
+        .map(|i| {
+            orders
+                .iter()
+                .map(|o| o.weight * hop_counts(dims, &o.dims)[i])
+                .sum::<f64>()
+                / dims[i].egress_gbps()
+        })
+        .fold(0.0, f64::max)
+}
+
+/// One hop of a dimension's own tree: from the NPU at offset `from` to the
+/// one at `to` (offsets from the root's coordinate), and for a ring the
+/// direction (+1 forward, -1 back).
+#[derive(Clone, Copy)]
+struct Hop {
+    from: u32,
+    to: u32,
+    dir: i8,
+}
+
+/// A dimension's own tree (module doc), parents before children; `mirror`
+/// swaps a ring's two directions.
+fn dim_tree(dim: &Dim, mirror: bool) -> Vec<Hop> {
+    let n = dim.size;
+    match dim.kind {
+        DimKind::Ring | DimKind::Line => {
+            let (mut fwd, mut back) = (n / 2, (n - 1) / 2);
+            if mirror {
+                std::mem::swap(&mut fwd, &mut back);
+            }
+            let ahead = (1..=fwd).map(|j| Hop {
+                from: j - 1,
+                to: j,
+                dir: 1,
+            });
+            let behind = (1..=back).map(|j| Hop {
+                from: (n - j + 1) % n,
+                to: n - j,
+                dir: -1,
+            });
+            ahead.chain(behind).collect()
+        }
+        DimKind::FullyConnected => (1..n).map(|j| Hop { from: 0, to: j, dir: 0 }).collect(),
+        DimKind::Switch => (1..n)
+            .map(|j| Hop {
+                from: j - (1 << (31 - j.leading_zeros())),
+                to: j,
+                dir: 0,
+            })
+            .collect(),
+    }
+}
+
+/// Rank `r` moved `off` places along dimension `d` (wrapping).
+fn shift(topo: &Topology, r: u32, d: usize, off: u32) -> u32 {
+    let stride = topo.stride(d);
+    let n = topo.dims[d].size;
+    let c = (r / stride) % n;
+    r - c * stride + ((c + off) % n) * stride
+}
+
+/// The links of a hop from `u` to `v` along `dim` (`dir` for rings).
+fn hop_links(topo: &Topology, dim: &Dim, u: u32, v: u32, dir: i8) -> (Vec<u32>, Vec<u32>) {
+    let d = dim.index;
+    let link = |a, b| topo.link_between(a, b).unwrap_or(u32::MAX);
+    match dim.kind {
+        DimKind::Ring | DimKind::Line => (vec![topo.neighbour_link(u, d, dir).unwrap_or(u32::MAX)], Vec::new()),
+        DimKind::FullyConnected => (vec![link(u, v)], Vec::new()),
+        DimKind::Switch => {
+            let sw = topo.switch_node(u, d);
+            (vec![link(u, sw), link(sw, v)], vec![sw])
+        }
+    }
+}
+
+/// Whether the product's trees come in mirrored pairs (a ring, whose two
+/// directions a single tree uses unequally; of two NPUs, its two links).
+fn mirrored(dims: &[Dim]) -> bool {
+    dims.iter().any(|d| d.kind == DimKind::Ring)
+}
+
+/// Link classes of a dimension (see [`round_time`]).
+fn class_width(d: &Dim) -> usize {
+    match d.kind {
+        DimKind::Ring | DimKind::Line => 2,
+        DimKind::FullyConnected => d.size as usize - 1,
+        DimKind::Switch => 1,
+    }
+}
+
+/// One tree of root `root`: its hops (tail, head, dimension position, ring
+/// direction), each tail reached before it is used.
+fn tree_hops(topo: &Topology, dims: &[Dim], root: u32, order: &[usize], mirror: bool) -> Vec<(u32, u32, usize, i8)> {
+    let mut nodes = vec![root];
+    let mut hops = Vec::with_capacity(topo.npus as usize);
+    for &i in order {
+        let own = dim_tree(&dims[i], mirror);
+        for p in 0..nodes.len() {
+            let base = nodes[p];
+            for h in &own {
+                let u = shift(topo, base, dims[i].index, h.from);
+                let v = shift(topo, base, dims[i].index, h.to);
+                hops.push((u, v, i, h.dir));
+                nodes.push(v);
+            }
+        }
+    }
+    hops
+}
+
+/// Whether `topo` is a product network whose forest schedule is too large
+/// to build and replay transfer by transfer (more than
+/// `4 x forest::MAX_TRANSFERS` transfers at one piece per tree): it is
+/// timed in rounds instead ([`round_time`]).
+pub fn needs_rounds(topo: &Topology) -> bool {
+    let Some(dims) = dims(topo) else {
+        return false;
+    };
+    let Ok(orders) = mixture(&dims) else {
+        return false;
+    };
+    let n = u64::from(topo.npus);
+    let per_root = orders.len() as u64 * if mirrored(&dims) { 2 } else { 1 };
+    n * (n - 1) * per_root > 4 * super::forest::MAX_TRANSFERS
+}
+
+/// The trees of every root (`reversed`: for a reduce-scatter, each arc's
+/// route the reverse of its head-to-tail links), or `None` when `topo` is
+/// not a product network.
+pub fn forest(topo: &Topology, reversed: bool) -> Result<Option<Forest>, ForestError> {
+    let Some(dims) = dims(topo) else {
+        return Ok(None);
+    };
+    let n = topo.npus;
+    let orders = mixture(&dims)?;
+    let mirror = mirrored(&dims);
+    let per_root = orders.len() as u64 * if mirror { 2 } else { 1 };
+    let arcs_needed = u64::from(n) * u64::from(n - 1) * per_root;
+    if arcs_needed > MAX_ARCS {
+        return Err(ForestError::TooBig(format!(
+            "{n} NPUs x {per_root} trees per root would make {arcs_needed} tree arcs, over forest's {MAX_ARCS}: \
+             the schedule is too large to replay transfer by transfer"
+        )));
+    }
+    let (t_star, _) = gather_cut(&dims);
+    let rate = 1.0 / t_star;
+    let mut arcs: Vec<Arc> = Vec::new();
+    let mut index: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut trees = Vec::with_capacity((u64::from(n) * per_root) as usize);
+    for root in 0..n {
+        for o in &orders {
+            for m in [false, true].into_iter().take(if mirror { 2 } else { 1 }) {
+                let hops = tree_hops(topo, &dims, root, &o.dims, m);
+                let mut ids = Vec::with_capacity(hops.len());
+                for (u, v, i, dir) in hops {
+                    let dim = &dims[i];
+                    let (route, via) = if reversed {
+                        let (mut r, v2) = hop_links(topo, dim, v, u, -dir);
+                        r.reverse();
+                        (r, v2)
+                    } else {
+                        hop_links(topo, dim, u, v, dir)
+                    };
+                    let key = (route[0], route[route.len() - 1]);
+                    let id = *index.entry(key).or_insert_with(|| {
+                        arcs.push(Arc {
+                            src: u,
+                            dst: v,
+                            gbps: dim.link_gbps,
+                            route,
+                            via,
+                        });
+                        arcs.len() as u32 - 1
+                    });
+                    ids.push(id);
+                }
+                trees.push(Tree {
+                    root,
+                    weight: rate * o.weight / if mirror { 2.0 } else { 1.0 },
+                    arcs: ids,
+                });
+            }
+        }
+    }
+    Ok(Some(Forest {
+        arcs,
+        trees,
+        rate,
+        split_loss: 1.0,
+    }))
+}
+
+/// A schedule timed in synchronous rounds (see [`round_time`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundTime {
+    /// The collective.
+    pub collective: &'static str,
+    /// Pieces per tree.
+    pub pieces: u32,
+    /// Rounds (k + depth - 1; twice for an all-reduce).
+    pub rounds: u32,
+    /// The deepest tree, hops.
+    pub depth: u32,
+    /// Trees per root.
+    pub trees_per_root: u32,
+    /// The time, ns.
+    pub time_ns: f64,
+    /// The exact cut bound (the bandwidth term), ns.
+    pub cut_ns: f64,
+}
+
+/// Most pieces per tree [`round_time`] tries (powers of two).
+const MAX_ROUND_PIECES: u32 = 1 << 16;
+
+/// The forest schedule of `kind` on a product network, `size` bytes, timed
+/// without materialising it: piece j of every tree crosses the hops of
+/// depth h in round j + h - 1; by translation symmetry every link of a
+/// class (a dimension, and a ring's direction, a fully-connected group's
+/// offset or a switch's up or down ports) carries in each round what the
+/// hops of that class in root 0's trees carry, so a round takes the
+/// largest class load over its bandwidth (a switch's up and down ports
+/// carry equal loads, in parallel; a round's last piece through a switch
+/// still crosses its down port after its up port: one piece time more)
+/// plus the largest hop latency, and the
+/// schedule the sum of its rounds: an execution in synchronous rounds, one
+/// message per link per round (merging a round's pieces on a link).
+/// `pieces` 0 tries powers of two up to 65,536 and keeps the fastest. An
+/// all-reduce is the reduce-scatter (the same rounds on the reversed
+/// links) then the all-gather. `None` when `topo` is not a product network.
+pub fn round_time(
+    topo: &Topology,
+    kind: CollectiveKind,
+    size: f64,
+    pieces: u32,
+) -> Result<Option<RoundTime>, ForestError> {
+    let passes = match kind {
+        CollectiveKind::AllGather | CollectiveKind::ReduceScatter => 1,
+        CollectiveKind::AllReduce => 2,
+        other => return Err(ForestError::Collective(other.name())),
+    };
+    let Some(dims) = dims(topo) else {
+        return Ok(None);
+    };
+    let n = f64::from(topo.npus);
+    let orders = mixture(&dims)?;
+    let mirror = mirrored(&dims);
+    // Classes: per dimension, a ring's two directions, a fully-connected
+    // group's n - 1 offsets, a switch's one (each hop takes one up and one
+    // down port, so by symmetry every port carries the same load).
+    let class_base: Vec<usize> = dims
+        .iter()
+        .scan(0usize, |acc, d| {
+            let b = *acc;
+            *acc += class_width(d);
+            Some(b)
+        })
+        .collect();
+    let classes: usize = dims.iter().map(class_width).sum();
+    let class_of = |i: usize, u: u32, v: u32, dir: i8| -> usize {
+        let d = &dims[i];
+        class_base[i]
+            + match d.kind {
+                DimKind::Ring | DimKind::Line => usize::from(dir < 0),
+                DimKind::FullyConnected => {
+                    let (cu, cv) = (topo.coords(u)[d.index], topo.coords(v)[d.index]);
+                    ((cv + d.size - cu) % d.size) as usize - 1
+                }
+                DimKind::Switch => 0,
+            }
+    };
+    // ns per byte of a class's load.
+    let mut class_cost = vec![0.0; classes];
+    for (i, d) in dims.iter().enumerate() {
+        for c in 0..class_width(d) {
+            class_cost[class_base[i] + c] = 1.0 / d.link_gbps;
+        }
+    }
+    // load[level][class]: share of a shard crossing one link of the class
+    // at that depth (summed over root 0's trees, weighted).
+    let mut load: Vec<Vec<f64>> = Vec::new();
+    for o in &orders {
+        for m in [false, true].into_iter().take(if mirror { 2 } else { 1 }) {
+            let w = o.weight / if mirror { 2.0 } else { 1.0 };
+            let hops = tree_hops(topo, &dims, 0, &o.dims, m);
+            let mut depth: HashMap<u32, usize> = HashMap::with_capacity(hops.len() + 1);
+            depth.insert(0, 0);
+            for (u, v, i, dir) in hops {
+                let h = depth[&u] + 1;
+                depth.insert(v, h);
+                if load.len() < h {
+                    load.resize(h, vec![0.0; classes]);
+                }
+                load[h - 1][class_of(i, u, v, dir)] += w;
+            }
+        }
+    }
+    let depth = load.len();
+    // Prefix sums over levels, per class.
+    let mut prefix = vec![vec![0.0; classes]; depth + 1];
+    for l in 0..depth {
+        for c in 0..classes {
+            prefix[l + 1][c] = prefix[l][c] + load[l][c];
+        }
+    }
+    let alpha = dims.iter().map(|d| d.hops() * d.latency_ns).fold(0.0, f64::max);
+    // The largest piece's second hop through a switch, per byte of a
+    // piece of the whole shard.
+    let widest = orders.iter().map(|o| o.weight).fold(0.0, f64::max) / if mirror { 2.0 } else { 1.0 };
+    let tail = dims
+        .iter()
+        .filter(|d| d.kind == DimKind::Switch)
+        .map(|d| widest / d.link_gbps)
+        .fold(0.0, f64::max);
+    let shard = size / n;
+    let time = |k: usize| -> f64 {
+        let piece = shard / k as f64;
+        let mut t = 0.0;
+        for q in 0..k + depth - 1 {
+            // Levels l (1-based) with 0 <= q - (l - 1) < k: l in (q + 1 - k, q + 1].
+            let hi = (q + 1).min(depth);
+            let lo = (q + 1).saturating_sub(k);
+            let busy = (0..classes)
+                .map(|c| (prefix[hi][c] - prefix[lo][c]) * piece * class_cost[c])
+                .fold(0.0, f64::max);
+            t += busy + tail * piece + alpha;
+        }
+        t
+    };
+    let k = if pieces > 0 {
+        pieces as usize
+    } else {
+        (0..=MAX_ROUND_PIECES.trailing_zeros())
+            .map(|p| 1usize << p)
+            .min_by(|&a, &b| time(a).total_cmp(&time(b)))
+            .unwrap_or(1)
+    };
+    let (t_star, _) = gather_cut(&dims);
+    Ok(Some(RoundTime {
+        collective: kind.name(),
+        pieces: k as u32,
+        rounds: passes * (k + depth - 1) as u32,
+        depth: depth as u32,
+        trees_per_root: (orders.len() * if mirror { 2 } else { 1 }) as u32,
+        time_ns: f64::from(passes) * time(k),
+        cut_ns: f64::from(passes) * shard * t_star,
+    }))
+}
