@@ -24,8 +24,9 @@
 //! `direct`, `halving-doubling` run flat over the group; `swing` is the
 //! multiport bandwidth-optimal Swing; `tacos` synthesizes a schedule for the
 //! group at the current bandwidths (`schedule::synth`); `forest` packs
-//! spanning trees at the group's cut rate (`schedule::forest`, at most 64
-//! NPUs), also at the current bandwidths. Point-to-point
+//! spanning trees at the group's cut rate (`schedule::forest`: any size on
+//! groups that are products of rings, fully-connected groups and switches,
+//! else at most 64 NPUs), also at the current bandwidths. Point-to-point
 //! (`send-recv`) collectives keep their analytic coefficients.
 //!
 //! **Coefficients by measurement.** A replay's critical path (`simulate`)
@@ -517,7 +518,14 @@ impl Backed {
         };
         self.built.fetch_add(1, Ordering::Relaxed);
         let s = Arc::new(schedule);
-        self.schedules.lock().map_err(|_| poisoned())?.insert(key, s.clone());
+        let mut cache = self.schedules.lock().map_err(|_| poisoned())?;
+        if by_bandwidth {
+            // One schedule per collective at a time: a forest or TACOS
+            // schedule of a few hundred NPUs holds millions of transfers,
+            // and the replay cache keeps what each grid point measured.
+            cache.retain(|k, _| k.distinct != i);
+        }
+        cache.insert(key, s.clone());
         Ok(s)
     }
 

@@ -465,8 +465,11 @@ pub struct RoundTime {
     pub trees_per_root: u32,
     /// The time, ns.
     pub time_ns: f64,
-    /// The exact cut bound (the bandwidth term), ns.
-    pub cut_ns: f64,
+    /// The bandwidth term at the exact cut rate, ns: the cut bound of an
+    /// all-gather or reduce-scatter; for an all-reduce the two together
+    /// (what its forest's bandwidth can reach, not a bound on every
+    /// all-reduce).
+    pub bandwidth_ns: f64,
 }
 
 /// Most pieces per tree [`round_time`] tries (powers of two).
@@ -602,6 +605,6 @@ pub fn round_time(
         depth: depth as u32,
         trees_per_root: (orders.len() * if mirror { 2 } else { 1 }) as u32,
         time_ns: f64::from(passes) * time(k),
-        cut_ns: f64::from(passes) * shard * t_star,
+        bandwidth_ns: f64::from(passes) * shard * t_star,
     }))
 }
