@@ -29,6 +29,7 @@ if [[ -z $check ]]; then
   scripts/libra-reproduce.sh
   scripts/collectives.sh
   scripts/forest.sh
+  scripts/all-to-all.sh
   scripts/swing.sh
   scripts/schedule-backed.sh
   scripts/validation.sh
@@ -46,6 +47,8 @@ start=$SECONDS
 scripts/collectives.sh "$tmp" >/dev/null &
 collectives=$!
 scripts/forest.sh "$tmp" >/dev/null &
+collectives="$collectives $!"
+scripts/all-to-all.sh "$tmp" >/dev/null &
 collectives="$collectives $!"
 for study in studies/*.toml; do
   "$bin" run "$study" --out "$tmp/results" >/dev/null

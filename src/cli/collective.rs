@@ -27,8 +27,10 @@ pub struct CollectiveArgs {
     #[arg(long, default_value = "all-reduce")]
     pub collective: String,
     /// ring, bidirectional-ring, direct, halving-doubling, hierarchical, swing,
-    /// swing-latency, recursive-doubling, recursive-doubling-bw, bucket or tacos
-    /// (synthesized; default: hierarchical on topologies of dimensions, else ring).
+    /// swing-latency, recursive-doubling, recursive-doubling-bw, bucket, tacos
+    /// (synthesized), forest (spanning trees at the exact cut rate), flow (all-to-all
+    /// along an optimal multi-commodity flow) or best (every other one replayed, the
+    /// fastest kept; default: hierarchical on topologies of dimensions, else ring).
     #[arg(long)]
     pub algorithm: Option<String>,
     /// Per-dimension algorithms of a hierarchical schedule, comma-separated
@@ -120,6 +122,7 @@ pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<
         seed: args.seed,
         restarts: args.restarts,
         size_bytes: size,
+        link_model: link_model(&args.link_model)?,
     };
     algorithm::build(topo, kind, algorithm, &opt).map_err(|e| {
         let flag = match e {

@@ -26,7 +26,10 @@
 //! group at the current bandwidths (`schedule::synth`); `forest` packs
 //! spanning trees at the group's cut rate (`schedule::forest`: any size on
 //! groups that are products of rings, fully-connected groups and switches,
-//! else at most 64 NPUs), also at the current bandwidths. Point-to-point
+//! else at most 64 NPUs), also at the current bandwidths; `flow` routes an
+//! all-to-all along an optimal multi-commodity flow (`schedule::flow`, for
+//! `algorithms = { all-to-all = "flow" }`); `best` replays every one of
+//! them and keeps the fastest. Point-to-point
 //! (`send-recv`) collectives keep their analytic coefficients.
 //!
 //! **Coefficients by measurement.** A replay's critical path (`simulate`)
@@ -122,7 +125,7 @@ impl Named for Evaluator {
 crate::named!(Evaluator);
 
 /// The algorithms the schedule evaluator builds (module doc).
-const ALGORITHMS: [ScheduleAlgorithm; 8] = [
+const ALGORITHMS: [ScheduleAlgorithm; 10] = [
     ScheduleAlgorithm::Hierarchical,
     ScheduleAlgorithm::Ring,
     ScheduleAlgorithm::BidirectionalRing,
@@ -131,6 +134,8 @@ const ALGORITHMS: [ScheduleAlgorithm; 8] = [
     ScheduleAlgorithm::Swing,
     ScheduleAlgorithm::Tacos,
     ScheduleAlgorithm::Forest,
+    ScheduleAlgorithm::Flow,
+    ScheduleAlgorithm::Best,
 ];
 
 /// The schedule algorithm named `s`, if the evaluator builds it.
@@ -452,8 +457,12 @@ impl Backed {
         let comm = &self.distinct[i].0;
         let algorithm = self.spec.algorithm_for(comm.kind);
         let algo = algorithm.to_string();
-        // TACOS and forest depend on the bandwidths: build at the grid point.
-        let by_bandwidth = matches!(algorithm, ScheduleAlgorithm::Tacos | ScheduleAlgorithm::Forest);
+        // TACOS, forest, flow and best depend on the bandwidths: build at the
+        // grid point.
+        let by_bandwidth = matches!(
+            algorithm,
+            ScheduleAlgorithm::Tacos | ScheduleAlgorithm::Forest | ScheduleAlgorithm::Flow | ScheduleAlgorithm::Best
+        );
         let grid: Vec<i64> = if by_bandwidth {
             map.iter().map(|&d| (bw[d].log2() * 64.0).round() as i64).collect()
         } else {
@@ -510,6 +519,9 @@ impl Backed {
                     chunks_per_npu: k,
                     multiport: true,
                     size_bytes: schedule_size(comm),
+                    link_model: self.spec.link_model,
+                    seed: self.spec.seed,
+                    restarts: self.spec.restarts.max(1),
                     ..Default::default()
                 };
                 crate::schedule::algorithm::build(&topo_at(&at), comm.kind, other, &opt)

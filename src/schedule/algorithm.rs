@@ -2,15 +2,18 @@
 //! ([`Algorithm`]), and the one function that builds any of them
 //! ([`build`]): the built-ins (`builtin`, flat or hierarchical per
 //! dimension), Swing and recursive doubling (`swing`), the bucket
-//! algorithm and TACOS-style synthesis (`synth`). The command line, the
+//! algorithm and TACOS-style synthesis (`synth`), spanning-tree packing
+//! (`forest`), and `best` (every other one replayed, the fastest kept).
+//! The command line, the
 //! `compare` sweep and the schedule-backed evaluator all build through
 //! here, so a name means one schedule everywhere.
 
 use super::Schedule;
 use super::builtin::{self, Algo};
-use super::forest;
+use super::simulate::{LinkModel, SimOptions, simulate};
 use super::swing::{self, Peers, SwingOptions, Variant};
 use super::synth::{self, SynthOptions};
+use super::{flow, forest};
 use crate::error::Named;
 use crate::model::topology::Topology;
 use crate::model::workload::CollectiveKind;
@@ -42,6 +45,10 @@ pub enum Algorithm {
     Bucket,
     /// A packing of spanning trees at the exact cut rate (`schedule::forest`).
     Forest,
+    /// All-to-all along an optimal multi-commodity flow (`schedule::flow`).
+    Flow,
+    /// Every other algorithm that builds, replayed; the fastest valid one.
+    Best,
 }
 
 impl Named for Algorithm {
@@ -59,6 +66,8 @@ impl Named for Algorithm {
         Algorithm::RecursiveDoublingBw,
         Algorithm::Bucket,
         Algorithm::Forest,
+        Algorithm::Flow,
+        Algorithm::Best,
     ];
     fn as_name(self) -> &'static str {
         match self {
@@ -74,6 +83,8 @@ impl Named for Algorithm {
             Algorithm::RecursiveDoublingBw => "recursive-doubling-bw",
             Algorithm::Bucket => "bucket",
             Algorithm::Forest => "forest",
+            Algorithm::Flow => "flow",
+            Algorithm::Best => "best",
         }
     }
 }
@@ -143,8 +154,11 @@ pub struct Options {
     pub seed: u64,
     /// TACOS: seeds tried (the fastest kept); at least 1.
     pub restarts: u32,
-    /// TACOS: the collective's buffer, bytes (synthesis times transfers).
+    /// TACOS, forest and best: the collective's buffer, bytes (synthesis
+    /// times transfers; forest chooses its pieces; best replays).
     pub size_bytes: f64,
+    /// Best: the link model the candidates are replayed in.
+    pub link_model: LinkModel,
 }
 
 impl Default for Options {
@@ -156,6 +170,7 @@ impl Default for Options {
             seed: 0,
             restarts: 1,
             size_bytes: 1e6,
+            link_model: LinkModel::AlphaBeta,
         }
     }
 }
@@ -198,6 +213,9 @@ pub fn build(
         return Err(SpecError::Ports);
     }
     let built = match algorithm {
+        Algorithm::Best => best(topo, kind, opt).map(|b| b.schedule),
+        // As forest: the default (1) lets flow choose.
+        Algorithm::Flow => flow::build(topo, kind, if k > 1 { k } else { 0 }).map_err(|e| e.to_string()),
         Algorithm::Bucket => swing::bucket(topo, kind, opt.multiport, k).map_err(|e| e.to_string()),
         // One piece per tree is never what anyone wants of a pipelined
         // tree: the default (1) lets forest choose from the size.
@@ -241,6 +259,91 @@ pub fn build(
     built.map_err(SpecError::Build)
 }
 
+/// Most NPUs `best` synthesizes TACOS schedules for (it keeps N(N-1)
+/// transfers per chunk; above this it takes minutes).
+pub const BEST_MAX_TACOS_NPUS: u32 = 1024;
+
+/// What `best` tried and what won.
+#[derive(Debug, Clone)]
+pub struct Best {
+    /// The winning schedule (its name says so: `best of N: ...`).
+    pub schedule: Schedule,
+    /// Every algorithm tried, in [`Algorithm::ALL`] order.
+    pub tried: Vec<Tried>,
+}
+
+/// One algorithm `best` tried.
+#[derive(Debug, Clone)]
+pub struct Tried {
+    /// The algorithm.
+    pub algorithm: Algorithm,
+    /// Its schedule's name and replayed time (ns), or why it did not build
+    /// or replay valid.
+    pub outcome: Result<(String, f64), String>,
+}
+
+/// Builds every other algorithm's schedule (TACOS up to
+/// [`BEST_MAX_TACOS_NPUS`]), replays each valid one at `opt.size_bytes`
+/// in `opt.link_model`, and keeps the fastest (ties: the first in
+/// [`Algorithm::ALL`] order). The per-dimension algorithms and the ports
+/// are each candidate's own defaults; `opt.chunks_per_npu` goes to every
+/// candidate.
+pub fn best(topo: &Topology, kind: CollectiveKind, opt: &Options) -> Result<Best, String> {
+    let sim = SimOptions {
+        size_bytes: opt.size_bytes,
+        model: opt.link_model,
+        record: false,
+    };
+    let each = Options {
+        dim_algorithms: None,
+        multiport: true,
+        ..opt.clone()
+    };
+    let mut tried = Vec::new();
+    let mut winner: Option<(f64, Schedule)> = None;
+    for &a in Algorithm::ALL {
+        if a == Algorithm::Best {
+            continue;
+        }
+        if a == Algorithm::Tacos && topo.npus > BEST_MAX_TACOS_NPUS {
+            tried.push(Tried {
+                algorithm: a,
+                outcome: Err(format!("not tried above {BEST_MAX_TACOS_NPUS} NPUs")),
+            });
+            continue;
+        }
+        let outcome =
+            build(topo, kind, a, &each)
+                .map_err(|e| e.to_string())
+                .and_then(|s| match simulate(&s, topo, &sim) {
+                    Ok(r) if r.valid => Ok((s, r.time_ns)),
+                    Ok(r) => Err(format!("invalid: {}", r.errors.first().cloned().unwrap_or_default())),
+                    Err(e) => Err(e.to_string()),
+                });
+        match outcome {
+            Ok((s, t)) => {
+                tried.push(Tried {
+                    algorithm: a,
+                    outcome: Ok((s.algorithm.clone(), t)),
+                });
+                if winner.as_ref().is_none_or(|(best, _)| t < *best) {
+                    winner = Some((t, s));
+                }
+            }
+            Err(e) => tried.push(Tried {
+                algorithm: a,
+                outcome: Err(e),
+            }),
+        }
+    }
+    let Some((_, mut schedule)) = winner else {
+        return Err(format!("no algorithm builds a valid {} on {}", kind.name(), topo.name));
+    };
+    let built = tried.iter().filter(|t| t.outcome.is_ok()).count();
+    schedule.algorithm = format!("best of {built}: {}", schedule.algorithm);
+    Ok(Best { schedule, tried })
+}
+
 #[cfg(test)]
 #[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
@@ -254,7 +357,7 @@ mod tests {
         }
         let e = "magic".parse::<Algorithm>().unwrap_err().to_string();
         assert!(e.starts_with("`magic` is not an algorithm; allowed: `ring`,"), "{e}");
-        assert!(e.ends_with("or `forest`"), "{e}");
+        assert!(e.ends_with("or `best`"), "{e}");
     }
 
     #[test]
@@ -281,8 +384,15 @@ mod tests {
             ..Options::default()
         };
         assert_eq!(build(&topo, kind, Algorithm::Tacos, &none), Err(SpecError::Restarts));
-        // Every algorithm builds an all-reduce on a 4x4 torus.
+        // Every algorithm but flow (all-to-all only) builds an all-reduce
+        // on a 4x4 torus; flow builds the all-to-all.
         for &a in Algorithm::ALL {
+            if a == Algorithm::Flow {
+                assert!(build(&topo, kind, a, &Options::default()).is_err());
+                let s = build(&topo, CollectiveKind::AllToAll, a, &Options::default()).unwrap();
+                assert_eq!(s.npus, 16);
+                continue;
+            }
             let s = build(&topo, kind, a, &Options::default()).unwrap();
             assert_eq!(s.npus, 16, "{a}");
         }

@@ -30,6 +30,8 @@
 //!   reduce-scatter on product networks at any size, in closed form,
 //!   `schedule::product`); it replaces the
 //!   half-dimension cut when larger, named `exact` with its set S;
+//! - all-to-all: the least time of any multi-commodity flow that carries
+//!   every pair's piece (`schedule::flow`'s linear program), named `flow`;
 //! - latency: some chunk must travel between the two NPUs farthest apart in
 //!   link latency (the latency diameter), `hops x latency` on a uniform
 //!   network.
@@ -193,7 +195,12 @@ pub fn lower_bounds_with(topo: &Topology, kind: CollectiveKind, size: f64, exact
         let t = e.ns_per_byte * size;
         if t > cut_ns * (1.0 + 1e-9) {
             cut_ns = t;
-            cut = "exact".into();
+            cut = if kind == CollectiveKind::AllToAll {
+                "flow"
+            } else {
+                "exact"
+            }
+            .into();
             cut_set = e.set.clone();
         }
     }

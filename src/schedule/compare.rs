@@ -82,10 +82,11 @@ pub fn compare(
             let mut schedule = None;
             for &size in sizes {
                 let s = match schedule.take() {
-                    Some(s) if !matches!(algorithm, Algorithm::Tacos | Algorithm::Forest) => s,
+                    Some(s) if !matches!(algorithm, Algorithm::Tacos | Algorithm::Forest | Algorithm::Best) => s,
                     _ => {
                         let opt = Options {
                             size_bytes: size,
+                            link_model: model,
                             ..Options::default()
                         };
                         algorithm::build(topo, kind, algorithm, &opt).map_err(|e| fail(e.into()))?

@@ -284,10 +284,21 @@ fn reduce_cut(topo: &Topology) -> Option<(f64, Vec<bool>)> {
     best
 }
 
-/// The exact cut of `kind` on `topo`, or `None` for all-to-all, send-recv,
-/// one NPU, or more than [`MAX_NPUS`] NPUs (all-gather and reduce-scatter on
-/// a product network: any size, by `schedule::product`'s closed form).
+/// The exact cut of `kind` on `topo`, or `None` for send-recv, one NPU, or
+/// more than [`MAX_NPUS`] NPUs (all-gather and reduce-scatter on a product
+/// network: any size, by `schedule::product`'s closed form). For an
+/// all-to-all: the optimal multi-commodity flow's time (`schedule::flow`,
+/// no set), within that program's size limit.
 pub fn exact_cut(topo: &Topology, kind: CollectiveKind) -> Option<ExactCut> {
+    if kind == CollectiveKind::AllToAll {
+        // The multi-commodity flow program (`schedule::flow`), within its
+        // size limit (any size on a product network).
+        let t = super::flow::bound_ns_per_byte(topo).ok()?;
+        return Some(ExactCut {
+            ns_per_byte: t,
+            set: Vec::new(),
+        });
+    }
     if matches!(kind, CollectiveKind::AllGather | CollectiveKind::ReduceScatter)
         && let Some(dims) = super::product::dims(topo)
     {

@@ -51,6 +51,7 @@ pub mod builtin;
 pub mod compare;
 pub mod cut;
 mod file;
+pub mod flow;
 pub mod forest;
 pub mod product;
 pub mod replay;
