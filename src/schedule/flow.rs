@@ -42,8 +42,10 @@ use good_lp::solvers::highs::highs;
 use good_lp::{Expression, ProblemVariables, Solution as _, SolverModel, Variable, variable};
 use std::collections::VecDeque;
 
-/// Most flow variables (commodities x links) the general program takes.
-pub const MAX_VARIABLES: u64 = 1 << 20;
+/// Most flow variables (commodities x links) the program takes: 32,768,
+/// a 64x64 torus (one commodity, 16,384 links: 2.4 s) or 64 NPUs of 512
+/// links in general; beyond it the bound falls back to the cuts.
+pub const MAX_VARIABLES: u64 = 1 << 15;
 
 /// Why an all-to-all flow was not found.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
