@@ -13,26 +13,8 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-cat >"$tmp/dgx-4x8.yml" <<'YML'
-topology: [ Switch, Switch ]
-npus_count: [ 8, 4 ]
-bandwidth: [ 419.0951585769653, 46.566128730773926 ]
-latency: [ 500.0, 500.0 ]
-YML
-for seed in 1 2; do
-  python3 - "$tmp/random-$seed.edges" "$seed" <<'PY'
-import random, sys
-rng = random.Random(int(sys.argv[2]))
-n = 12
-with open(sys.argv[1], "w") as f:
-    for v in range(n):
-        f.write(f"{v} -> {(v + 1) % n} {rng.randint(25, 100)} 0.5us\n")
-        f.write(f"{(v + 1) % n} -> {v} {rng.randint(25, 100)} 0.5us\n")
-    for _ in range(12):
-        a, b = rng.sample(range(n), 2)
-        f.write(f"{a} -> {b} {rng.randint(10, 100)} 0.5us\n")
-PY
-done
+source scripts/networks.sh
+write_networks "$tmp"
 
 rows=$tmp/rows.jsonl
 : >"$rows"
@@ -96,5 +78,6 @@ for k in keys:
     print(f"| {k[0]} | {k[1]} | {size} | {bound:.5g} [{cut}] | " + " | ".join(cells) + f" | {ratio} |")
 print()
 print("Every schedule valid." if bad == 0 else f"{bad} invalid schedules.")
+sys.exit(1 if bad else 0)
 PY
 echo "wrote $out/all-to-all.md"

@@ -10,33 +10,15 @@ use common::random_network;
 
 use dimsum::model::topology::{Topology, from_spec};
 use dimsum::model::workload::CollectiveKind::{AllGather, AllToAll};
-use dimsum::schedule::algorithm::{self, Algorithm, Options};
-use dimsum::schedule::bounds;
+use dimsum::schedule::algorithm::Algorithm;
 use dimsum::schedule::flow;
-use dimsum::schedule::simulate::{LinkModel, SimOptions, simulate};
 use proptest::prelude::*;
 use std::path::Path;
 
 const MIB64: f64 = 64.0 * 1024.0 * 1024.0;
 
 fn replay(t: &Topology, size: f64) -> (f64, f64) {
-    let opt = Options {
-        size_bytes: size,
-        ..Options::default()
-    };
-    let s = algorithm::build(t, AllToAll, Algorithm::Flow, &opt).unwrap();
-    let r = simulate(
-        &s,
-        t,
-        &SimOptions {
-            size_bytes: size,
-            model: LinkModel::AlphaBeta,
-            record: false,
-        },
-    )
-    .unwrap();
-    assert!(r.valid, "{:?}", r.errors.first());
-    (r.time_ns, bounds::lower_bounds(t, AllToAll, size).bound_ns)
+    common::replay(t, AllToAll, Algorithm::Flow, 1, size)
 }
 
 #[test]

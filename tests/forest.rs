@@ -9,10 +9,9 @@ use common::random_network;
 
 use dimsum::model::topology::{Topology, from_spec};
 use dimsum::model::workload::CollectiveKind::{self, AllGather, AllReduce, ReduceScatter};
-use dimsum::schedule::algorithm::{self, Algorithm, Options};
-use dimsum::schedule::bounds::{self, exact_cut};
+use dimsum::schedule::algorithm::Algorithm;
+use dimsum::schedule::bounds::exact_cut;
 use dimsum::schedule::forest::{self, Forest};
-use dimsum::schedule::simulate::{LinkModel, SimOptions, simulate};
 use proptest::prelude::*;
 use std::path::Path;
 
@@ -133,24 +132,7 @@ fn a_switch_is_split_into_routes_through_it() {
 /// Replays the forest schedule of `kind` on `t` (k pieces per tree, 0 =
 /// chosen) with a buffer of `size`: its time and the topology's bound.
 fn replay(t: &Topology, kind: CollectiveKind, k: u32, size: f64) -> (f64, f64) {
-    let opt = Options {
-        chunks_per_npu: k.max(1),
-        size_bytes: size,
-        ..Options::default()
-    };
-    let s = algorithm::build(t, kind, Algorithm::Forest, &opt).unwrap();
-    let r = simulate(
-        &s,
-        t,
-        &SimOptions {
-            size_bytes: size,
-            model: LinkModel::AlphaBeta,
-            record: false,
-        },
-    )
-    .unwrap();
-    assert!(r.valid, "{:?}", r.errors.first());
-    (r.time_ns, bounds::lower_bounds(t, kind, size).bound_ns)
+    common::replay(t, kind, Algorithm::Forest, k, size)
 }
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;

@@ -168,7 +168,7 @@ fn a_torus_tree_spreads_both_ways_then_along_the_next_dimension() {
 }
 
 #[test]
-fn products_replay_within_one_percent_of_the_cut() {
+fn products_replay_within_one_to_four_percent_of_the_cut() {
     use DimKind::{FullyConnected as Fc, Ring, Switch};
     // Within 1%, but 3% for the three-level product of 128 NPUs (its
     // pipeline fill, six levels, needs about 128 pieces per tree for 1%,
@@ -258,7 +258,7 @@ proptest! {
     /// rounds overlapping, but not always: 0.13% slower on a 2 x 4
     /// fully-connected product at one piece), which never beats the cut.
     #[test]
-    fn replays_are_never_slower_than_their_rounds(
+    fn replays_stay_within_two_percent_of_their_rounds(
         dims in small_product(), k in prop_oneof![Just(1u32), Just(4), Just(16)],
         size in prop_oneof![Just(1e6), Just(1e8), Just(1e9)],
     ) {
@@ -269,4 +269,27 @@ proptest! {
         prop_assert!(time >= bound * (1.0 - 1e-9));
         prop_assert!(time <= r.time_ns * 1.02, "replay {time} > rounds {}", r.time_ns);
     }
+}
+
+#[test]
+fn too_large_schedules_go_to_rounds_counting_both_passes() {
+    // torus 32x32: 2 orders x 2 mirror images = 4 trees per root, so one
+    // pass has 1024 x 1023 x 4 = 4,190,208 arcs, under 4 x 2^20 =
+    // 4,194,304: an all-gather is built and replayed, but an all-reduce
+    // (two passes, 8,380,416) is timed in rounds, at twice the all-gather.
+    let t = Topology::torus(&[32, 32], true, &[50.0, 50.0], &[500.0, 500.0]);
+    assert!(!product::needs_rounds(&t, AllGather));
+    assert!(product::needs_rounds(&t, AllReduce));
+    let ag = product::round_time(&t, AllGather, GIB, 4).unwrap().unwrap();
+    let ar = product::round_time(&t, AllReduce, GIB, 4).unwrap().unwrap();
+    assert_eq!(ar.rounds, 2 * ag.rounds);
+    assert!((ar.time_ns - 2.0 * ag.time_ns).abs() < 1e-9 * ar.time_ns);
+    // More pieces than the rounds take is refused, naming the limit.
+    let e = product::round_time(&t, AllGather, GIB, 3_000_000_000)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("at most 65536"), "{e}");
+    // Building the all-reduce is refused before the forests are made.
+    let e = forest::build(&t, AllReduce, 0, GIB).unwrap_err().to_string();
+    assert!(e.contains("rounds"), "{e}");
 }

@@ -185,7 +185,7 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
     };
     let model = link_model(&args.link_model)?;
     let forest = args.algorithm.as_deref().and_then(|a| a.parse::<Algorithm>().ok()) == Some(Algorithm::Forest);
-    if forest && args.schedule_in.is_none() && product::needs_rounds(&topo) {
+    if forest && args.schedule_in.is_none() && product::needs_rounds(&topo, collective_kind(&args.collective)?) {
         return rounds(args, &topo, size);
     }
     let schedule = schedule_of(args, &topo, size)?;

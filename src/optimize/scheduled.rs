@@ -28,8 +28,8 @@
 //! groups that are products of rings, fully-connected groups and switches,
 //! else at most 64 NPUs), also at the current bandwidths; `flow` routes an
 //! all-to-all along an optimal multi-commodity flow (`schedule::flow`, for
-//! `algorithms = { all-to-all = "flow" }`); `best` replays every one of
-//! them and keeps the fastest. Point-to-point
+//! `algorithms = { all-to-all = "flow" }`); `best` builds every algorithm
+//! `schedule::algorithm` knows, replays each and keeps the fastest. Point-to-point
 //! (`send-recv`) collectives keep their analytic coefficients.
 //!
 //! **Coefficients by measurement.** A replay's critical path (`simulate`)

@@ -56,8 +56,8 @@ pub enum Cause {
 /// Every `algorithms` schedule of `kind` on every one of `topologies`
 /// (name, topology), replayed with `model` links at every one of `sizes`
 /// (bytes): rows topology by topology, then algorithm by algorithm, then
-/// size by size. Each schedule is built once per topology, except TACOS
-/// synthesis, which depends on the size and is built per size.
+/// size by size. Each schedule is built once per topology, except TACOS,
+/// forest and best, which depend on the size and are built per size.
 /// `progress` is called with the number of (topology, algorithm) pairs
 /// done after each.
 pub fn compare(

@@ -28,7 +28,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExactCut {
     /// Time per byte of the collective's buffer (the all-gather output, the
-    /// reduce-scatter input, the all-reduce vector), ns.
+    /// reduce-scatter input, the all-reduce vector, one NPU's all-to-all
+    /// send buffer), ns.
     pub ns_per_byte: f64,
     /// The bottleneck set S (node ids: NPUs first, then switches).
     pub set: Vec<u32>,
@@ -284,8 +285,8 @@ fn reduce_cut(topo: &Topology) -> Option<(f64, Vec<bool>)> {
     best
 }
 
-/// The exact cut of `kind` on `topo`, or `None` for send-recv, one NPU, or
-/// more than [`MAX_NPUS`] NPUs (all-gather and reduce-scatter on a product
+/// The exact cut of `kind` on `topo`, or `None` for send-recv, one NPU
+/// (all-to-all: 0), or more than [`MAX_NPUS`] NPUs (all-gather and reduce-scatter on a product
 /// network: any size, by `schedule::product`'s closed form). For an
 /// all-to-all: the optimal multi-commodity flow's time (`schedule::flow`,
 /// no set), within that program's size limit.
@@ -324,6 +325,7 @@ pub fn exact_cut(topo: &Topology, kind: CollectiveKind) -> Option<ExactCut> {
             let (c, side) = reduce_cut(topo)?;
             (1.0 / c, side)
         }
+        // All-to-all was answered above.
         CollectiveKind::AllToAll | CollectiveKind::SendRecv => return None,
     };
     let set = side

@@ -83,7 +83,7 @@ pub struct Flow {
     /// The least time per byte of one NPU's send buffer, ns: no all-to-all
     /// of M bytes per NPU beats `ns_per_byte x M`.
     pub ns_per_byte: f64,
-    /// Every pair's paths, by sender then receiver.
+    /// Every pair's paths, grouped by pair (senders in order).
     pub paths: Vec<Path>,
     /// Whether the product network's symmetry was used (one commodity).
     pub symmetric: bool,
@@ -383,29 +383,36 @@ pub const MAX_TRANSFERS: u64 = 1 << 22;
 
 /// The flow schedule of an all-to-all on `topo`, `k` chunks per pair (0:
 /// the most, up to 16, a power of two, within [`MAX_TRANSFERS`] and the
-/// simulator's state).
+/// simulator's state; more paths than [`MAX_TRANSFERS`] are refused).
 pub fn build(topo: &Topology, kind: CollectiveKind, k: u32) -> Result<Schedule, FlowError> {
     if kind != CollectiveKind::AllToAll {
         return Err(FlowError::Collective(kind.name()));
     }
     let n = topo.npus;
-    let cube = u64::from(n).pow(3);
-    if cube.saturating_mul(u64::from(k.max(1))) > MAX_STATE {
+    // The simulator tracks every NPU's view of every chunk it may hold: n
+    // NPUs x n k chunks of its own buffer (as `builtin` counts).
+    let state = |k: u32| u64::from(n) * u64::from(n) * u64::from(k.max(1));
+    if state(k) > MAX_STATE {
         return Err(FlowError::TooBig(format!(
-            "{n} NPUs x {n}^2 x {} chunks would track {} NPU-chunk pairs, over the simulator's {MAX_STATE}: give fewer --chunks-per-npu",
+            "{n} NPUs x {n} x {} chunks would track {} NPU-chunk pairs, over the simulator's {MAX_STATE}: give fewer --chunks-per-npu",
             k.max(1),
-            cube.saturating_mul(u64::from(k.max(1)))
+            state(k)
         )));
     }
     let flow = solve(topo)?;
+    let paths = flow.paths.len() as u64;
+    if paths > MAX_TRANSFERS {
+        return Err(FlowError::TooBig(format!(
+            "{paths} paths would make more than flow's {MAX_TRANSFERS} transfers"
+        )));
+    }
     let k = if k > 0 {
         k
     } else {
-        let paths = flow.paths.len() as u64;
         (0..=4)
             .rev()
             .map(|p| 1u32 << p)
-            .find(|&k| cube * u64::from(k) <= MAX_STATE && paths * u64::from(k) <= MAX_TRANSFERS)
+            .find(|&k| state(k) <= MAX_STATE && paths * u64::from(k) <= MAX_TRANSFERS)
             .unwrap_or(1)
     };
     let mut s = Schedule::new(format!("flow(k={k})"), kind, n, k);

@@ -122,6 +122,9 @@ pub enum ForestError {
     /// The schedule would exceed the simulator's state limit.
     #[error("{0}")]
     TooBig(String),
+    /// A linear program failed.
+    #[error("{0}")]
+    Solver(String),
 }
 
 /// The arcs of `topo` with switches split away (module doc), in the link
@@ -588,8 +591,13 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
         ag.iter().chain(&rs).map(|f| f.trees.len() as u64).sum::<u64>() * u64::from(k) * u64::from(n.saturating_sub(1));
     if transfers > MAX_TRANSFERS * 4 {
         return Err(ForestError::TooBig(format!(
-            "{k} pieces per tree would make {transfers} transfers, over forest's limit of {}: give fewer --chunks-per-npu",
-            MAX_TRANSFERS * 4
+            "{k} pieces per tree would make {transfers} transfers, over forest's limit of {}: {}",
+            MAX_TRANSFERS * 4,
+            if k > 1 {
+                "give fewer --chunks-per-npu"
+            } else {
+                "too large to build and replay (on a product network `dimsum collective --algorithm forest` times it in rounds)"
+            }
         )));
     }
     if state > MAX_STATE {

@@ -52,8 +52,9 @@ use std::collections::HashMap;
 /// (d! columns).
 pub const MAX_DIMS: usize = 7;
 
-/// Most arcs (all roots' trees together) [`forest`] materialises.
-pub const MAX_ARCS: u64 = 1 << 26;
+/// Most arcs (all roots' trees together) [`forest`] materialises: what
+/// `forest::build` replays at one piece per tree.
+pub const MAX_ARCS: u64 = 4 * super::forest::MAX_TRANSFERS;
 
 /// One dimension of a product network (of two or more NPUs).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -240,7 +241,7 @@ pub fn mixture(dims: &[Dim]) -> Result<Vec<Order>, ForestError> {
     }
     let sol = model
         .solve()
-        .map_err(|e| ForestError::TooBig(format!("the order mixture's linear program failed: {e}")))?;
+        .map_err(|e| ForestError::Solver(format!("the order mixture's linear program failed: {e}")))?;
     let mut out: Vec<Order> = orders
         .iter()
         .zip(&w)
@@ -368,20 +369,24 @@ fn tree_hops(topo: &Topology, dims: &[Dim], root: u32, order: &[usize], mirror: 
     hops
 }
 
-/// Whether `topo` is a product network whose forest schedule is too large
-/// to build and replay transfer by transfer (more than
-/// `4 x forest::MAX_TRANSFERS` transfers at one piece per tree): it is
-/// timed in rounds instead ([`round_time`]).
-pub fn needs_rounds(topo: &Topology) -> bool {
+/// Whether `topo` is a product network whose forest schedule of `kind` is
+/// too large to build and replay transfer by transfer (more than
+/// `4 x forest::MAX_TRANSFERS` transfers at one piece per tree, both passes
+/// of an all-reduce counted): it is timed in rounds instead ([`round_time`]).
+pub fn needs_rounds(topo: &Topology, kind: CollectiveKind) -> bool {
     let Some(dims) = dims(topo) else {
         return false;
     };
     let Ok(orders) = mixture(&dims) else {
         return false;
     };
-    let n = u64::from(topo.npus);
-    let per_root = orders.len() as u64 * if mirrored(&dims) { 2 } else { 1 };
-    n * (n - 1) * per_root > 4 * super::forest::MAX_TRANSFERS
+    let passes = if kind == CollectiveKind::AllReduce { 2 } else { 1 };
+    tree_arcs(topo.npus, orders.len(), mirrored(&dims)) * passes > 4 * super::forest::MAX_TRANSFERS
+}
+
+/// Arcs of every root's trees: n (n - 1) per tree of a root.
+fn tree_arcs(n: u32, orders: usize, mirror: bool) -> u64 {
+    u64::from(n) * u64::from(n.saturating_sub(1)) * orders as u64 * if mirror { 2 } else { 1 }
 }
 
 /// The trees of every root (`reversed`: for a reduce-scatter, each arc's
@@ -395,11 +400,11 @@ pub fn forest(topo: &Topology, reversed: bool) -> Result<Option<Forest>, ForestE
     let orders = mixture(&dims)?;
     let mirror = mirrored(&dims);
     let per_root = orders.len() as u64 * if mirror { 2 } else { 1 };
-    let arcs_needed = u64::from(n) * u64::from(n - 1) * per_root;
+    let arcs_needed = tree_arcs(n, orders.len(), mirror);
     if arcs_needed > MAX_ARCS {
         return Err(ForestError::TooBig(format!(
             "{n} NPUs x {per_root} trees per root would make {arcs_needed} tree arcs, over forest's {MAX_ARCS}: \
-             the schedule is too large to replay transfer by transfer"
+             too large to build and replay (`dimsum collective --algorithm forest` times it in rounds)"
         )));
     }
     let (t_star, _) = gather_cut(&dims);
@@ -501,6 +506,11 @@ pub fn round_time(
         CollectiveKind::AllReduce => 2,
         other => return Err(ForestError::Collective(other.name())),
     };
+    if pieces > MAX_ROUND_PIECES {
+        return Err(ForestError::TooBig(format!(
+            "{pieces} pieces per tree: forest's rounds take at most {MAX_ROUND_PIECES}"
+        )));
+    }
     let Some(dims) = dims(topo) else {
         return Ok(None);
     };

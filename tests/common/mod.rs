@@ -3,6 +3,10 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use dimsum::model::topology::Topology;
+use dimsum::model::workload::CollectiveKind;
+use dimsum::schedule::algorithm::{self, Algorithm, Options};
+use dimsum::schedule::bounds;
+use dimsum::schedule::simulate::{LinkModel, SimOptions, simulate};
 use std::path::Path;
 
 /// A random strongly connected network: `n` NPUs, `k` switches, a ring
@@ -27,4 +31,29 @@ pub fn random_network(n: u32, k: u32, extra: &[(u32, u32, f64)], ring_bw: &[f64]
         }
     }
     Topology::parse_edges(&text, Path::new("random.txt")).unwrap()
+}
+
+/// Builds `algorithm`'s schedule of `kind` on `t` (`k` chunks per NPU, at
+/// least 1; forest and flow choose theirs at 1) for a buffer of `size`
+/// bytes, replays it (alpha-beta links), asserts it valid, and returns its
+/// time and the topology's bound.
+pub fn replay(t: &Topology, kind: CollectiveKind, algorithm: Algorithm, k: u32, size: f64) -> (f64, f64) {
+    let opt = Options {
+        chunks_per_npu: k.max(1),
+        size_bytes: size,
+        ..Options::default()
+    };
+    let s = algorithm::build(t, kind, algorithm, &opt).unwrap();
+    let r = simulate(
+        &s,
+        t,
+        &SimOptions {
+            size_bytes: size,
+            model: LinkModel::AlphaBeta,
+            record: false,
+        },
+    )
+    .unwrap();
+    assert!(r.valid, "{:?}", r.errors.first());
+    (r.time_ns, bounds::lower_bounds(t, kind, size).bound_ns)
 }
