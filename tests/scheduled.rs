@@ -540,3 +540,16 @@ fn critical_path_tiles_the_time() {
         }
     }
 }
+
+#[test]
+fn flow_is_an_all_to_all_algorithm_only() {
+    let base = one_dim("ring", 8, 0.0, "all-reduce", 64e6, "ring");
+    let whole = format!("{base}\n[evaluator]\nkind = \"schedule\"\nalgorithm = \"flow\"\n");
+    let e = Study::parse(&whole, Path::new("f.toml")).unwrap_err().to_string();
+    assert!(e.contains("evaluator.algorithm") && e.contains("all-to-all"), "{e}");
+    let reduce = format!("{base}\n[evaluator]\nkind = \"schedule\"\nalgorithms = {{ all-reduce = \"flow\" }}\n");
+    let e = Study::parse(&reduce, Path::new("f.toml")).unwrap_err().to_string();
+    assert!(e.contains("evaluator.algorithms.all-reduce"), "{e}");
+    let a2a = format!("{base}\n[evaluator]\nkind = \"schedule\"\nalgorithms = {{ all-to-all = \"flow\" }}\n");
+    assert!(Study::parse(&a2a, Path::new("f.toml")).is_ok());
+}

@@ -27,9 +27,9 @@
 //!   the mixture is found by a small linear program over the d! orders
 //!   (HiGHS; d <= [`MAX_DIMS`]).
 //! - Within a dimension: a ring spreads both ways (ceil((n-1)/2) hops
-//!   forward and the rest back, each tree paired with its mirror image so
-//!   both directions carry the same); a fully-connected group sends to every
-//!   peer directly; a switch relays along a binomial tree (peer j from peer
+//!   forward and the rest back; with an even ring, each tree is paired
+//!   with its mirror image so both directions carry the same); a
+//!   fully-connected group sends to every peer directly; a switch relays along a binomial tree (peer j from peer
 //!   j minus its highest bit), each hop up the sender's port and down the
 //!   receiver's, so the switch never copies data (translated to every root,
 //!   each port carries n - 1 hops, as the cut needs).
@@ -334,10 +334,11 @@ fn hop_links(topo: &Topology, dim: &Dim, u: u32, v: u32, dir: i8) -> (Vec<u32>, 
     }
 }
 
-/// Whether the product's trees come in mirrored pairs (a ring, whose two
-/// directions a single tree uses unequally; of two NPUs, its two links).
+/// Whether the product's trees come in mirrored pairs: a ring of even
+/// size, whose own tree goes n / 2 hops forward and n / 2 - 1 back (of two
+/// NPUs: only its forward link); an odd ring's tree is already even.
 fn mirrored(dims: &[Dim]) -> bool {
-    dims.iter().any(|d| d.kind == DimKind::Ring)
+    dims.iter().any(|d| d.kind == DimKind::Ring && d.size % 2 == 0)
 }
 
 /// Link classes of a dimension (see [`round_time`]).

@@ -53,13 +53,29 @@ fn schedules(raw: &RawEvaluator, spec: &mut scheduled::Spec, src: StudyFile<'_>)
     }
     if let Some(a) = &raw.algorithm {
         spec.algorithm = algorithm(a, "algorithm", src)?;
+        if spec.algorithm == ScheduleAlgorithm::Flow {
+            return Err(at(
+                src,
+                a.span(),
+                "algorithm",
+                "flow builds all-to-all only: give it as algorithms = { all-to-all = \"flow\" }".into(),
+            ));
+        }
     }
     for (kind, a) in &raw.algorithms {
         let k = kind
             .parse::<CollectiveKind>()
             .map_err(|e| at(src, a.span(), &format!("algorithms.{kind}"), e.to_string()))?;
-        spec.per_collective
-            .push((k, algorithm(a, &format!("algorithms.{kind}"), src)?));
+        let chosen = algorithm(a, &format!("algorithms.{kind}"), src)?;
+        if chosen == ScheduleAlgorithm::Flow && k != CollectiveKind::AllToAll {
+            return Err(at(
+                src,
+                a.span(),
+                &format!("algorithms.{kind}"),
+                "flow builds all-to-all only".into(),
+            ));
+        }
+        spec.per_collective.push((k, chosen));
     }
     if let Some(c) = &raw.chunks_per_npu {
         let v = *c.get_ref();
