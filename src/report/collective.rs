@@ -86,6 +86,19 @@ pub fn json(o: &Replay) -> serde_json::Value {
     })
 }
 
+/// The table's lower-bound line: the bound, its parts and `ratio`.
+fn bound_line(b: &Bounds, ratio: f64) -> String {
+    format!(
+        "lower bound   {}  (injection {}, cut {} [{}], latency {}); time / bound = {:.3}\n",
+        fmt_us(b.bound_ns),
+        fmt_us(b.injection_ns),
+        fmt_us(b.cut_ns),
+        if b.cut.is_empty() { "-" } else { &b.cut },
+        fmt_us(b.latency_ns),
+        ratio
+    )
+}
+
 fn fmt_us(ns: f64) -> String {
     format!("{} us", sig3(us(ns)))
 }
@@ -110,16 +123,7 @@ pub fn table(o: &Replay) -> String {
         o.schedule.algorithm, o.schedule.chunks_per_npu, o.model
     );
     let _ = writeln!(s, "time          {}", fmt_us(o.sim.time_ns));
-    let _ = writeln!(
-        s,
-        "lower bound   {}  (injection {}, cut {} [{}], latency {}); time / bound = {:.3}",
-        fmt_us(o.bounds.bound_ns),
-        fmt_us(o.bounds.injection_ns),
-        fmt_us(o.bounds.cut_ns),
-        if o.bounds.cut.is_empty() { "-" } else { &o.bounds.cut },
-        fmt_us(o.bounds.latency_ns),
-        o.ratio()
-    );
+    s.push_str(&bound_line(&o.bounds, o.ratio()));
     if o.sim.valid && !o.sim.data_checked {
         let _ = writeln!(
             s,
@@ -235,16 +239,7 @@ pub fn rounds_table(topo: &Topology, size: f64, r: &RoundTime, b: &Bounds) -> St
         r.pieces, r.trees_per_root, r.depth, r.rounds
     );
     let _ = writeln!(s, "time          {}", fmt_us(r.time_ns));
-    let _ = writeln!(
-        s,
-        "lower bound   {}  (injection {}, cut {} [{}], latency {}); time / bound = {:.3}",
-        fmt_us(b.bound_ns),
-        fmt_us(b.injection_ns),
-        fmt_us(b.cut_ns),
-        if b.cut.is_empty() { "-" } else { &b.cut },
-        fmt_us(b.latency_ns),
-        r.time_ns / b.bound_ns
-    );
+    s.push_str(&bound_line(b, r.time_ns / b.bound_ns));
     s
 }
 

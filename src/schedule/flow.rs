@@ -34,7 +34,7 @@
 //! transfer along its path's links, all issued at once, so a path's chunks
 //! pipeline over its hops; the simulator times and checks it.
 
-use super::product;
+use super::product::{self, LinkClasses};
 use super::{MAX_STATE, Op, Run, Schedule, Transfer};
 use crate::model::topology::{DimKind, Topology};
 use crate::model::workload::CollectiveKind;
@@ -89,41 +89,6 @@ pub struct Flow {
     pub symmetric: bool,
 }
 
-/// Link classes of a product network (module doc), or `None` if `topo` is
-/// not one.
-fn classes(topo: &Topology) -> Option<Classes> {
-    let dims = product::dims(topo)?;
-    let mut base = vec![usize::MAX; topo.dims.len()];
-    let mut next = 0;
-    for d in &dims {
-        base[d.index] = next;
-        next += match d.kind {
-            DimKind::Ring | DimKind::Line => 2,
-            DimKind::FullyConnected => d.size as usize - 1,
-            DimKind::Switch => 2,
-        };
-    }
-    let class = topo
-        .links
-        .iter()
-        .enumerate()
-        .map(|(id, l)| {
-            let d = usize::from(l.dim.unwrap_or(0));
-            let size = topo.dims[d].size;
-            base[d]
-                + match topo.dims[d].kind {
-                    DimKind::Ring | DimKind::Line => usize::from(topo.neighbour_link(l.src, d, 1) != Some(id as u32)),
-                    DimKind::FullyConnected => {
-                        let (a, b) = (topo.coords(l.src)[d], topo.coords(l.dst)[d]);
-                        ((b + size - a) % size) as usize - 1
-                    }
-                    DimKind::Switch => usize::from(l.src >= topo.npus),
-                }
-        })
-        .collect();
-    Some((class, next))
-}
-
 /// The least all-to-all time per byte of one NPU's send buffer, ns (the
 /// first solve of [`solve`] alone): a lower bound on every all-to-all
 /// schedule.
@@ -136,13 +101,11 @@ pub fn bound_ns_per_byte(topo: &Topology) -> Result<f64, FlowError> {
     Ok(t / (f64::from(topo.npus) * top))
 }
 
-type Classes = (Vec<usize>, usize);
-
 /// The product symmetry (if any), the commodities' sources and the
 /// bandwidth scale, or why the program is refused.
-fn setup(topo: &Topology) -> Result<(Option<Classes>, Vec<u32>, f64), FlowError> {
+fn setup(topo: &Topology) -> Result<(Option<LinkClasses>, Vec<u32>, f64), FlowError> {
     let n = topo.npus;
-    let sym = classes(topo);
+    let sym = product::link_classes(topo);
     let sources: Vec<u32> = if sym.is_some() { vec![0] } else { (0..n).collect() };
     let links = topo.links.len() as u64;
     let vars = sources.len() as u64 * links;
@@ -197,7 +160,7 @@ pub fn solve(topo: &Topology) -> Result<Flow, FlowError> {
 fn program(
     topo: &Topology,
     sources: &[u32],
-    sym: Option<&Classes>,
+    sym: Option<&LinkClasses>,
     top: f64,
     cap: Option<f64>,
 ) -> Result<(f64, Vec<Vec<f64>>), FlowError> {
@@ -391,7 +354,7 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32) -> Result<Schedule, 
     let n = topo.npus;
     // The simulator tracks every NPU's view of every chunk it may hold: n
     // NPUs x n k chunks of its own buffer (as `builtin` counts).
-    let state = |k: u32| u64::from(n) * u64::from(n) * u64::from(k.max(1));
+    let state = |k: u32| (u64::from(n) * u64::from(n)).saturating_mul(u64::from(k.max(1)));
     if state(k) > MAX_STATE {
         return Err(FlowError::TooBig(format!(
             "{n} NPUs x {n} x {} chunks would track {} NPU-chunk pairs, over the simulator's {MAX_STATE}: give fewer --chunks-per-npu",

@@ -334,20 +334,56 @@ fn hop_links(topo: &Topology, dim: &Dim, u: u32, v: u32, dir: i8) -> (Vec<u32>, 
     }
 }
 
-/// Whether the product's trees come in mirrored pairs: a ring of even
-/// size, whose own tree goes n / 2 hops forward and n / 2 - 1 back (of two
-/// NPUs: only its forward link); an odd ring's tree is already even.
-fn mirrored(dims: &[Dim]) -> bool {
-    dims.iter().any(|d| d.kind == DimKind::Ring && d.size % 2 == 0)
+/// The mirror images each order's trees come in: `[false, true]` when a
+/// ring of even size is present (its own tree goes n / 2 hops forward and
+/// n / 2 - 1 back; of two NPUs, only its forward link), else `[false]` (an
+/// odd ring's tree is already even). Each carries an equal share.
+fn mirrors(dims: &[Dim]) -> &'static [bool] {
+    if dims.iter().any(|d| d.kind == DimKind::Ring && d.size % 2 == 0) {
+        &[false, true]
+    } else {
+        &[false]
+    }
 }
 
-/// Link classes of a dimension (see [`round_time`]).
-fn class_width(d: &Dim) -> usize {
-    match d.kind {
-        DimKind::Ring | DimKind::Line => 2,
-        DimKind::FullyConnected => d.size as usize - 1,
-        DimKind::Switch => 1,
+/// Link classes of a product network: per link its class, and how many
+/// there are. A class is a dimension with a ring's direction, a
+/// fully-connected group's offset, or a switch's up or down ports; the
+/// translations carry every link of a class to every other (each class
+/// holds one link per NPU).
+pub type LinkClasses = (Vec<usize>, usize);
+
+/// The [`LinkClasses`] of `topo`, or `None` if it is not a product network.
+pub fn link_classes(topo: &Topology) -> Option<LinkClasses> {
+    let dims = dims(topo)?;
+    let mut base = vec![usize::MAX; topo.dims.len()];
+    let mut next = 0;
+    for d in &dims {
+        base[d.index] = next;
+        next += match d.kind {
+            DimKind::Ring | DimKind::Line | DimKind::Switch => 2,
+            DimKind::FullyConnected => d.size as usize - 1,
+        };
     }
+    let class = topo
+        .links
+        .iter()
+        .enumerate()
+        .map(|(id, l)| {
+            let d = usize::from(l.dim.unwrap_or(0));
+            let size = topo.dims[d].size;
+            base[d]
+                + match topo.dims[d].kind {
+                    DimKind::Ring | DimKind::Line => usize::from(topo.neighbour_link(l.src, d, 1) != Some(id as u32)),
+                    DimKind::FullyConnected => {
+                        let (a, b) = (topo.coords(l.src)[d], topo.coords(l.dst)[d]);
+                        ((b + size - a) % size) as usize - 1
+                    }
+                    DimKind::Switch => usize::from(l.src >= topo.npus),
+                }
+        })
+        .collect();
+    Some((class, next))
 }
 
 /// One tree of root `root`: its hops (tail, head, dimension position, ring
@@ -382,12 +418,12 @@ pub fn needs_rounds(topo: &Topology, kind: CollectiveKind) -> bool {
         return false;
     };
     let passes = if kind == CollectiveKind::AllReduce { 2 } else { 1 };
-    tree_arcs(topo.npus, orders.len(), mirrored(&dims)) * passes > 4 * super::forest::MAX_TRANSFERS
+    tree_arcs(topo.npus, orders.len() * mirrors(&dims).len()) * passes > 4 * super::forest::MAX_TRANSFERS
 }
 
 /// Arcs of every root's trees: n (n - 1) per tree of a root.
-fn tree_arcs(n: u32, orders: usize, mirror: bool) -> u64 {
-    u64::from(n) * u64::from(n.saturating_sub(1)) * orders as u64 * if mirror { 2 } else { 1 }
+fn tree_arcs(n: u32, per_root: usize) -> u64 {
+    u64::from(n) * u64::from(n.saturating_sub(1)) * per_root as u64
 }
 
 /// The trees of every root (`reversed`: for a reduce-scatter, each arc's
@@ -399,9 +435,9 @@ pub fn forest(topo: &Topology, reversed: bool) -> Result<Option<Forest>, ForestE
     };
     let n = topo.npus;
     let orders = mixture(&dims)?;
-    let mirror = mirrored(&dims);
-    let per_root = orders.len() as u64 * if mirror { 2 } else { 1 };
-    let arcs_needed = tree_arcs(n, orders.len(), mirror);
+    let mirror = mirrors(&dims);
+    let per_root = orders.len() * mirror.len();
+    let arcs_needed = tree_arcs(n, per_root);
     if arcs_needed > MAX_ARCS {
         return Err(ForestError::TooBig(format!(
             "{n} NPUs x {per_root} trees per root would make {arcs_needed} tree arcs, over forest's {MAX_ARCS}: \
@@ -412,10 +448,10 @@ pub fn forest(topo: &Topology, reversed: bool) -> Result<Option<Forest>, ForestE
     let rate = 1.0 / t_star;
     let mut arcs: Vec<Arc> = Vec::new();
     let mut index: HashMap<(u32, u32), u32> = HashMap::new();
-    let mut trees = Vec::with_capacity((u64::from(n) * per_root) as usize);
+    let mut trees = Vec::with_capacity(n as usize * per_root);
     for root in 0..n {
         for o in &orders {
-            for m in [false, true].into_iter().take(if mirror { 2 } else { 1 }) {
+            for &m in mirror {
                 let hops = tree_hops(topo, &dims, root, &o.dims, m);
                 let mut ids = Vec::with_capacity(hops.len());
                 for (u, v, i, dir) in hops {
@@ -442,7 +478,7 @@ pub fn forest(topo: &Topology, reversed: bool) -> Result<Option<Forest>, ForestE
                 }
                 trees.push(Tree {
                     root,
-                    weight: rate * o.weight / if mirror { 2.0 } else { 1.0 },
+                    weight: rate * o.weight / mirror.len() as f64,
                     arcs: ids,
                 });
             }
@@ -517,44 +553,22 @@ pub fn round_time(
     };
     let n = f64::from(topo.npus);
     let orders = mixture(&dims)?;
-    let mirror = mirrored(&dims);
-    // Classes: per dimension, a ring's two directions, a fully-connected
-    // group's n - 1 offsets, a switch's one (each hop takes one up and one
-    // down port, so by symmetry every port carries the same load).
-    let class_base: Vec<usize> = dims
-        .iter()
-        .scan(0usize, |acc, d| {
-            let b = *acc;
-            *acc += class_width(d);
-            Some(b)
-        })
-        .collect();
-    let classes: usize = dims.iter().map(class_width).sum();
-    let class_of = |i: usize, u: u32, v: u32, dir: i8| -> usize {
-        let d = &dims[i];
-        class_base[i]
-            + match d.kind {
-                DimKind::Ring | DimKind::Line => usize::from(dir < 0),
-                DimKind::FullyConnected => {
-                    let (cu, cv) = (topo.coords(u)[d.index], topo.coords(v)[d.index]);
-                    ((cv + d.size - cu) % d.size) as usize - 1
-                }
-                DimKind::Switch => 0,
-            }
+    let mirror = mirrors(&dims);
+    let Some((class, classes)) = link_classes(topo) else {
+        return Ok(None);
     };
     // ns per byte of a class's load.
     let mut class_cost = vec![0.0; classes];
-    for (i, d) in dims.iter().enumerate() {
-        for c in 0..class_width(d) {
-            class_cost[class_base[i] + c] = 1.0 / d.link_gbps;
-        }
+    for (e, l) in topo.links.iter().enumerate() {
+        class_cost[class[e]] = 1.0 / l.gbps;
     }
     // load[level][class]: share of a shard crossing one link of the class
-    // at that depth (summed over root 0's trees, weighted).
+    // at that depth (summed over root 0's trees, weighted); a switch hop
+    // loads an up and a down class alike, so they run in parallel.
     let mut load: Vec<Vec<f64>> = Vec::new();
     for o in &orders {
-        for m in [false, true].into_iter().take(if mirror { 2 } else { 1 }) {
-            let w = o.weight / if mirror { 2.0 } else { 1.0 };
+        for &m in mirror {
+            let w = o.weight / mirror.len() as f64;
             let hops = tree_hops(topo, &dims, 0, &o.dims, m);
             let mut depth: HashMap<u32, usize> = HashMap::with_capacity(hops.len() + 1);
             depth.insert(0, 0);
@@ -564,7 +578,9 @@ pub fn round_time(
                 if load.len() < h {
                     load.resize(h, vec![0.0; classes]);
                 }
-                load[h - 1][class_of(i, u, v, dir)] += w;
+                for e in hop_links(topo, &dims[i], u, v, dir).0 {
+                    load[h - 1][class[e as usize]] += w;
+                }
             }
         }
     }
@@ -579,7 +595,7 @@ pub fn round_time(
     let alpha = dims.iter().map(|d| d.hops() * d.latency_ns).fold(0.0, f64::max);
     // The largest piece's second hop through a switch, per byte of a
     // piece of the whole shard.
-    let widest = orders.iter().map(|o| o.weight).fold(0.0, f64::max) / if mirror { 2.0 } else { 1.0 };
+    let widest = orders.iter().map(|o| o.weight).fold(0.0, f64::max) / mirror.len() as f64;
     let tail = dims
         .iter()
         .filter(|d| d.kind == DimKind::Switch)
@@ -614,7 +630,7 @@ pub fn round_time(
         pieces: k as u32,
         rounds: passes * (k + depth - 1) as u32,
         depth: depth as u32,
-        trees_per_root: (orders.len() * if mirror { 2 } else { 1 }) as u32,
+        trees_per_root: (orders.len() * mirror.len()) as u32,
         time_ns: f64::from(passes) * time(k),
         bandwidth_ns: f64::from(passes) * shard * t_star,
     }))
