@@ -489,6 +489,7 @@ pub fn forest(topo: &Topology, reversed: bool) -> Result<Option<Forest>, ForestE
         trees,
         rate,
         split_loss: 1.0,
+        paced: false,
     }))
 }
 
