@@ -149,7 +149,7 @@ fn synthesized_all_reduce_beats_fixed_algorithms() {
             let ring = time(&builtin::build(&t, AllReduce, Algo::Ring, None, 1).unwrap());
             // Hierarchical with four chunks per NPU too at 64 MiB (at 1 MiB
             // it beats synthesis on torus:4x8 at 100 / 25 GB/s: 17.2 vs
-            // 19.8 us).
+            // 18.8 us).
             let ks: &[u32] = if size > 1e7 { &[1, 4] } else { &[1] };
             for &k in ks {
                 let hier = time(&builtin::build(&t, AllReduce, Algo::Ring, Some(&algos), k).unwrap());
