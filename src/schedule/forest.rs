@@ -31,9 +31,11 @@
 //! 3. Root r's shard, `c` chunks, is apportioned to its trees by weight
 //!    (largest remainder); each tree's chunks go down it in `k` pieces, a
 //!    piece sent on an arc once it has arrived at the arc's tail. On a
-//!    general packing each link is paced in rounds (piece j crosses the
-//!    tree's level-l arcs in round j + l; a transfer waits for its links'
-//!    transfers of a few rounds before), which makes FIFO links a
+//!    general packing each link is paced in rounds (a round is the
+//!    bandwidth term over k; piece j crosses an arc in round j plus the
+//!    rounds of the arcs above it, each one round and the rounds its
+//!    route's latency spans; a transfer waits for its links' transfers of
+//!    a few rounds before), which makes FIFO links a
 //!    synchronous pipeline; an all-gather down the dimension-ordered trees
 //!    of a product network flows unpaced ([`Forest::paced`]).
 //!    Reduce-scatter packs on the reversed links and sends each piece up the
@@ -443,19 +445,19 @@ fn feasible(
 }
 
 /// Each node's depth in tree `t` (the root 0), from its arcs in order.
-fn levels(arcs: &[Arc], t: &Tree) -> HashMap<u32, u32> {
+fn levels(arcs: &[Arc], t: &Tree, step: &dyn Fn(u32) -> u32) -> HashMap<u32, u32> {
     let mut level = HashMap::new();
     level.insert(t.root, 0);
     for &e in &t.arcs {
         let a = &arcs[e as usize];
-        let d = level.get(&a.src).copied().unwrap_or(0) + 1;
+        let d = level.get(&a.src).copied().unwrap_or(0) + step(e);
         level.insert(a.dst, d);
     }
     level
 }
 
 fn depth(arcs: &[Arc], t: &Tree) -> usize {
-    levels(arcs, t).values().copied().max().unwrap_or(0) as usize
+    levels(arcs, t, &|_| 1).values().copied().max().unwrap_or(0) as usize
 }
 
 /// The forest of `topo` for an all-gather (or, `reversed`, a reduce-scatter).
@@ -553,12 +555,13 @@ fn run(r: u32, n: u32, start: u32, count: u32) -> Run {
 }
 
 /// Pieces per tree for a buffer of `size` bytes: the power of two (1 to
-/// 256) that minimises an estimate of the pipeline's time, `max(B, k a / 2)
-/// + depth (B / (2 k) + a)` with B the bandwidth term at the packed rate and
-/// a the slowest route's latency (two rounds in flight hide a round's
-/// latency when a piece takes longer than it; the fill costs about half a
-/// round per level, as measured on tori and meshes), and no more than
-/// [`MAX_TRANSFERS`] transfers.
+/// 256) that minimises an estimate of the pipeline's time, `B + d h B / k
+/// + D a + k a / 64`: B the bandwidth term at the packed rate, d the trees'
+/// depth (mean, by weight) and D the deepest, h the most links an arc's
+/// route has (a piece is stored and forwarded at every one), a the slowest
+/// route's latency, and a small cost per piece (measured, with rounds that
+/// count latency: about 4 ns per piece at 500 ns links on meshes and random
+/// networks); and no more than [`MAX_TRANSFERS`] transfers.
 pub fn auto_pieces(f: &Forest, topo: &Topology, size: f64) -> u32 {
     let n = topo.npus;
     if f.rate <= 0.0 || n < 2 {
@@ -570,8 +573,11 @@ pub fn auto_pieces(f: &Forest, topo: &Topology, size: f64) -> u32 {
         .iter()
         .map(|a| a.route.iter().map(|&l| topo.links[l as usize].latency_ns).sum::<f64>())
         .fold(0.0, f64::max);
-    let depth = f.depth() as f64;
-    let estimate = |k: f64| b.max(k * alpha / 2.0) + depth * (b / (2.0 * k) + alpha);
+    let hops = f.arcs.iter().map(|a| a.route.len()).max().unwrap_or(1) as f64;
+    let weight: f64 = f.trees.iter().map(|t| t.weight).sum();
+    let mean_depth = f.trees.iter().map(|t| t.weight * depth(&f.arcs, t) as f64).sum::<f64>() / weight.max(1e-300);
+    let deepest = f.depth() as f64;
+    let estimate = |k: f64| b + mean_depth * hops * b / k + deepest * alpha + k * alpha / 64.0;
     let per_piece = (f.trees.len() as u64 * u64::from(n - 1)).max(1);
     (0..=8)
         .map(|p| 1u32 << p)
@@ -626,6 +632,30 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
     } else {
         format!("forest(k={k})")
     };
+    // A round: one piece of every tree over each arc, the bandwidth term
+    // over k. An arc takes one round and as many more as its route's
+    // latency spans (`step`): numbering a piece's rounds by hops alone put
+    // the deep levels of a tree rounds behind their number whenever a round
+    // is shorter than a latency, and the pacing then held every link back
+    // to them (1 MiB all-gather on the 5x5 mesh at 50 / 75 GiB/s: 20.6 ->
+    // 12.6 us; 1 GiB on the DGX-like edge list 2384 -> 2150 us).
+    let round_ns = ag
+        .iter()
+        .chain(&rs)
+        .map(|f| {
+            if f.rate > 0.0 {
+                size / f64::from(n) / f.rate / f64::from(k)
+            } else {
+                0.0
+            }
+        })
+        .fold(0.0, f64::max);
+    let steps = |f: &Forest| -> Vec<u32> {
+        f.arcs
+            .iter()
+            .map(|a| 1 + latency_rounds(topo, &a.route, round_ns))
+            .collect()
+    };
     let mut s = Schedule::new(name, kind, n, c);
     s.topology = topo.name.clone();
     // Per root: its reduce-scatter pieces (first chunk, end, the transfers
@@ -636,9 +666,10 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
     let mut rs_rounds = 0;
     let mut rs_transfers = 0;
     if let Some(f) = &rs {
+        let step = steps(f);
         for (j, t, a, len) in interleaved(f, n, c, k) {
             let tree = &f.trees[t];
-            let into_root = up(&mut s, &mut slots, f, tree, j, run(tree.root, n, a, len));
+            let into_root = up(&mut s, &mut slots, f, &step, tree, j, run(tree.root, n, a, len));
             done_at[tree.root as usize].push((a, a + len, into_root));
         }
         rs_transfers = slots.len();
@@ -646,6 +677,7 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
         done_at.iter_mut().for_each(|d| d.sort_by_key(|p| p.0));
     }
     if let Some(f) = &ag {
+        let step = steps(f);
         for (j, t, a, len) in interleaved(f, n, c, k) {
             let tree = &f.trees[t];
             // The reduce-scatter pieces overlapping chunks a..a + len; on a
@@ -672,6 +704,7 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
                 &mut s,
                 &mut slots,
                 f,
+                &step,
                 tree,
                 j + rs_rounds,
                 run(tree.root, n, a, len),
@@ -690,7 +723,7 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
     } else {
         rs_transfers
     };
-    rounds(&mut s, &slots[..paced]);
+    rounds(&mut s, &slots[..paced], topo, round_ns);
     Ok(s)
 }
 
@@ -701,11 +734,11 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
 /// fits a link's bandwidth by the packing, so the schedule runs as a
 /// synchronous pipeline of rounds instead of letting early pieces of later
 /// rounds delay the pieces a busy link downstream is waiting for.
-fn rounds(s: &mut Schedule, slots: &[u32]) {
+fn rounds(s: &mut Schedule, slots: &[u32], topo: &Topology, round_ns: f64) {
     // Rounds a transfer may run ahead of the others on its links: one per
-    // hop of its route and one more (a round's arrivals, latency included,
-    // overlap the next round's sends; a route through switches is a
-    // pipeline of its hops).
+    // hop of its route, one more (a round's arrivals overlap the next
+    // round's sends; a route through switches is a pipeline of its hops)
+    // and the rounds its latency spans.
     let mut by: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
     for (i, &round) in slots.iter().enumerate() {
         for &link in &s.transfers[i].route {
@@ -713,7 +746,8 @@ fn rounds(s: &mut Schedule, slots: &[u32]) {
         }
     }
     for (i, &round) in slots.iter().enumerate() {
-        let window = s.transfers[i].route.len() as u32 + 1;
+        let route = &s.transfers[i].route;
+        let window = route.len() as u32 + 1 + latency_rounds(topo, route, round_ns);
         if round < window {
             continue;
         }
@@ -729,6 +763,22 @@ fn rounds(s: &mut Schedule, slots: &[u32]) {
             deps.sort_unstable();
             deps.dedup();
         }
+    }
+}
+
+/// Rounds of `round_ns` the latency of `route` spans (0 for a zero round,
+/// at most 2^16): to the nearest round on one link; rounded up through a
+/// switch, where a piece also queues at the egress behind the other
+/// in-links' pieces, so a level through it gets a round of slack (1 GiB on
+/// the DGX-like 4 x 8 edge list: 2384 us rounded to the nearest, 2150 up;
+/// rounded up on one link, an 8x8 mesh at 100 / 25 GB/s lost 2%).
+fn latency_rounds(topo: &Topology, route: &[u32], round_ns: f64) -> u32 {
+    let latency: f64 = route.iter().map(|&l| topo.links[l as usize].latency_ns).sum();
+    if round_ns > 0.0 {
+        let x = latency / round_ns;
+        (if route.len() > 1 { x.ceil() } else { x.round() }).min(65536.0) as u32
+    } else {
+        0
     }
 }
 
@@ -769,7 +819,17 @@ fn push(
 
 /// One piece down tree `t` (an all-gather): each arc sends once the piece
 /// has reached its tail; the root's sends wait for `root_deps`.
-fn down(s: &mut Schedule, slots: &mut Vec<u32>, f: &Forest, t: &Tree, j: u32, chunks: Run, root_deps: &[u32]) {
+#[allow(clippy::too_many_arguments)]
+fn down(
+    s: &mut Schedule,
+    slots: &mut Vec<u32>,
+    f: &Forest,
+    step: &[u32],
+    t: &Tree,
+    j: u32,
+    chunks: Run,
+    root_deps: &[u32],
+) {
     let mut arrived: HashMap<u32, (u32, u32)> = HashMap::new();
     for &e in &t.arcs {
         let a = &f.arcs[e as usize];
@@ -787,14 +847,14 @@ fn down(s: &mut Schedule, slots: &mut Vec<u32>, f: &Forest, t: &Tree, j: u32, ch
             deps,
             a.route.clone(),
         );
-        arrived.insert(a.dst, (id, level + 1));
+        arrived.insert(a.dst, (id, level + step[e as usize]));
     }
 }
 
 /// One piece up tree `t` of the reversed network (a reduce-scatter): each
 /// node sends its partial sum to its parent once every child's has arrived.
 /// Returns the transfers into the root.
-fn up(s: &mut Schedule, slots: &mut Vec<u32>, f: &Forest, t: &Tree, j: u32, chunks: Run) -> Vec<u32> {
+fn up(s: &mut Schedule, slots: &mut Vec<u32>, f: &Forest, step: &[u32], t: &Tree, j: u32, chunks: Run) -> Vec<u32> {
     // In the reversed network the tree's arc a.src -> a.dst is the link
     // path a.dst -> a.src: the child a.dst sends to its parent a.src.
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
@@ -804,7 +864,7 @@ fn up(s: &mut Schedule, slots: &mut Vec<u32>, f: &Forest, t: &Tree, j: u32, chun
     }
     let mut sent: HashMap<u32, u32> = HashMap::new();
     // Each arc's head depth, for its round: the deepest send first.
-    let level = levels(&f.arcs, t);
+    let level = levels(&f.arcs, t, &|e| step[e as usize]);
     let deepest = level.values().copied().max().unwrap_or(0);
     // Leaves first: the reverse of the growth order puts children first.
     for &e in t.arcs.iter().rev() {
