@@ -231,9 +231,14 @@ pub fn build(
                 size_bytes: opt.size_bytes,
                 chunks_per_npu: k,
             };
-            synth::best_of(topo, kind, &s, opt.restarts)
-                .map(|s| s.schedule)
-                .map_err(|e| e.to_string())
+            // As forest: the default (1) lets synthesis choose the chunks.
+            if k > 1 {
+                synth::best_of(topo, kind, &s, opt.restarts)
+            } else {
+                synth::auto_chunks(topo, kind, &s, opt.restarts)
+            }
+            .map(|s| s.schedule)
+            .map_err(|e| e.to_string())
         }
         Algorithm::Hierarchical => {
             let algos: Vec<Algo> = match &opt.dim_algorithms {
