@@ -231,11 +231,21 @@ pub fn build(
                 size_bytes: opt.size_bytes,
                 chunks_per_npu: k,
             };
-            // As forest: the default (1) lets synthesis choose the chunks.
+            // As forest: the default (1) lets synthesis choose the chunks,
+            // by the replay the user gets (an invalid one never wins).
+            let sim = SimOptions {
+                size_bytes: opt.size_bytes,
+                model: opt.link_model,
+                record: false,
+            };
+            let replayed = |c: &synth::Synthesized| match simulate(&c.schedule, topo, &sim) {
+                Ok(r) if r.valid => r.time_ns,
+                _ => f64::INFINITY,
+            };
             if k > 1 {
                 synth::best_of(topo, kind, &s, opt.restarts)
             } else {
-                synth::auto_chunks(topo, kind, &s, opt.restarts)
+                synth::auto_chunks(topo, kind, &s, opt.restarts, replayed)
             }
             .map(|s| s.schedule)
             .map_err(|e| e.to_string())

@@ -1008,19 +1008,21 @@ pub fn best_of(
 pub const AUTO_MAX_PAIRS: u64 = 1 << 22;
 
 /// Synthesis with the chunk count chosen from the size, latency and
-/// bandwidth by synthesizing: 1, 2, 4, ... chunks per NPU, each the best of
-/// `restarts` seeds ([`best_of`]), doubling until two doublings in a row
-/// have not lowered the synthesized time or a candidate would pass
-/// [`AUTO_MAX_PAIRS`]; the fastest kept (ties: fewer chunks). More chunks
-/// pipeline a shard over several paths (1 GiB all-gather on a 4x8 torus at
-/// 100 / 25 GB/s: 1.29x the cut at one chunk, 1.07x at 16) and cost
-/// latency when a buffer is small (merging, module doc, takes most of it
-/// back).
+/// bandwidth by trying them: 1, 2, 4, ... chunks per NPU, each the best of
+/// `restarts` seeds ([`best_of`]), scored by `time` (ns; the synthesized
+/// time, or a replay in the link model the user asked for), doubling until
+/// two doublings in a row have not lowered the score or a candidate would
+/// pass [`AUTO_MAX_PAIRS`]; the lowest score kept (ties: fewer chunks).
+/// More chunks pipeline a shard over several paths (1 GiB all-gather on a
+/// 4x8 torus at 100 / 25 GB/s: 1.29x the cut at one chunk, 1.07x at 16)
+/// and cost latency when a buffer is small (merging, module doc, takes
+/// most of it back).
 pub fn auto_chunks(
     topo: &Topology,
     kind: CollectiveKind,
     opt: &SynthOptions,
     restarts: u32,
+    time: impl Fn(&Synthesized) -> f64,
 ) -> Result<Synthesized, SynthError> {
     let n = u64::from(topo.npus);
     let at = |k: u32| {
@@ -1033,6 +1035,7 @@ pub fn auto_chunks(
             },
             restarts,
         )
+        .map(|s| (time(&s), s))
     };
     let mut best = at(1)?;
     let mut worse = 0;
@@ -1043,14 +1046,14 @@ pub fn auto_chunks(
             break;
         }
         let Ok(next) = at(k) else { break };
-        if next.time_ns < best.time_ns {
+        if next.0 < best.0 {
             best = next;
             worse = 0;
         } else {
             worse += 1;
         }
     }
-    Ok(best)
+    Ok(best.1)
 }
 
 /// All-gather synthesis without keeping the schedule (for topologies whose
