@@ -41,7 +41,8 @@ pub struct CollectiveArgs {
     /// the all-reduce vector, one NPU's all-to-all send buffer (e.g. 1GiB, 64MB, 1048576).
     #[arg(long)]
     pub size: Option<String>,
-    /// Chunks per NPU shard: more chunks pipeline across steps and dimensions.
+    /// Chunks per NPU shard: more chunks pipeline across steps and dimensions
+    /// (tacos, forest and flow: the default, 1, lets them choose; give 2 or more to fix it).
     #[arg(long, default_value_t = 1)]
     pub chunks_per_npu: u32,
     /// Link bandwidth of ring/fc/switch/torus/mesh topologies, one value or one per
