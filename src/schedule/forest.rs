@@ -638,7 +638,7 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
     // the deep levels of a tree rounds behind their number whenever a round
     // is shorter than a latency, and the pacing then held every link back
     // to them (1 MiB all-gather on the 5x5 mesh at 50 / 75 GiB/s: 20.6 ->
-    // 12.6 us; 1 GiB on the DGX-like edge list 2384 -> 2150 us).
+    // 13.1 us; 1 GiB on the DGX-like edge list 2384 -> 2150 us).
     let round_ns = ag
         .iter()
         .chain(&rs)
