@@ -525,7 +525,8 @@ fn apportion(f: &Forest, n: u32, c: u32) -> Vec<(u32, u32)> {
 /// piece per arc in the same time at its weight; pieces are issued round by
 /// round (piece j of every tree before piece j + 1 of any), so that each
 /// link serves its trees in the proportion the packing gave them and the
-/// schedule runs as k + depth rounds.
+/// schedule runs as k rounds plus the trees' depth in rounds (each arc one
+/// and the rounds its latency spans).
 fn interleaved(f: &Forest, n: u32, c: u32, k: u32) -> Vec<(u32, usize, u32, u32)> {
     let parts = apportion(f, n, c);
     let mut all: Vec<(u32, usize, u32, u32)> = Vec::new();
@@ -555,13 +556,14 @@ fn run(r: u32, n: u32, start: u32, count: u32) -> Run {
 }
 
 /// Pieces per tree for a buffer of `size` bytes: the power of two (1 to
-/// 256) that minimises an estimate of the pipeline's time, `B + d h B / k
-/// + D a + k a / 64`: B the bandwidth term at the packed rate, d the trees'
-/// depth (mean, by weight) and D the deepest, h the most links an arc's
+/// 256) that minimises an estimate of the pipeline's time,
+/// `B + d h B / k + D a + k a / 64`: B the bandwidth term at the packed
+/// rate, d the trees' depth (mean, by weight) and D the deepest, h the most links an arc's
 /// route has (a piece is stored and forwarded at every one), a the slowest
-/// route's latency, and a small cost per piece (measured, with rounds that
-/// count latency: about 4 ns per piece at 500 ns links on meshes and random
-/// networks); and no more than [`MAX_TRANSFERS`] transfers.
+/// route's latency, and a / 64 per piece (measured, with rounds that count
+/// latency: 4-6 ns per piece at 500 ns links on meshes and random networks;
+/// a / 64 errs towards fewer pieces); and no more than [`MAX_TRANSFERS`]
+/// transfers.
 pub fn auto_pieces(f: &Forest, topo: &Topology, size: f64) -> u32 {
     let n = topo.npus;
     if f.rate <= 0.0 || n < 2 {
@@ -728,9 +730,9 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
 }
 
 /// Makes each link send its transfers round by round: a transfer of round
-/// s over h links waits for the transfers of round s - h - 1 that use any
-/// of them (the first `slots.len()` transfers; the rest are not paced).
-/// Every round moves one piece of every tree over each of its arcs, which
+/// s over h links waits for the transfers of round s - h - 1 - l that use
+/// any of them, l the rounds its route's latency spans (the first
+/// `slots.len()` transfers; the rest are not paced). Every round moves one piece of every tree over each of its arcs, which
 /// fits a link's bandwidth by the packing, so the schedule runs as a
 /// synchronous pipeline of rounds instead of letting early pieces of later
 /// rounds delay the pieces a busy link downstream is waiting for.
