@@ -334,9 +334,9 @@ fn two_level_switch_edge_lists_near_the_cut() {
     // (4 / 8) GiB / 200 and (12 / 16) GiB / 200; within 1%. 4 nodes of 8:
     // every GPU's in-links are full (it takes 31 / 32 GiB through 450 + 50
     // GB/s; a node's rails, 24 / 32 GiB over 400 GB/s, 97%), the packing's
-    // trees differ in depth and the FIFO switches
-    // cannot keep every link busy: within 4% (the product form of the same
-    // fabric, `astra:` or `fabric:`, is within 1%).
+    // trees differ in depth and the FIFO switches cannot keep every link
+    // busy: within 4% (the product form of the same fabric, `astra:` or
+    // `fabric:`, is within 1%).
     for (nodes, gpus, want, slack) in [
         (2, 4, 0.5 * GIB / 200.0, 1.01),
         (4, 4, 0.75 * GIB / 200.0, 1.01),

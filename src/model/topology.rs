@@ -168,6 +168,11 @@ impl Topology {
         self.npus + self.switches
     }
 
+    /// The summed latency of the links `route` names (link ids), ns.
+    pub fn route_latency_ns(&self, route: &[u32]) -> f64 {
+        route.iter().map(|&l| self.links[l as usize].latency_ns).sum()
+    }
+
     /// Outgoing links of `node`.
     pub(crate) fn out_links(&self, node: u32) -> &[u32] {
         &self.out[node as usize]

@@ -229,7 +229,7 @@ fn latency_diameter(topo: &Topology) -> f64 {
             let far = members
                 .iter()
                 .filter_map(|&m| topo.route(0, m).ok())
-                .map(|r| r.iter().map(|&l| topo.links[l as usize].latency_ns).sum::<f64>())
+                .map(|r| topo.route_latency_ns(&r))
                 .fold(0.0, f64::max);
             total += far;
         }

@@ -573,7 +573,7 @@ pub fn auto_pieces(f: &Forest, topo: &Topology, size: f64) -> u32 {
     let alpha = f
         .arcs
         .iter()
-        .map(|a| a.route.iter().map(|&l| topo.links[l as usize].latency_ns).sum::<f64>())
+        .map(|a| topo.route_latency_ns(&a.route))
         .fold(0.0, f64::max);
     let hops = f.arcs.iter().map(|a| a.route.len()).max().unwrap_or(1) as f64;
     let weight: f64 = f.trees.iter().map(|t| t.weight).sum();
@@ -775,9 +775,8 @@ fn rounds(s: &mut Schedule, slots: &[u32], topo: &Topology, round_ns: f64) {
 /// the DGX-like 4 x 8 edge list: 2384 us rounded to the nearest, 2150 up;
 /// rounded up on one link, an 8x8 mesh at 100 / 25 GB/s lost 2%).
 fn latency_rounds(topo: &Topology, route: &[u32], round_ns: f64) -> u32 {
-    let latency: f64 = route.iter().map(|&l| topo.links[l as usize].latency_ns).sum();
     if round_ns > 0.0 {
-        let x = latency / round_ns;
+        let x = topo.route_latency_ns(route) / round_ns;
         (if route.len() > 1 { x.ceil() } else { x.round() }).min(65536.0) as u32
     } else {
         0

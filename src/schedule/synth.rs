@@ -1042,7 +1042,7 @@ pub fn auto_chunks(
     let mut k = 1u32;
     while worse < 2 {
         k = k.saturating_mul(2);
-        if n * n * u64::from(k) > AUTO_MAX_PAIRS {
+        if n.saturating_mul(n).saturating_mul(u64::from(k)) > AUTO_MAX_PAIRS {
             break;
         }
         let Ok(next) = at(k) else { break };
