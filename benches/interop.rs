@@ -30,6 +30,7 @@ fn main() {
         seed: 0,
         size_bytes: 64e6,
         chunks_per_npu: 1,
+        timing: dimsum::schedule::simulate::LinkModel::Tacos,
     };
     let t = Instant::now();
     let s = synth::synthesize(&topo, CollectiveKind::AllReduce, &opt)

@@ -153,6 +153,7 @@ fn schedules_round_trip_through_chakra() {
                     seed: 1,
                     size_bytes: 1e6,
                     chunks_per_npu: 1,
+                    timing: dimsum::schedule::simulate::LinkModel::Tacos,
                 },
             )
             .unwrap()

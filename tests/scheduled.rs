@@ -505,6 +505,7 @@ fn critical_path_tiles_the_time() {
                         seed: 1,
                         size_bytes: 64e6,
                         chunks_per_npu: 1,
+                        timing: dimsum::schedule::simulate::LinkModel::Tacos,
                     },
                 )
                 .unwrap()

@@ -509,6 +509,7 @@ impl Backed {
                     seed: self.spec.seed,
                     size_bytes: schedule_size(comm),
                     chunks_per_npu: k,
+                    timing: LinkModel::Tacos,
                 };
                 synth::best_of(&topo_at(&at), comm.kind, &opt, self.spec.restarts.max(1))
                     .map_err(|e| err(e.to_string()))?

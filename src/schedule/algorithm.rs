@@ -230,6 +230,7 @@ pub fn build(
                 seed: opt.seed,
                 size_bytes: opt.size_bytes,
                 chunks_per_npu: k,
+                timing: LinkModel::Tacos,
             };
             // As forest: the default (1) lets synthesis choose the chunks,
             // by the replay the user gets (an invalid one never wins).
@@ -242,13 +243,32 @@ pub fn build(
                 Ok(r) if r.valid => r.time_ns,
                 _ => f64::INFINITY,
             };
-            if k > 1 {
-                synth::best_of(topo, kind, &s, opt.restarts)
-            } else {
-                synth::auto_chunks(topo, kind, &s, opt.restarts, replayed)
+            // In the alpha-beta model the all-gathers are matched in both
+            // link models (TACOS's wins at small sizes, alpha-beta's where
+            // a chunk's serialization is near the latency), the faster
+            // replay kept (ties: TACOS's).
+            let timings: &[LinkModel] = match (opt.link_model, kind) {
+                (LinkModel::AlphaBeta, CollectiveKind::AllGather | CollectiveKind::AllReduce) => {
+                    &[LinkModel::Tacos, LinkModel::AlphaBeta]
+                }
+                _ => &[LinkModel::Tacos],
+            };
+            let mut best: Option<(f64, synth::Synthesized)> = None;
+            for &timing in timings {
+                let s = SynthOptions { timing, ..s };
+                let c = if k > 1 {
+                    synth::best_of(topo, kind, &s, opt.restarts)
+                } else {
+                    synth::auto_chunks(topo, kind, &s, opt.restarts, replayed)
+                }
+                .map_err(|e| SpecError::Build(e.to_string()))?;
+                let time = if timings.len() > 1 { replayed(&c) } else { 0.0 };
+                if best.as_ref().is_none_or(|(b, _)| time < *b) {
+                    best = Some((time, c));
+                }
             }
-            .map(|s| s.schedule)
-            .map_err(|e| e.to_string())
+            best.map(|(_, c)| c.schedule)
+                .ok_or_else(|| "no link model to match in".to_string())
         }
         Algorithm::Hierarchical => {
             let algos: Vec<Algo> = match &opt.dim_algorithms {

@@ -384,25 +384,7 @@ fn storage_order(s: &Schedule, topo: &Topology) -> Vec<u32> {
 /// 4 KiB pages faulting it in took a third of the time of a big replay.
 fn zeroed_cells(len: usize) -> Vec<[u32; 3]> {
     let cells = vec![[0u32; 3]; len];
-    #[cfg(target_os = "linux")]
-    if len * 12 >= 64 << 20 {
-        let start = cells.as_ptr() as usize;
-        let page = 2 << 20;
-        let aligned = start.next_multiple_of(page);
-        let end = start + len * 12;
-        if end > aligned + page {
-            // SAFETY: the range lies inside the allocation `cells` owns and
-            // MADV_HUGEPAGE only changes how the kernel backs it (the
-            // contents, all zero, stay as they are); a failure is harmless.
-            unsafe {
-                libc::madvise(
-                    aligned as *mut libc::c_void,
-                    (end - aligned) / page * page,
-                    libc::MADV_HUGEPAGE,
-                );
-            }
-        }
-    }
+    super::advise_huge_pages(&cells);
     cells
 }
 

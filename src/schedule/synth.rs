@@ -4,29 +4,41 @@
 //!
 //! All-gather: time advances from event to event (a link frees, a chunk
 //! lands). At each event time every free link u -> v is offered, fastest
-//! links first (latency + chunk / bandwidth; ties in a seeded random order),
-//! a chunk that u holds and v neither holds nor is already receiving, picked
-//! from a seeded random position among, first, the chunks no other NPU with
-//! a link into v holds (so what only u can give is not left for later, when
-//! v's other sources may have nothing new; this is what lets every seed
-//! reach TACOS's best on its 5x5 mesh). On heterogeneous networks a link
-//! prefers chunks that no NPU in v's strongly connected component of
-//! strictly faster links holds or is receiving: those will come that way
-//! sooner, and otherwise every member of a fast group pulls the same chunk
-//! over its own slow link (this plays the part of TACOS's re-matching when
-//! a chunk arrives by a faster path). It takes one of the others only while
-//! v still lacks more chunks than its faster in-links can bring before this
-//! one would land (arrival time, not link speed alone): on a 5x5 mesh at
-//! 50 / 75 GiB/s the strict rule let each chunk into a column over one slow
-//! link, and a corner NPU then waited on its one fast in-link (1 GiB:
-//! 1.39x the cut; now 1.04x). The chunk lands latency + chunk /
-//! bandwidth after the start, and the link stays busy that long (TACOS's
-//! link model; timing the matching so in the alpha-beta model too gives
-//! equal or better schedules here, because a link is then offered once the
-//! chunks sent in the same round have landed). A destination is never sent
-//! a chunk twice (a chunk on its way counts as received). A link with
-//! nothing to offer waits until its source receives a new chunk. The
-//! simulator then replays the schedule in the link model asked for.
+//! links first (latency + chunk / bandwidth; ties in link order from a
+//! seeded random link, drawn at each event time), a chunk that u holds and
+//! v neither holds nor is already receiving, picked from a seeded random
+//! position (the second-level word where searches start is drawn once per
+//! event time, the bit rotation per search) among, first, the chunks no
+//! other NPU with a link into v holds (so what only u can give is not left
+//! for later, when v's other sources may have nothing new; this is what
+//! lets every seed reach TACOS's best on its 5x5 mesh). On heterogeneous
+//! networks a link prefers chunks that no NPU in v's strongly connected
+//! component of strictly faster links holds or is receiving: those will
+//! come that way sooner, and otherwise every member of a fast group pulls
+//! the same chunk over its own slow link (this plays the part of TACOS's
+//! re-matching when a chunk arrives by a faster path). It takes one of the
+//! others only while v still lacks more chunks than its faster in-links
+//! can bring before this one would land (arrival time, not link speed
+//! alone): on a 5x5 mesh at 50 / 75 GiB/s the strict rule let each chunk
+//! into a column over one slow link, and a corner NPU then waited on its
+//! one fast in-link (1 GiB: 1.39x the cut; now 1.04x). The chunk lands
+//! latency + chunk / bandwidth after the start; the link stays busy that
+//! long in TACOS's link model, or chunk / bandwidth in the alpha-beta model
+//! (`SynthOptions::timing`). A destination is never sent a chunk twice (a
+//! chunk on its way counts as received). A link with nothing to offer waits
+//! until its source receives a new chunk. The simulator then replays the
+//! schedule in the link model asked for.
+//!
+//! Scale: the state is a cell of four words per NPU and word of 64 chunks
+//! (held, held or on its way, and held by at least one / two of the NPUs
+//! with a link into it), laid out word-major so neighbours in a dimension
+//! share cache lines, and two summaries per link (the words where its
+//! source may have something for its destination, and something only it
+//! can give), kept as chunks land and trimmed as searches find them empty:
+//! a search reads a few words, not every word its destination has not
+//! filled. With links matched in order and searches starting together, a
+//! 200x200 torus (40,000 NPUs, 1.6 billion deliveries) matches in about 10
+//! minutes in 0.9 GiB (`benches/synth.rs`).
 //!
 //! Latency: a free link takes not one chunk but up to `ceil(2 latency /
 //! (chunk / bandwidth))` of them (at most 64), picked one after another by
@@ -53,9 +65,14 @@
 //!
 //! The result is a [`Schedule`] with data dependencies (the transfer that
 //! brought the chunk) and, on one-hop routes, the synthesized order on each
-//! link as dependencies too, so the replay keeps it (in TACOS's link model
-//! it then reproduces the synthesized times exactly).
+//! link as dependencies too: each transfer waits for the latest transfer on
+//! its link that had landed when it started (in TACOS's link model the one
+//! before it, and the replay in that model reproduces the synthesized times
+//! exactly; in the alpha-beta model the link frees a latency before the
+//! transfer lands, so an earlier one, and the replay, ordering a link's
+//! transfers as they become ready, may come out a little later).
 
+use super::simulate::LinkModel;
 use super::{Op, Run, Schedule, Transfer};
 use crate::model::topology::Topology;
 use crate::model::workload::CollectiveKind;
@@ -87,6 +104,16 @@ pub struct SynthOptions {
     pub size_bytes: f64,
     /// Chunks per NPU.
     pub chunks_per_npu: u32,
+    /// The link model the matching times transfers in: TACOS's (a link is
+    /// busy for latency + size / bandwidth; the schedules it matches replay
+    /// faster in either model at small sizes, module doc) or alpha-beta (a
+    /// link is free again after size / bandwidth: at 1 GiB on a 128x128
+    /// torus, where a chunk's serialization is close to the latency, its
+    /// matching keeps every link busy, 1.001x the bound, where TACOS's
+    /// model spends a latency of each link's time per transfer, 1.38x).
+    /// Reduce-scatters (and the first half of an all-reduce) are matched
+    /// in TACOS's model either way (their time reversal needs it).
+    pub timing: LinkModel,
 }
 
 /// A synthesized schedule and the time the synthesis expects.
@@ -138,6 +165,18 @@ struct Part {
 fn full_word(chunks: usize, k: usize) -> u64 {
     let left = chunks - k * 64;
     if left >= 64 { u64::MAX } else { (1u64 << left) - 1 }
+}
+
+/// Counts one more holder of chunk `c` among an NPU's in-neighbours (in
+/// its cell of `c`'s word); true if it is the first. Without branches: the
+/// synthesizer counts millions of holders at random cells, and straight
+/// code lets the processor wait for many of them at once.
+fn count_holder(cell: &mut [u64; 4], c: usize) -> bool {
+    let bit = 1u64 << (c % 64);
+    let first = cell[ONCE] & bit == 0;
+    cell[TWICE] |= cell[ONCE] & bit;
+    cell[ONCE] |= bit;
+    first
 }
 
 /// Strongly connected components of a directed graph on `n` nodes
@@ -199,7 +238,7 @@ const MAX_CLASSES: usize = 4;
 
 /// Speed classes of the direct links (by flight time, equal within 1e-9) and
 /// the components of the faster ones.
-fn speed_classes(topo: &Topology, flight: &[f64], words: usize, holds: &[u64]) -> (Vec<u8>, Vec<Part>) {
+fn speed_classes(topo: &Topology, flight: &[f64], words: usize, bits: &[[u64; 4]]) -> (Vec<u8>, Vec<Part>) {
     let n = topo.npus as usize;
     let direct: Vec<usize> = (0..topo.links.len())
         .filter(|&i| (topo.links[i].src as usize) < n && (topo.links[i].dst as usize) < n)
@@ -233,7 +272,7 @@ fn speed_classes(topo: &Topology, flight: &[f64], words: usize, holds: &[u64]) -
         for v in 0..n {
             let at = comp[v] as usize * words;
             for k in 0..words {
-                have[at + k] |= holds[v * words + k];
+                have[at + k] |= bits[k * n + v][HOLDS];
             }
         }
         parts.push(Part { comp, have });
@@ -268,10 +307,12 @@ const ARRIVE: u64 = 1 << 63;
 /// Most transfers a kept schedule may have (about 200 bytes each with the
 /// replay; 64x64 NPUs take 16.8 million).
 const MAX_TRANSFERS: u64 = 40_000_000;
-/// Words (of 64 chunks) a search looks through for a chunk no other source
-/// of the destination holds before it takes any chunk.
-const RARE_SEARCH_WORDS: usize = 32;
 const NONE: u32 = u32::MAX;
+/// The fields of a cell of [`Core::bits`].
+const HOLDS: usize = 0;
+const HAVE: usize = 1;
+const ONCE: usize = 2;
+const TWICE: usize = 3;
 /// Most chunks one transfer carries.
 const MAX_BATCH: usize = 64;
 
@@ -281,15 +322,31 @@ struct Core<'a> {
     n: usize,
     chunks: usize,
     words: usize,
-    /// Chunks each NPU holds (landed).
-    holds: Vec<u64>,
-    /// Chunks each NPU holds or has on its way.
-    have: Vec<u64>,
+    /// Per word of 64 chunks and NPU (index `word * n + npu`, so the
+    /// NPUs next to one another in a dimension share cache lines): the
+    /// chunks it holds (landed, `HOLDS`), holds or has on its way (`HAVE`),
+    /// and that at least one (`ONCE`) and at least two (`TWICE`) distinct
+    /// NPUs with a direct link into it hold (a chunk u holds is one only u
+    /// can give v exactly when v's `TWICE` lacks it).
+    bits: Vec<[u64; 4]>,
     /// Words of 64 words (second level): per NPU, the words where it holds
     /// a chunk, and the words of `have` that are full.
     words1: usize,
     held_words: Vec<u64>,
     full_words: Vec<u64>,
+    /// Per direct link u -> v, `words1` words: a bit for every word where u
+    /// may hold a chunk v lacks (set when u receives a chunk, cleared when
+    /// a search finds nothing there), so a search looks only where the
+    /// link can have something to carry, not through every word v has not
+    /// filled.
+    offer_words: Vec<u64>,
+    /// Per direct link u -> v, `words1` words: a bit for every word where u
+    /// may hold a chunk v lacks that no other NPU with a link into v holds
+    /// (set when u is the first of them to receive it).
+    rare_words: Vec<u64>,
+    /// Per NPU: its direct out-links with their destinations, by
+    /// destination (parallel links to one NPU adjacent).
+    out_direct: Vec<Vec<(u32, u32)>>,
     free_at: Vec<f64>,
     idle: Vec<bool>,
     queued: Vec<bool>,
@@ -298,8 +355,6 @@ struct Core<'a> {
     ups: Vec<Vec<(u32, u32)>>,
     /// Per switch: its down-links.
     downs: Vec<Vec<u32>>,
-    /// Per NPU: the direct links into it, with their sources.
-    in_links: Vec<Vec<(u32, u32)>>,
     /// Per link: its speed class (0 = the fastest flight time).
     class: Vec<u8>,
     /// Per speed class k >= 1: the components of the links faster than
@@ -310,6 +365,10 @@ struct Core<'a> {
     flight: Vec<f64>,
     /// Per link: chunk / bandwidth.
     ser: Vec<f64>,
+    /// Per link: the part of a transfer's flight during which the link is
+    /// free for the next one: nothing in TACOS's link model, the latency in
+    /// the alpha-beta model (`SynthOptions::timing`).
+    overlap: Vec<f64>,
     /// Per link: the most chunks one transfer carries (module doc).
     batch: Vec<usize>,
     /// Per direct link: the rate (chunks per ns) at which the strictly
@@ -320,9 +379,14 @@ struct Core<'a> {
     /// The chunks of the transfer being matched.
     got: Vec<usize>,
     rng: Rng,
+    /// The second-level word where searches start this event time, drawn
+    /// once per event time, so the links matched one after another look at
+    /// the same words (cells next to one another).
+    from: usize,
     record: bool,
-    /// Per link: the last transfer on it.
-    last_on: Vec<u32>,
+    /// Per link: its recorded transfers not yet known to have landed, with
+    /// their arrival times, in order.
+    on_link: Vec<std::collections::VecDeque<(u32, f64)>>,
     rows: Vec<Row>,
     sent: Vec<Sent>,
     /// (start, arrival) of each recorded transfer.
@@ -342,6 +406,7 @@ impl<'a> Core<'a> {
         chunks: usize,
         chunk_bytes: f64,
         seed: u64,
+        timing: LinkModel,
         record: bool,
     ) -> Result<Core<'a>, SynthError> {
         let n = topo.npus as usize;
@@ -371,6 +436,14 @@ impl<'a> Core<'a> {
         }
         let ser: Vec<f64> = topo.links.iter().map(|l| chunk_bytes / l.gbps).collect();
         let flight: Vec<f64> = ser.iter().zip(&topo.links).map(|(s, l)| s + l.latency_ns).collect();
+        let overlap = topo
+            .links
+            .iter()
+            .map(|l| match timing {
+                LinkModel::Tacos => 0.0,
+                LinkModel::AlphaBeta => l.latency_ns,
+            })
+            .collect();
         let batch: Vec<usize> = ser
             .iter()
             .zip(&topo.links)
@@ -383,21 +456,23 @@ impl<'a> Core<'a> {
             })
             .collect();
 
-        let mut holds = vec![0u64; n * words];
+        let mut bits = vec![[0u64; 4]; n * words];
+        super::advise_huge_pages(&bits);
         for c in 0..chunks {
             let o = c % n;
-            holds[o * words + c / 64] |= 1 << (c % 64);
+            let cell = &mut bits[c / 64 * n + o];
+            cell[HOLDS] |= 1 << (c % 64);
+            cell[HAVE] |= 1 << (c % 64);
         }
-        let have = holds.clone();
         let words1 = words.div_ceil(64);
         let mut held_words = vec![0u64; n * words1];
         let mut full_words = vec![0u64; n * words1];
         for v in 0..n {
             for k in 0..words {
-                if holds[v * words + k] != 0 {
+                if bits[k * n + v][HOLDS] != 0 {
                     held_words[v * words1 + k / 64] |= 1 << (k % 64);
                 }
-                if have[v * words + k] == full_word(chunks, k) {
+                if bits[k * n + v][HAVE] == full_word(chunks, k) {
                     full_words[v * words1 + k / 64] |= 1 << (k % 64);
                 }
             }
@@ -408,7 +483,34 @@ impl<'a> Core<'a> {
                 in_links[l.dst as usize].push((l.src, i as u32));
             }
         }
-        let (class, parts) = speed_classes(topo, &flight, words, &holds);
+        let mut offer_words = vec![0u64; nl * words1];
+        for (i, l) in topo.links.iter().enumerate() {
+            if kind[i] == Kind::Direct {
+                let u = l.src as usize;
+                offer_words[i * words1..(i + 1) * words1].copy_from_slice(&held_words[u * words1..(u + 1) * words1]);
+            }
+        }
+        let rare_words = offer_words.clone();
+        let mut out_direct = vec![Vec::new(); n];
+        for (i, l) in topo.links.iter().enumerate() {
+            if kind[i] == Kind::Direct {
+                out_direct[l.src as usize].push((l.dst, i as u32));
+            }
+        }
+        for o in &mut out_direct {
+            o.sort_unstable();
+        }
+        for c in 0..chunks {
+            let u = c % n;
+            let mut last = u32::MAX;
+            for &(v, _) in &out_direct[u] {
+                if v != last {
+                    last = v;
+                    count_holder(&mut bits[c / 64 * n + v as usize], c);
+                }
+            }
+        }
+        let (class, parts) = speed_classes(topo, &flight, words, &bits);
         let mut fast_in = vec![0.0; nl];
         for (i, l) in topo.links.iter().enumerate() {
             if class[i] > 0 && (l.dst as usize) < n {
@@ -424,15 +526,16 @@ impl<'a> Core<'a> {
             words1,
             held_words,
             full_words,
-            in_links,
+            offer_words,
+            rare_words,
+            out_direct,
             class,
             parts,
             topo,
             n,
             chunks,
             words,
-            holds,
-            have,
+            bits,
             free_at: vec![0.0; nl],
             idle: vec![false; nl],
             queued: vec![false; nl],
@@ -441,13 +544,15 @@ impl<'a> Core<'a> {
             downs,
             flight,
             ser,
+            overlap,
             batch,
             fast_in,
             need: own,
             got: Vec::new(),
             rng: Rng(seed ^ 0x5DEE_CE66_D1CE_5EED),
+            from: 0,
             record,
-            last_on: vec![NONE; nl],
+            on_link: vec![std::collections::VecDeque::new(); if record { nl } else { 0 }],
             rows: Vec::new(),
             sent: Vec::new(),
             spans: Vec::new(),
@@ -459,76 +564,89 @@ impl<'a> Core<'a> {
         })
     }
 
-    /// A chunk `u` holds and `v` lacks for link `l`, from a random position.
-    /// Over a direct link, first a chunk no other NPU with a link into `v`
-    /// holds (so what only `u` can give is not left for later, when `v`'s
-    /// other sources may have nothing new). A link slower than others is
-    /// further limited to chunks that nobody in `v`'s component of faster
-    /// links holds or is receiving (they will come that way sooner); none if
-    /// there is no such chunk.
+    /// A chunk `u` holds and `v` lacks for link `l`, from a random position
+    /// (second-level words from a random start, words ascending, bits from
+    /// a random rotation). Over a direct link, first a chunk no other NPU
+    /// with a link into `v` holds (so what only `u` can give is not left for
+    /// later, when `v`'s other sources may have nothing new). A link slower
+    /// than others is further limited to chunks that nobody in `v`'s
+    /// component of faster links holds or is receiving (they will come that
+    /// way sooner); none if there is no such chunk.
     fn find(&mut self, u: usize, v: usize, l: usize, direct: bool) -> Option<usize> {
         let (w, w1) = (self.words, self.words1);
-        let start = self.rng.below(w1);
+        let start = self.from;
         let rot = (self.rng.next() % 64) as u32;
         let pick = |x: u64, k: usize| k * 64 + ((x.rotate_right(rot).trailing_zeros() + rot) % 64) as usize;
+        let n = self.n;
+        if !direct {
+            // Through a switch: any chunk, over the words where u holds
+            // something and v lacks something.
+            let (su, fv) = (
+                &self.held_words[u * w1..(u + 1) * w1],
+                &self.full_words[v * w1..(v + 1) * w1],
+            );
+            for k1 in (start..w1).chain(0..start) {
+                let mut words = su[k1] & !fv[k1];
+                while words != 0 {
+                    let k = k1 * 64 + words.trailing_zeros() as usize;
+                    words &= words - 1;
+                    let x = self.bits[k * n + u][HOLDS] & !self.bits[k * n + v][HAVE];
+                    if x != 0 {
+                        return Some(pick(x, k));
+                    }
+                }
+            }
+            return None;
+        }
         let class = self.class[l] as usize;
-        let faster = (direct && class > 0).then(|| {
+        let faster = (class > 0).then(|| {
             let p = &self.parts[class - 1];
-            p.comp[v] as usize * w
+            (p.comp[v] as usize * w, &p.have)
         });
-        // The faster links into v still have more to deliver than they can
-        // before this link's chunk would land: then a chunk v's faster
-        // component holds may come this way too (last choice).
-        let relax = faster.is_some() && f64::from(self.need[v]) > self.fast_in[l] * self.flight[l];
-        let mut loose = None;
-        let others: &[(u32, u32)] = if direct { &self.in_links[v] } else { &[] };
-        let (hu, hv) = (&self.holds[u * w..(u + 1) * w], &self.have[v * w..(v + 1) * w]);
-        // Second level: the words where u holds something and v lacks something.
-        let (su, fv) = (
-            &self.held_words[u * w1..(u + 1) * w1],
-            &self.full_words[v * w1..(v + 1) * w1],
-        );
-        let mut fallback = None;
-        let mut looked = 0;
-        for k1 in (start..w1).chain(0..start) {
-            let mut words = su[k1] & !fv[k1];
-            while words != 0 {
-                let k = k1 * 64 + words.trailing_zeros() as usize;
-                words &= words - 1;
-                let mut x = hu[k] & !hv[k];
-                if let Some(at) = faster {
-                    let strict = x & !self.parts[class - 1].have[at + k];
-                    if strict == 0 {
-                        if relax && x != 0 && loose.is_none() {
-                            loose = Some(pick(x, k));
-                        }
+        // First a chunk only u can give (the link's rare words), then any
+        // (its offer words); each summary loses the words found empty.
+        for (summary, rare) in [(&mut self.rare_words, true), (&mut self.offer_words, false)] {
+            let at = l * w1;
+            for k1 in (start..w1).chain(0..start) {
+                let mut words = summary[at + k1];
+                while words != 0 {
+                    let k = k1 * 64 + words.trailing_zeros() as usize;
+                    words &= words - 1;
+                    let cv = &self.bits[k * n + v];
+                    let mut x = self.bits[k * n + u][HOLDS] & !cv[HAVE];
+                    if rare {
+                        x &= !cv[TWICE];
+                    }
+                    if x == 0 {
+                        summary[at + k1] &= !(1 << (k % 64));
                         continue;
                     }
-                    x = strict;
-                }
-                if x == 0 {
-                    continue;
-                }
-                let mut rare = x;
-                for &(o, _) in others {
-                    if o as usize != u {
-                        rare &= !self.holds[o as usize * w + k];
+                    if let Some((c, have)) = faster {
+                        x &= !have[c + k];
                     }
-                }
-                if rare != 0 {
-                    return Some(pick(rare, k));
-                }
-                if fallback.is_none() {
-                    fallback = Some(pick(x, k));
-                }
-                // Past a few words without a rare chunk, take what there is.
-                looked += 1;
-                if looked >= RARE_SEARCH_WORDS {
-                    return fallback;
+                    if x != 0 {
+                        return Some(pick(x, k));
+                    }
                 }
             }
         }
-        fallback.or(loose)
+        // A slow link whose faster in-links into v still have more to
+        // deliver than they can before this link's chunk would land may
+        // carry a chunk v's faster component holds (last choice).
+        if faster.is_some() && f64::from(self.need[v]) > self.fast_in[l] * self.flight[l] {
+            for k1 in (start..w1).chain(0..start) {
+                let mut words = self.offer_words[l * w1 + k1];
+                while words != 0 {
+                    let k = k1 * 64 + words.trailing_zeros() as usize;
+                    words &= words - 1;
+                    let x = self.bits[k * n + u][HOLDS] & !self.bits[k * n + v][HAVE];
+                    if x != 0 {
+                        return Some(pick(x, k));
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// Schedules event `what` at time `t`.
@@ -551,8 +669,9 @@ impl<'a> Core<'a> {
     fn claim(&mut self, v: usize, c: usize) {
         self.need[v] -= 1;
         let k = c / 64;
-        self.have[v * self.words + k] |= 1 << (c % 64);
-        if self.have[v * self.words + k] == full_word(self.chunks, k) {
+        let have = &mut self.bits[k * self.n + v][HAVE];
+        *have |= 1 << (c % 64);
+        if *have == full_word(self.chunks, k) {
             self.full_words[v * self.words1 + k / 64] |= 1 << (k % 64);
         }
         for p in &mut self.parts {
@@ -587,9 +706,21 @@ impl<'a> Core<'a> {
             let id = self.sent.len() as u32;
             let mut link_prev = NONE;
             if let [l] = route {
-                // One hop: keep the synthesized order on the link.
-                link_prev = self.last_on[*l as usize];
-                self.last_on[*l as usize] = id;
+                // One hop: keep the synthesized order on the link, with a
+                // dependency on the latest transfer on it that has landed by
+                // this one's start (in TACOS's link model the one before,
+                // which lands as the link frees; in the alpha-beta model
+                // the link frees a latency earlier, so the one before that
+                // or earlier).
+                let flying = &mut self.on_link[*l as usize];
+                while let Some(&(prev, landed)) = flying.front() {
+                    if landed > t {
+                        break;
+                    }
+                    link_prev = prev;
+                    flying.pop_front();
+                }
+                flying.push_back((id, arrive));
             }
             self.sent.push(Sent {
                 route: [route[0], route.get(1).copied().unwrap_or(NONE)],
@@ -622,7 +753,7 @@ impl<'a> Core<'a> {
                     return false;
                 }
                 let flight = link.latency_ns + self.got.len() as f64 * self.ser[li];
-                self.free_at[li] = t + flight;
+                self.free_at[li] = t + flight - self.overlap[li];
                 self.at(self.free_at[li], u64::from(l));
                 self.book(link.src, link.dst, &[l], t, t + flight);
                 true
@@ -642,11 +773,12 @@ impl<'a> Core<'a> {
                     }
                     let m = self.got.len() as f64;
                     let at_switch = t + self.topo.links[upi].latency_ns + m * self.ser[upi];
-                    self.free_at[upi] = at_switch;
-                    self.free_at[li] = at_switch + link.latency_ns + m * self.ser[li];
+                    let arrive = at_switch + link.latency_ns + m * self.ser[li];
+                    self.free_at[upi] = at_switch - self.overlap[upi];
+                    self.free_at[li] = arrive - self.overlap[li];
                     self.at(self.free_at[upi], u64::from(up));
                     self.at(self.free_at[li], u64::from(l));
-                    self.book(u, link.dst, &[up, l], t, self.free_at[li]);
+                    self.book(u, link.dst, &[up, l], t, arrive);
                     return true;
                 }
                 false
@@ -665,13 +797,17 @@ impl<'a> Core<'a> {
         }
         let mut t = 0.0f64;
         loop {
-            // Fastest links first; ties in a random order.
+            // Fastest links first; ties in link order from a random link
+            // (links next to one another, whose NPUs' cells share cache
+            // lines, are matched one after another).
             let mut cand = std::mem::take(&mut self.cand);
-            for i in (1..cand.len()).rev() {
-                let j = self.rng.below(i + 1);
-                cand.swap(i, j);
-            }
-            cand.sort_by(|&a, &b| self.flight[a as usize].total_cmp(&self.flight[b as usize]));
+            let from = self.rng.below(self.topo.links.len()) as u32;
+            self.from = self.rng.below(self.words1);
+            cand.sort_unstable();
+            let first = cand.partition_point(|&l| l < from);
+            cand.rotate_left(first);
+            let flight = &self.flight;
+            cand.sort_by(|&a, &b| flight[a as usize].total_cmp(&flight[b as usize]));
             for &l in &cand {
                 self.queued[l as usize] = false;
                 if self.free_at[l as usize] > t {
@@ -689,9 +825,21 @@ impl<'a> Core<'a> {
             for &what in &events {
                 if what & ARRIVE != 0 {
                     let (v, c) = (((what & !ARRIVE) >> 32) as usize, (what & 0xFFFF_FFFF) as usize);
-                    self.holds[v * self.words + c / 64] |= 1 << (c % 64);
+                    self.bits[c / 64 * self.n + v][HOLDS] |= 1 << (c % 64);
                     self.held_words[v * self.words1 + c / 4096] |= 1 << ((c / 64) % 64);
                     // New data at v: its idle links may now have work.
+                    // v is one more holder of c for its out-neighbours.
+                    let (k1, bit1) = (c / 4096, 1u64 << ((c / 64) % 64));
+                    let mut last = (u32::MAX, false);
+                    for i in 0..self.out_direct[v].len() {
+                        let (x, l) = self.out_direct[v][i];
+                        if x != last.0 {
+                            last = (x, count_holder(&mut self.bits[c / 64 * self.n + x as usize], c));
+                        }
+                        let li = l as usize * self.words1 + k1;
+                        self.offer_words[li] |= bit1;
+                        self.rare_words[li] |= bit1 * u64::from(last.1);
+                    }
                     for &l in self.topo.out_links(v as u32) {
                         let li = l as usize;
                         match self.kind[li] {
@@ -731,7 +879,7 @@ impl<'a> Core<'a> {
             // Somebody never got something: name one.
             for v in 0..self.n {
                 for c in 0..self.chunks {
-                    if self.have[v * self.words + c / 64] & (1 << (c % 64)) == 0 {
+                    if self.bits[c / 64 * self.n + v][HAVE] & (1 << (c % 64)) == 0 {
                         return Err(SynthError::Stuck {
                             npu: v as u32,
                             chunk: c as u32,
@@ -829,7 +977,7 @@ struct Gathered {
 fn all_gather(topo: &Topology, opt: &SynthOptions, record: bool) -> Result<Gathered, SynthError> {
     let chunks = topo.npus as usize * opt.chunks_per_npu as usize;
     let chunk_bytes = opt.size_bytes / chunks as f64;
-    let mut core = Core::new(topo, chunks, chunk_bytes, opt.seed, record)?;
+    let mut core = Core::new(topo, chunks, chunk_bytes, opt.seed, opt.timing, record)?;
     core.run()?;
     Ok(Gathered {
         transfers: core.transfers(),
@@ -842,12 +990,18 @@ fn all_gather(topo: &Topology, opt: &SynthOptions, record: bool) -> Result<Gathe
 /// Time reversal of an all-gather on the transposed topology (module doc).
 fn reduce_scatter(topo: &Topology, opt: &SynthOptions) -> Result<(Vec<Transfer>, f64, u64), SynthError> {
     let t = transposed(topo);
+    // Matched in TACOS's link model whatever the options say: a reversed
+    // transfer's link must stay busy until the reduction lands.
+    let tacos = SynthOptions {
+        timing: LinkModel::Tacos,
+        ..*opt
+    };
     let Gathered {
         transfers: ag,
         spans,
         end,
         matches,
-    } = all_gather(&t, opt, true)?;
+    } = all_gather(&t, &tacos, true)?;
     // Reversed order: latest all-gather send first.
     let mut order: Vec<usize> = (0..ag.len()).collect();
     order.sort_by(|&a, &b| spans[b].1.total_cmp(&spans[a].1).then(b.cmp(&a)));
