@@ -231,7 +231,7 @@ fn matching_in_the_alpha_beta_model_keeps_links_busy_when_chunks_are_small() {
     assert!(ab.time_ns <= 1.1 * bound, "{} vs {bound}", ab.time_ns);
     let r = sim(&ab.schedule, &t, size, LinkModel::AlphaBeta);
     assert!(r.valid, "{:?}", r.errors);
-    assert!(r.time_ns < 48_000.0, "replay {} vs {bound}", r.time_ns);
+    assert!(r.time_ns < 48_000.0, "replay {} vs 48,000 ns", r.time_ns);
 }
 
 #[test]
@@ -337,12 +337,13 @@ proptest! {
             let r = sim(&s.schedule, &t, size, model);
             prop_assert!(r.valid, "{kind} on {n} NPUs: {:?}", r.errors);
             prop_assert!(r.time_ns >= b.bound_ns * (1.0 - 1e-9));
-            // In TACOS's link model the matching's times are one execution
-            // of the schedule, in the replay's order on every link (each
-            // transfer waits for the one before it on its link to land);
-            // the replay starts every transfer as early as it can, so it is
-            // never later (all-gather: one pass).
-            if model == LinkModel::Tacos && timing == model && kind == AllGather {
+            // In TACOS's link model, without switches, the matching's times
+            // are one execution of the schedule in the replay's order on
+            // every link (each transfer waits for the one before it on its
+            // link to land); the replay starts every transfer as early as
+            // it can, so it is never later (all-gather: one pass). Through
+            // a switch the replay orders the down-links itself.
+            if model == LinkModel::Tacos && timing == model && kind == AllGather && t.switches == 0 {
                 prop_assert!(r.time_ns <= s.time_ns * (1.0 + 1e-9), "{model}: replay {} > synthesized {}", r.time_ns, s.time_ns);
             }
         }

@@ -297,7 +297,8 @@ pub fn build(
 /// Most NPUs `best` synthesizes TACOS schedules for (it keeps N(N-1)
 /// transfers per chunk; above this it takes minutes; with the default chunk
 /// count tacos tries 1, 2 and 4 chunks per NPU at 1024 NPUs, see
-/// [`synth::auto_chunks`]).
+/// [`synth::auto_chunks`], and in the alpha-beta model does so in both
+/// link models' timings, about twice the work).
 pub const BEST_MAX_TACOS_NPUS: u32 = 1024;
 
 /// What `best` tried and what won.

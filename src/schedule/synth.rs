@@ -36,9 +36,11 @@
 //! source may have something for its destination, and something only it
 //! can give), kept as chunks land and trimmed as searches find them empty:
 //! a search reads a few words, not every word its destination has not
-//! filled. With links matched in order and searches starting together, a
-//! 200x200 torus (40,000 NPUs, 1.6 billion deliveries) matches in about 10
-//! minutes in 0.9 GiB (`benches/synth.rs`).
+//! filled (where links differ in speed, a slow link still rereads the
+//! words its destination's faster component covers). With links matched
+//! in order and searches starting together, a 200x200 torus (40,000 NPUs,
+//! 1.6 billion deliveries) matches in 389 s in 0.9 GiB in the alpha-beta
+//! model (`benches/synth.rs`).
 //!
 //! Latency: a free link takes not one chunk but up to `ceil(2 latency /
 //! (chunk / bandwidth))` of them (at most 64), picked one after another by
@@ -67,8 +69,8 @@
 //! brought the chunk) and, on one-hop routes, the synthesized order on each
 //! link as dependencies too: each transfer waits for the latest transfer on
 //! its link that had landed when it started (in TACOS's link model the one
-//! before it, and the replay in that model reproduces the synthesized times
-//! exactly; in the alpha-beta model the link frees a latency before the
+//! before it, and on a network without switches the replay in that model
+//! reproduces the synthesized times exactly; in the alpha-beta model the link frees a latency before the
 //! transfer lands, so an earlier one, and the replay, ordering a link's
 //! transfers as they become ready, may come out a little later).
 
@@ -105,12 +107,15 @@ pub struct SynthOptions {
     /// Chunks per NPU.
     pub chunks_per_npu: u32,
     /// The link model the matching times transfers in: TACOS's (a link is
-    /// busy for latency + size / bandwidth; the schedules it matches replay
-    /// faster in either model at small sizes, module doc) or alpha-beta (a
-    /// link is free again after size / bandwidth: at 1 GiB on a 128x128
-    /// torus, where a chunk's serialization is close to the latency, its
-    /// matching keeps every link busy, 1.001x the bound, where TACOS's
-    /// model spends a latency of each link's time per transfer, 1.38x).
+    /// busy for latency + size / bandwidth) or alpha-beta (a link is free
+    /// again after size / bandwidth). At 1 GiB on a 200x200 torus, where a
+    /// chunk (26.8 KB) serializes in 537 ns against 500 ns of latency, the
+    /// alpha-beta matching keeps every link busy, 1.0005x the bound, where
+    /// TACOS's model spends a latency of each link's time per transfer,
+    /// 1.47x (`results/collectives/synthesis-scaling.md`); at small sizes
+    /// either can replay faster, so `algorithm::build` tries both. The
+    /// rules tuned in TACOS's model (the merging of chunks, the slow links'
+    /// last choice) are kept as they are in the alpha-beta model.
     /// Reduce-scatters (and the first half of an all-reduce) are matched
     /// in TACOS's model either way (their time reversal needs it).
     pub timing: LinkModel,
@@ -297,7 +302,8 @@ struct Row {
 struct Sent {
     /// One or two links (NONE-padded).
     route: [u32; 2],
-    /// The transfer before this one on its (one-hop) link.
+    /// The latest transfer on its (one-hop) link that had landed when this
+    /// one started (module doc).
     link_prev: u32,
     first: u32,
     count: u32,
@@ -360,8 +366,8 @@ struct Core<'a> {
     /// Per speed class k >= 1: the components of the links faster than
     /// class k, with what their members hold or receive.
     parts: Vec<Part>,
-    /// Per link: latency + chunk / bandwidth: how long a chunk takes and,
-    /// in the matching, how long the link stays busy (TACOS's model).
+    /// Per link: latency + chunk / bandwidth: how long a chunk takes (and,
+    /// in TACOS's model, how long the link stays busy).
     flight: Vec<f64>,
     /// Per link: chunk / bandwidth.
     ser: Vec<f64>,
@@ -385,8 +391,8 @@ struct Core<'a> {
     from: usize,
     record: bool,
     /// Per link: its recorded transfers not yet known to have landed, with
-    /// their arrival times, in order.
-    on_link: Vec<std::collections::VecDeque<(u32, f64)>>,
+    /// their arrival times, in order, and the latest known to have landed.
+    on_link: Vec<(std::collections::VecDeque<(u32, f64)>, u32)>,
     rows: Vec<Row>,
     sent: Vec<Sent>,
     /// (start, arrival) of each recorded transfer.
@@ -552,7 +558,7 @@ impl<'a> Core<'a> {
             rng: Rng(seed ^ 0x5DEE_CE66_D1CE_5EED),
             from: 0,
             record,
-            on_link: vec![std::collections::VecDeque::new(); if record { nl } else { 0 }],
+            on_link: vec![(std::collections::VecDeque::new(), NONE); if record { nl } else { 0 }],
             rows: Vec::new(),
             sent: Vec::new(),
             spans: Vec::new(),
@@ -585,18 +591,7 @@ impl<'a> Core<'a> {
                 &self.held_words[u * w1..(u + 1) * w1],
                 &self.full_words[v * w1..(v + 1) * w1],
             );
-            for k1 in (start..w1).chain(0..start) {
-                let mut words = su[k1] & !fv[k1];
-                while words != 0 {
-                    let k = k1 * 64 + words.trailing_zeros() as usize;
-                    words &= words - 1;
-                    let x = self.bits[k * n + u][HOLDS] & !self.bits[k * n + v][HAVE];
-                    if x != 0 {
-                        return Some(pick(x, k));
-                    }
-                }
-            }
-            return None;
+            return self.first_lacking(u, v, |k1| su[k1] & !fv[k1], pick);
         }
         let class = self.class[l] as usize;
         let faster = (class > 0).then(|| {
@@ -634,15 +629,29 @@ impl<'a> Core<'a> {
         // deliver than they can before this link's chunk would land may
         // carry a chunk v's faster component holds (last choice).
         if faster.is_some() && f64::from(self.need[v]) > self.fast_in[l] * self.flight[l] {
-            for k1 in (start..w1).chain(0..start) {
-                let mut words = self.offer_words[l * w1 + k1];
-                while words != 0 {
-                    let k = k1 * 64 + words.trailing_zeros() as usize;
-                    words &= words - 1;
-                    let x = self.bits[k * n + u][HOLDS] & !self.bits[k * n + v][HAVE];
-                    if x != 0 {
-                        return Some(pick(x, k));
-                    }
+            return self.first_lacking(u, v, |k1| self.offer_words[l * w1 + k1], pick);
+        }
+        None
+    }
+
+    /// The first chunk `u` holds and `v` lacks, in the search's order, over
+    /// the words that `words` (of a second-level word) names.
+    fn first_lacking(
+        &self,
+        u: usize,
+        v: usize,
+        words: impl Fn(usize) -> u64,
+        pick: impl Fn(u64, usize) -> usize,
+    ) -> Option<usize> {
+        let (n, w1, start) = (self.n, self.words1, self.from);
+        for k1 in (start..w1).chain(0..start) {
+            let mut ks = words(k1);
+            while ks != 0 {
+                let k = k1 * 64 + ks.trailing_zeros() as usize;
+                ks &= ks - 1;
+                let x = self.bits[k * n + u][HOLDS] & !self.bits[k * n + v][HAVE];
+                if x != 0 {
+                    return Some(pick(x, k));
                 }
             }
         }
@@ -712,14 +721,15 @@ impl<'a> Core<'a> {
                 // which lands as the link frees; in the alpha-beta model
                 // the link frees a latency earlier, so the one before that
                 // or earlier).
-                let flying = &mut self.on_link[*l as usize];
+                let (flying, last) = &mut self.on_link[*l as usize];
                 while let Some(&(prev, landed)) = flying.front() {
                     if landed > t {
                         break;
                     }
-                    link_prev = prev;
+                    *last = prev;
                     flying.pop_front();
                 }
+                link_prev = *last;
                 flying.push_back((id, arrive));
             }
             self.sent.push(Sent {
@@ -894,8 +904,8 @@ impl<'a> Core<'a> {
 
 impl Core<'_> {
     /// The recorded transfers: each depends on the transfers that brought
-    /// its chunks to its sender and on the previous transfer on its link
-    /// (built in parallel: the lookups are independent).
+    /// its chunks to its sender and on the transfer its link order names
+    /// (`Sent::link_prev`; built in parallel: the lookups are independent).
     fn transfers(&self) -> Vec<Transfer> {
         // Rows by chunk (counting sort, each bucket in time order), then per
         // chunk: who delivered it to whom, in an array that stays in cache.
