@@ -325,3 +325,167 @@ fn too_large_schedules_go_to_rounds_counting_both_passes() {
     let e = forest::build(&t, AllReduce, 0, GIB).unwrap_err().to_string();
     assert!(e.contains("rounds"), "{e}");
 }
+
+/// The edge list of a DGX-like fabric: `nodes` nodes of `gpus` GPUs, each
+/// node on its NVSwitch at `nv` GB/s per GPU, GPU i of every node on rail
+/// switch i at `rail` GB/s (as scripts/networks.sh writes it); 0.5 us links.
+fn dgx_text(nodes: u32, gpus: u32, nv: f64, rail: f64) -> String {
+    let mut text = String::new();
+    for node in 0..nodes {
+        for g in 0..gpus {
+            text += &format!("{} <-> s{node} {nv} 0.5us\n", node * gpus + g);
+            text += &format!("{} <-> s{} {rail} 0.5us\n", node * gpus + g, nodes + g);
+        }
+    }
+    text
+}
+
+fn edges(text: &str) -> Topology {
+    Topology::parse_edges(text, std::path::Path::new("test.edges")).unwrap()
+}
+
+#[test]
+fn a_dgx_like_edge_list_is_the_product_of_its_switches() {
+    // 4 nodes x 8 GPUs: an NVSwitch class of 8 at 450 GB/s and a rail class
+    // of 4 at 50 GB/s.
+    let t = edges(&dgx_text(4, 8, 450.0, 50.0));
+    let r = product::switch_product(&t).expect("a product of switches");
+    let p = product::dims(&r.product).unwrap();
+    let got: Vec<(u32, f64)> = p.iter().map(|d| (d.size, d.link_gbps)).collect();
+    assert_eq!(got, vec![(8, 450.0), (4, 50.0)]);
+    // The cut by hand: D = {NVSwitch}: 7 / 450 = 0.0156 ns per shard byte;
+    // D = {rail}: 3 / 50 = 0.06; both: 31 / (450 + 50) = 0.062, the
+    // largest. A 1 GiB all-gather's shard is GiB / 32: 31/32 GiB / 500 GB/s.
+    let cut = 31.0 / 32.0 * GIB / 500.0;
+    let c = exact_cut(&t, AllGather).unwrap();
+    assert!((c.ns_per_byte * GIB - cut).abs() < 1e-9 * cut);
+    // Both classes in D: the set is one NPU (and no switch).
+    assert_eq!(c.set.len(), 1);
+    // Forest on the edge list: the product's dimension-ordered trees,
+    // within 1% of the cut plus the trees' depth (NVSwitch binomial 3
+    // arcs, rails 2) in latency (an arc is two 0.5 us links).
+    let f = forest::forest(&t, false).unwrap();
+    assert!(!f.paced);
+    assert_eq!(f.depth(), 5);
+    let (time, bound) = replay(&t, AllGather, 0, GIB);
+    assert!((bound - cut).abs() < 1e-6 * cut);
+    let allowance = 1.01 * (cut + 5.0 * 1000.0);
+    assert!(time <= allowance, "{time} > {allowance}");
+    // Reduce-scatter and all-reduce replay valid on the relabelled trees.
+    replay(&t, ReduceScatter, 0, 64.0 * 1024.0 * 1024.0);
+    replay(&t, AllReduce, 0, 64.0 * 1024.0 * 1024.0);
+}
+
+#[test]
+fn networks_that_are_not_products_of_switches_are_not_taken_for_one() {
+    // The Wagner graph (an 8-cycle and its 4 long chords) with a switch of
+    // two on every edge: every NPU on 3 switches of 2, 2 x 2 x 2 = 8 NPUs,
+    // but it is not the cube.
+    let mut text = String::new();
+    let mut pairs: Vec<(u32, u32)> = (0..8).map(|i| (i, (i + 1) % 8)).collect();
+    pairs.extend((0..4).map(|i| (i, i + 4)));
+    for (e, (a, b)) in pairs.iter().enumerate() {
+        text += &format!("{a} <-> s{e} 50 0.5us\n{b} <-> s{e} 50 0.5us\n");
+    }
+    let wagner = edges(&text);
+    assert!(product::switch_product(&wagner).is_none());
+    // Its cut still comes exact (max-flow): one NPU's 3 x 50 GB/s bring
+    // the other 7/8 of the buffer (two adjacent NPUs: 6/8 over 4 links,
+    // 0.00375 ns per byte; four in a row: 4/8 over 6, 0.00167).
+    let c = exact_cut(&wagner, AllGather).unwrap();
+    assert!((c.ns_per_byte - 7.0 / 8.0 / 150.0).abs() < 1e-9, "{}", c.ns_per_byte);
+    // A product with one slower link: no longer alike within a class.
+    let good = dgx_text(2, 2, 100.0, 50.0);
+    assert!(product::switch_product(&edges(&good)).is_some());
+    let slow = good.replacen("0 <-> s2 50", "0 <-> s2 40", 1);
+    assert_ne!(slow, good);
+    assert!(product::switch_product(&edges(&slow)).is_none());
+    // A ring of six switches of two: each NPU on two switches of two, but
+    // six NPUs are not 2 x 2.
+    let ring: String = (0..6)
+        .map(|i| format!("{i} <-> s{i} 50 0\n{} <-> s{i} 50 0\n", (i + 1) % 6))
+        .collect();
+    assert!(product::switch_product(&edges(&ring)).is_none());
+}
+
+/// A product of switch dimensions written as an edge list with its NPUs and
+/// switches numbered by `perm_npus` / `perm_switches` (shuffled), lines in
+/// `perm_lines` order.
+fn shuffled_switch_product(sizes: &[u32], gbps: &[f64], seed: u64) -> (Topology, String) {
+    let spec: Vec<(DimKind, u32, f64)> = sizes.iter().zip(gbps).map(|(&s, &g)| (DimKind::Switch, s, g)).collect();
+    let t = product_of(&spec, 500.0);
+    let mut rng = seed;
+    let mut next = move |m: usize| {
+        rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (rng >> 33) as usize % m
+    };
+    let mut shuffle = |v: &mut Vec<u32>| {
+        for i in (1..v.len()).rev() {
+            v.swap(i, next(i + 1));
+        }
+    };
+    let mut npus: Vec<u32> = (0..t.npus).collect();
+    let mut sws: Vec<u32> = (0..t.switches).collect();
+    shuffle(&mut npus);
+    shuffle(&mut sws);
+    let name = |v: u32| {
+        if v < t.npus {
+            npus[v as usize].to_string()
+        } else {
+            format!("s{}", sws[(v - t.npus) as usize])
+        }
+    };
+    let mut lines: Vec<String> = t
+        .links
+        .iter()
+        .map(|l| format!("{} -> {} {} {}", name(l.src), name(l.dst), l.gbps, l.latency_ns))
+        .collect();
+    let mut order: Vec<u32> = (0..lines.len() as u32).collect();
+    shuffle(&mut order);
+    let text: String = order
+        .iter()
+        .map(|&i| std::mem::take(&mut lines[i as usize]) + "\n")
+        .collect();
+    (edges(&text), text)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// A product of switches under any numbering is recognised as one: its
+    /// cut equals brute force over every node set (where that is small
+    /// enough) and the product's own closed form, and its forest replays
+    /// valid, within 2% of the product's trees timed in rounds.
+    #[test]
+    fn shuffled_products_of_switches_are_recognised(
+        sizes in proptest::collection::vec(2u32..5, 1..4),
+        gbps in proptest::collection::vec(1.0..100.0f64, 3),
+        seed in any::<u64>(),
+    ) {
+        let gbps = &gbps[..sizes.len()];
+        let (t, text) = shuffled_switch_product(&sizes, gbps, seed);
+        let r = product::switch_product(&t);
+        prop_assert!(r.is_some(), "not recognised:\n{text}");
+        let r = r.unwrap();
+        let mut got: Vec<u32> = product::dims(&r.product).unwrap().iter().map(|d| d.size).collect();
+        let mut want = sizes.clone();
+        got.sort_unstable();
+        want.sort_unstable();
+        prop_assert_eq!(got, want);
+        let c = exact_cut(&t, AllGather).unwrap().ns_per_byte;
+        if t.nodes() <= 16 {
+            let b = brute_force(&t);
+            prop_assert!((c - b).abs() <= 1e-9 * b, "{c} vs brute force {b}");
+        }
+        let spec: Vec<(DimKind, u32, f64)> = sizes.iter().zip(gbps).map(|(&s, &g)| (DimKind::Switch, s, g)).collect();
+        let plain = product_of(&spec, 500.0);
+        let p = exact_cut(&plain, AllGather).unwrap().ns_per_byte;
+        prop_assert!((c - p).abs() <= 1e-9 * p);
+        // The replay on the edge list (its own link and NPU order) within 2%
+        // of the product's execution in rounds, as products' replays are.
+        let (time, bound) = replay(&t, AllGather, 4, 1e8);
+        let rounds = product::round_time(&r.product, AllGather, 1e8, 4).unwrap().unwrap();
+        prop_assert!(time >= bound * (1.0 - 1e-9));
+        prop_assert!(time <= rounds.time_ns * 1.02, "{time} vs rounds {}", rounds.time_ns);
+    }
+}

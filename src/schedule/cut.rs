@@ -286,10 +286,12 @@ fn reduce_cut(topo: &Topology) -> Option<(f64, Vec<bool>)> {
 }
 
 /// The exact cut of `kind` on `topo`, or `None` for send-recv, one NPU
-/// (all-to-all: 0), or more than [`MAX_NPUS`] NPUs (all-gather and reduce-scatter on a product
-/// network: any size, by `schedule::product`'s closed form). For an
-/// all-to-all: the optimal multi-commodity flow's time (`schedule::flow`,
-/// no set), within that program's size limit.
+/// (all-to-all: 0), or more than [`MAX_NPUS`] NPUs (all-gather and
+/// reduce-scatter by `schedule::product`'s closed form: on a product network
+/// at any size, on a product of switches under another numbering up to
+/// `schedule::product::MAX_RELABEL_NPUS`). For an all-to-all: the optimal
+/// multi-commodity flow's time (`schedule::flow`, no set), within that
+/// program's size limit.
 pub fn exact_cut(topo: &Topology, kind: CollectiveKind) -> Option<ExactCut> {
     if kind == CollectiveKind::AllToAll {
         // The multi-commodity flow program (`schedule::flow`), within its
@@ -309,6 +311,18 @@ pub fn exact_cut(topo: &Topology, kind: CollectiveKind) -> Option<ExactCut> {
         return Some(ExactCut {
             ns_per_byte: t / f64::from(topo.npus),
             set: super::product::cut_set(topo, &dims, &d),
+        });
+    }
+    if matches!(kind, CollectiveKind::AllGather | CollectiveKind::ReduceScatter)
+        && let Some(r) = super::product::switch_product(topo)
+        && let Some(dims) = super::product::dims(&r.product)
+    {
+        // A product of switches under another numbering (an edge list):
+        // the same closed form, its node set renamed.
+        let (t, d) = super::product::gather_cut(&dims);
+        return Some(ExactCut {
+            ns_per_byte: t / f64::from(topo.npus),
+            set: r.nodes(&super::product::cut_set(&r.product, &dims, &d)),
         });
     }
     if topo.npus > MAX_NPUS {

@@ -640,7 +640,8 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
     // the deep levels of a tree rounds behind their number whenever a round
     // is shorter than a latency, and the pacing then held every link back
     // to them (1 MiB all-gather on the 5x5 mesh at 50 / 75 GiB/s: 20.6 ->
-    // 13.1 us; 1 GiB on the DGX-like edge list 2384 -> 2150 us).
+    // 13.1 us; 1 GiB on the DGX-like edge list, packed in general before
+    // `product::switch_product` took it, 2384 -> 2150 us).
     let round_ns = ag
         .iter()
         .chain(&rs)
@@ -772,7 +773,8 @@ fn rounds(s: &mut Schedule, slots: &[u32], topo: &Topology, round_ns: f64) {
 /// at most 2^16): to the nearest round on one link; rounded up through a
 /// switch, where a piece also queues at the egress behind the other
 /// in-links' pieces, so a level through it gets a round of slack (1 GiB on
-/// the DGX-like 4 x 8 edge list: 2384 us rounded to the nearest, 2150 up;
+/// the DGX-like 4 x 8 edge list as a general packing: 2384 us rounded to
+/// the nearest, 2150 up;
 /// rounded up on one link, an 8x8 mesh at 100 / 25 GB/s lost 2%).
 fn latency_rounds(topo: &Topology, route: &[u32], round_ns: f64) -> u32 {
     if round_ns > 0.0 {

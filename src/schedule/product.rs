@@ -135,6 +135,249 @@ pub fn dims(topo: &Topology) -> Option<Vec<Dim>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// Most NPUs [`switch_product`] examines (its search for parallel switches
+/// grows with the NPUs times a switch's size).
+pub const MAX_RELABEL_NPUS: u32 = 1 << 16;
+
+/// A network of NPUs and switches alone (an edge list, say) that is a
+/// product of switch dimensions under another numbering: the product built
+/// from dimensions, and where each of its nodes and links lies in the
+/// original. Forests and cuts are computed on `product` and carried back.
+#[derive(Debug, Clone)]
+pub struct Relabel {
+    /// The same fabric built from switch dimensions.
+    pub product: Topology,
+    /// Per node of `product` (NPUs, then switches): the original's node.
+    pub node: Vec<u32>,
+    /// Per link of `product`: the original's link.
+    pub link: Vec<u32>,
+}
+
+/// `topo` as a product of switch dimensions, if it is one under some
+/// numbering of its NPUs: every link joins an NPU and a switch (an up link
+/// and a down link per member, alike on every switch of a class), every NPU
+/// is on one switch of each class, and the NPUs are the product of the
+/// classes' sizes (the DGX-like edge list: each GPU on its node's NVSwitch
+/// and on its rail's switch). `None` for anything else, for a topology
+/// already built from dimensions, and above [`MAX_RELABEL_NPUS`] NPUs.
+///
+/// The classes: in a product, NPUs u and v on a switch s of class i, and u's
+/// switch t of class j != i, the switch of v in class j is the one of v's
+/// switches (not s) whose other members each share a switch with a member of
+/// t (a member of v's class-l switch, l != i, j, differs from every member
+/// of t in two coordinates); these pairs are joined into classes. The
+/// coordinates: along class j, two NPUs agree iff the switches of the other
+/// classes connect them. The result is then checked switch by switch (each
+/// class's switch holds NPUs differing in its coordinate alone, and the
+/// coordinates number the NPUs one to one), so a network that is not a
+/// product is never taken for one.
+pub fn switch_product(topo: &Topology) -> Option<Relabel> {
+    let (n, npus) = (topo.npus as usize, topo.npus);
+    let s = topo.switches as usize;
+    if !topo.dims.is_empty() || n < 2 || s == 0 || topo.npus > MAX_RELABEL_NPUS {
+        return None;
+    }
+    // Each switch's members (by its up links) and its links' (GB/s, ns).
+    let mut up: Vec<Vec<u32>> = vec![Vec::new(); s];
+    let mut down: Vec<Vec<u32>> = vec![Vec::new(); s];
+    let mut param: Vec<Option<(f64, f64)>> = vec![None; s];
+    for l in &topo.links {
+        if !(l.gbps > 0.0 && l.gbps.is_finite() && l.latency_ns.is_finite()) {
+            return None;
+        }
+        let (sw, npu, list) = match (l.src >= npus, l.dst >= npus) {
+            (false, true) => (l.dst - npus, l.src, &mut up),
+            (true, false) => (l.src - npus, l.dst, &mut down),
+            _ => return None,
+        };
+        let sw = sw as usize;
+        match param[sw] {
+            None => param[sw] = Some((l.gbps, l.latency_ns)),
+            Some(p) if p == (l.gbps, l.latency_ns) => {}
+            Some(_) => return None,
+        }
+        list[sw].push(npu);
+    }
+    for sw in 0..s {
+        up[sw].sort_unstable();
+        down[sw].sort_unstable();
+        if up[sw] != down[sw] || up[sw].len() < 2 || up[sw].windows(2).any(|w| w[0] == w[1]) {
+            return None;
+        }
+    }
+    let members = up;
+    let mut of: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (sw, m) in members.iter().enumerate() {
+        for &v in m {
+            of[v as usize].push(sw);
+        }
+    }
+    let k = of[0].len();
+    if k == 0 || k > MAX_DIMS || of.iter().any(|o| o.len() != k) {
+        return None;
+    }
+    let on = |sw: usize, v: u32| members[sw].binary_search(&v).is_ok();
+    // Whether `w` shares a switch other than `not` with a member of `t`.
+    let meets = |w: u32, not: usize, t: usize| {
+        of[w as usize]
+            .iter()
+            .any(|&x| x != not && members[t].iter().any(|&y| y != w && on(x, y)))
+    };
+    let mut class: Vec<usize> = (0..s).collect();
+    fn root(c: &mut [usize], mut x: usize) -> usize {
+        while c[x] != x {
+            c[x] = c[c[x]];
+            x = c[x];
+        }
+        x
+    }
+    for sw in 0..s {
+        let u = members[sw][0];
+        for &v in &members[sw][1..] {
+            for &t in &of[u as usize] {
+                if t == sw {
+                    continue;
+                }
+                let parallel = of[v as usize]
+                    .iter()
+                    .copied()
+                    .find(|&t2| t2 != sw && members[t2].iter().find(|&&w| w != v).is_some_and(|&w| meets(w, t2, t)))?;
+                let (a, b) = (root(&mut class, t), root(&mut class, parallel));
+                class[a] = b;
+            }
+        }
+    }
+    // Classes numbered as NPU 0's switches, innermost (holding the lowest
+    // other NPU) first.
+    let mut first: Vec<usize> = of[0].clone();
+    first.sort_by_key(|&sw| members[sw][1]);
+    let roots: Vec<usize> = first.iter().map(|&sw| root(&mut class, sw)).collect();
+    let mut class_of = vec![usize::MAX; s];
+    for sw in 0..s {
+        let r = root(&mut class, sw);
+        class_of[sw] = roots.iter().position(|&x| x == r)?;
+    }
+    let sizes: Vec<u32> = first.iter().map(|&sw| members[sw].len() as u32).collect();
+    let params: Vec<(f64, f64)> = first.iter().map(|&sw| param[sw]).collect::<Option<_>>()?;
+    if (0..s).any(|sw| members[sw].len() as u32 != sizes[class_of[sw]] || param[sw] != Some(params[class_of[sw]]))
+        || sizes.iter().map(|&x| u64::from(x)).product::<u64>() != n as u64
+    {
+        return None;
+    }
+    // Each NPU's switch of each class.
+    let mut switch_in = vec![usize::MAX; n * k];
+    for (v, o) in of.iter().enumerate() {
+        for &sw in o {
+            let slot = &mut switch_in[v * k + class_of[sw]];
+            if *slot != usize::MAX {
+                return None;
+            }
+            *slot = sw;
+        }
+    }
+    // Coordinates: along class j, the components of the other classes'
+    // switches, numbered as the members of NPU 0's class-j switch.
+    let mut rank = vec![0u32; n];
+    let mut stride = 1u32;
+    for j in 0..k {
+        let mut comp: Vec<usize> = (0..n).collect();
+        for sw in (0..s).filter(|&sw| class_of[sw] != j) {
+            let a = members[sw][0] as usize;
+            for &v in &members[sw][1..] {
+                let (x, y) = (root(&mut comp, a), root(&mut comp, v as usize));
+                comp[x] = y;
+            }
+        }
+        let mut label = vec![u32::MAX; n];
+        for (i, &v) in members[first[j]].iter().enumerate() {
+            let r = root(&mut comp, v as usize);
+            if label[r] != u32::MAX {
+                return None;
+            }
+            label[r] = i as u32;
+        }
+        for (v, rk) in rank.iter_mut().enumerate() {
+            let c = label[root(&mut comp, v)];
+            if c == u32::MAX {
+                return None;
+            }
+            *rk += c * stride;
+        }
+        stride *= sizes[j];
+    }
+    let mut npu = vec![u32::MAX; n];
+    for (v, &r) in rank.iter().enumerate() {
+        if std::mem::replace(&mut npu[r as usize], v as u32) != u32::MAX {
+            return None;
+        }
+    }
+    let dims: Vec<(String, DimKind, u32)> = (0..k)
+        .map(|j| (format!("switch{j}"), DimKind::Switch, sizes[j]))
+        .collect();
+    let gbps: Vec<f64> = params.iter().map(|p| p.0).collect();
+    let lat: Vec<f64> = params.iter().map(|p| p.1).collect();
+    let product = Topology::from_dims(&topo.name, &dims, &gbps, &lat);
+    // Every product switch must be one original switch (which checks that
+    // each switch's members differ in its own coordinate alone).
+    let mut node = vec![u32::MAX; product.nodes() as usize];
+    node[..n].copy_from_slice(&npu);
+    for r in 0..npus {
+        for j in 0..k {
+            let sw = npus + switch_in[npu[r as usize] as usize * k + j] as u32;
+            let p = product.switch_node(r, j) as usize;
+            if std::mem::replace(&mut node[p], sw) != u32::MAX && node[p] != sw {
+                return None;
+            }
+        }
+    }
+    if product.switches as usize != s || node.contains(&u32::MAX) {
+        return None;
+    }
+    let link = product
+        .links
+        .iter()
+        .map(|l| topo.link_between(node[l.src as usize], node[l.dst as usize]))
+        .collect::<Option<Vec<u32>>>()?;
+    Some(Relabel { product, node, link })
+}
+
+impl Relabel {
+    /// A forest of `product` as the original's: NPUs, switches and links
+    /// renamed.
+    fn forest(&self, f: Forest) -> Forest {
+        let node = |x: u32| self.node[x as usize];
+        Forest {
+            arcs: f
+                .arcs
+                .into_iter()
+                .map(|a| Arc {
+                    src: node(a.src),
+                    dst: node(a.dst),
+                    gbps: a.gbps,
+                    route: a.route.iter().map(|&l| self.link[l as usize]).collect(),
+                    via: a.via.iter().map(|&x| node(x)).collect(),
+                })
+                .collect(),
+            trees: f
+                .trees
+                .into_iter()
+                .map(|t| Tree {
+                    root: node(t.root),
+                    ..t
+                })
+                .collect(),
+            ..f
+        }
+    }
+
+    /// Nodes of `product` as the original's, sorted.
+    pub fn nodes(&self, set: &[u32]) -> Vec<u32> {
+        let mut out: Vec<u32> = set.iter().map(|&x| self.node[x as usize]).collect();
+        out.sort_unstable();
+        out
+    }
+}
+
 /// The all-gather cut of a product network: ns per byte of one NPU's shard,
 /// and the dimensions D (positions in `dims`) whose sub-product attains it.
 pub fn gather_cut(dims: &[Dim]) -> (f64, Vec<usize>) {
@@ -430,12 +673,19 @@ fn tree_arcs(n: u32, per_root: usize) -> u64 {
 /// route the reverse of its head-to-tail links), or `None` when `topo` is
 /// not a product network.
 pub fn forest(topo: &Topology, reversed: bool) -> Result<Option<Forest>, ForestError> {
-    let Some(dims) = dims(topo) else {
-        return Ok(None);
-    };
+    if let Some(dims) = dims(topo) {
+        return dims_forest(topo, &dims, reversed).map(Some);
+    }
+    match switch_product(topo).and_then(|r| dims(&r.product).map(|d| (r, d))) {
+        Some((r, d)) => Ok(Some(r.forest(dims_forest(&r.product, &d, reversed)?))),
+        None => Ok(None),
+    }
+}
+
+fn dims_forest(topo: &Topology, dims: &[Dim], reversed: bool) -> Result<Forest, ForestError> {
     let n = topo.npus;
-    let orders = mixture(&dims)?;
-    let mirror = mirrors(&dims);
+    let orders = mixture(dims)?;
+    let mirror = mirrors(dims);
     let per_root = orders.len() * mirror.len();
     let arcs_needed = tree_arcs(n, per_root);
     if arcs_needed > MAX_ARCS {
@@ -444,7 +694,7 @@ pub fn forest(topo: &Topology, reversed: bool) -> Result<Option<Forest>, ForestE
              too large to build and replay (`dimsum collective --algorithm forest` times it in rounds)"
         )));
     }
-    let (t_star, _) = gather_cut(&dims);
+    let (t_star, _) = gather_cut(dims);
     let rate = 1.0 / t_star;
     let mut arcs: Vec<Arc> = Vec::new();
     let mut index: HashMap<(u32, u32), u32> = HashMap::new();
@@ -452,7 +702,7 @@ pub fn forest(topo: &Topology, reversed: bool) -> Result<Option<Forest>, ForestE
     for root in 0..n {
         for o in &orders {
             for &m in mirror {
-                let hops = tree_hops(topo, &dims, root, &o.dims, m);
+                let hops = tree_hops(topo, dims, root, &o.dims, m);
                 let mut ids = Vec::with_capacity(hops.len());
                 for (u, v, i, dir) in hops {
                     let dim = &dims[i];
@@ -484,13 +734,13 @@ pub fn forest(topo: &Topology, reversed: bool) -> Result<Option<Forest>, ForestE
             }
         }
     }
-    Ok(Some(Forest {
+    Ok(Forest {
         arcs,
         trees,
         rate,
         split_loss: 1.0,
         paced: false,
-    }))
+    })
 }
 
 /// A schedule timed in synchronous rounds (see [`round_time`]).
