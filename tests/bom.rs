@@ -447,3 +447,61 @@ max_ports = 4
         let _ = Objective::Perf;
     }
 }
+
+#[test]
+fn scale_out_dimensions_default_to_nics() {
+    // 2,048 GPUs on three switch levels (8 per node, 16 nodes per rail
+    // group, 16 groups on a spine) and no [procurement.dims]: the node's
+    // switch is scale-up (every port, NVLink-class included, 3 m); the rail
+    // and the spine lie beyond a switch level, so they default to NICs
+    // (Ethernet and InfiniBand ports) with 30 m reach.
+    let s = study(
+        r#"
+[[fabric.dims]]
+name = "node"
+block = "switch"
+npus = 8
+tier = "t"
+[[fabric.dims]]
+name = "rail"
+block = "switch"
+npus = 16
+tier = "t"
+[[fabric.dims]]
+name = "spine"
+block = "switch"
+npus = 16
+tier = "t"
+[cost.tiers.t]
+link_usd_per_gbps = 1.0
+[workload]
+[[workload.layers]]
+name = "l"
+weight_grad = { compute_ns = 0, collective = "all-reduce", bytes = 1e6, group = [8, 16, 16] }
+"#,
+    );
+    let spec = s.procurement();
+    assert!(spec.dims[0].ports.is_empty());
+    assert_eq!(spec.dims[0].reach_m, 3.0);
+    for d in [1, 2] {
+        assert!(bom::scale_out(&s.fabric, d));
+        assert!(!spec.dims[d].ports.is_empty());
+        for p in &spec.dims[d].ports {
+            let kind = &spec.catalog.port(p).unwrap().kind;
+            assert!(kind == "ethernet" || kind == "infiniband", "{p}: {kind}");
+        }
+        assert_eq!(spec.dims[d].reach_m, 30.0);
+    }
+    // Bought, the rail's and the spine's NPU ports are NICs.
+    let b = bom::bom(&s.fabric, &spec, &[400.0, 50.0, 50.0]).unwrap();
+    for dim in ["rail", "spine"] {
+        let port = &item(&b, dim, "NPU ports").component;
+        let kind = &spec.catalog.port(port).unwrap().kind;
+        assert!(kind == "ethernet" || kind == "infiniband", "{dim}: {port}");
+    }
+    // LIBRA's 4D fabric: the pod's groups span 4 x 8 x 4 x 32 = 4,096 NPUs,
+    // over the 256 of the largest scale-up domain; the node's 128 are not.
+    let gpt3 = Study::load(Path::new("studies/gpt3-4d.toml")).unwrap();
+    assert!(!bom::scale_out(&gpt3.fabric, 2));
+    assert!(bom::scale_out(&gpt3.fabric, 3));
+}

@@ -45,6 +45,23 @@ pub struct DimSpec {
     pub max_ports: u32,
 }
 
+/// The most NPUs a scale-up domain (NVLink-class ports and switches)
+/// spans: 256, the largest NVLink Switch System domain NVIDIA has shipped
+/// (DGX GH200, 2023).
+pub const SCALE_UP_MAX_NPUS: u64 = 256;
+
+/// Port kinds a scale-out dimension defaults to: NICs.
+pub const NIC_KINDS: [&str; 2] = ["ethernet", "infiniband"];
+
+/// Whether dimension `d` of `fabric` is scale-out by default: it lies
+/// beyond a switch level (a rail or a spine above the node's switch), or
+/// its groups, with the dimensions inside them, span more than
+/// [`SCALE_UP_MAX_NPUS`].
+pub fn scale_out(fabric: &Fabric, d: usize) -> bool {
+    let span: u64 = fabric.dims[..=d].iter().map(|x| u64::from(x.npus)).product();
+    span > SCALE_UP_MAX_NPUS || fabric.dims[..d].iter().any(|x| x.block == Block::Switch)
+}
+
 impl DimSpec {
     /// Defaults by block: rings and fully-connected groups inside a package
     /// (0.05 m), NPU to switch 3 m, leaf to spine 50 m.
@@ -55,6 +72,31 @@ impl DimSpec {
                 Block::Ring | Block::FullyConnected => 0.05,
                 Block::Switch => 3.0,
             },
+            spine_reach_m: 50.0,
+            max_ports: 64,
+        }
+    }
+
+    /// Defaults by the dimension's place in `fabric`: a scale-out dimension
+    /// ([`scale_out`]) buys the catalog's NICs ([`NIC_KINDS`]) with 30 m to
+    /// its switch or neighbour (across a row of racks) and 50 m leaf to
+    /// spine; the others as [`DimSpec::default_for`] their block (every
+    /// port, NVLink-class included).
+    pub fn default_in(fabric: &Fabric, d: usize, catalog: &Catalog) -> DimSpec {
+        let block = fabric.dims[d].block;
+        let nics: Vec<String> = catalog
+            .ports
+            .iter()
+            .filter(|p| NIC_KINDS.contains(&p.kind.as_str()) && p.blocks.contains(&block))
+            .map(|p| p.name.clone())
+            .collect();
+        // A catalog with no NIC for the block keeps every port.
+        if !scale_out(fabric, d) || nics.is_empty() {
+            return DimSpec::default_for(block);
+        }
+        DimSpec {
+            ports: nics,
+            reach_m: 30.0,
             spine_reach_m: 50.0,
             max_ports: 64,
         }
@@ -75,11 +117,15 @@ pub struct Procurement {
 }
 
 impl Procurement {
-    /// The built-in catalog with every dimension's defaults.
+    /// The built-in catalog with every dimension's defaults
+    /// ([`DimSpec::default_in`]).
     pub fn defaults(fabric: &Fabric) -> Procurement {
+        let catalog = Catalog::builtin();
         Procurement {
-            catalog: Catalog::builtin(),
-            dims: fabric.dims.iter().map(|d| DimSpec::default_for(d.block)).collect(),
+            dims: (0..fabric.dims.len())
+                .map(|d| DimSpec::default_in(fabric, d, &catalog))
+                .collect(),
+            catalog,
             budget_usd: None,
             budget_w: None,
         }

@@ -1,8 +1,13 @@
 //! A study's procurement: each recommended allocation bought from the
-//! catalog (its bill of materials), the catalog-constrained optimum under
-//! the study's budget beside its continuous bound, and the catalog
-//! frontier (the fastest purchasable fabric at budgets from the cheapest
-//! purchasable fabric to the least capex of the fastest one).
+//! catalog (its bill of materials) with a red flag wherever the bill is
+//! over a budget or a dimension's cap, each objective answered by the
+//! catalog itself (the MILP over purchasable designs: within the budgets
+//! and caps by construction), the decision (the first objective's bought
+//! design, with what the next faster purchasable design costs per ms), the
+//! catalog-constrained optimum under the study's budget beside its
+//! continuous bound, and the catalog frontier (the fastest purchasable
+//! fabric at budgets from the cheapest purchasable fabric to the least
+//! capex of the fastest one).
 
 use super::run::RunError;
 use crate::error::InputError;
@@ -10,6 +15,8 @@ use crate::model::bom::{self, Bom, BomError, DimOption};
 use crate::optimize::catalog::{self, Comparison, Goal};
 use crate::optimize::{Objective, OptError, Problem};
 use crate::study::Study;
+use crate::study::objective::Source;
+use serde::Serialize;
 
 /// Why a catalog design could not be found or bought.
 #[derive(Debug, thiserror::Error)]
@@ -20,6 +27,9 @@ pub enum ProcureError {
     /// The optimum could not be bought as parts.
     #[error(transparent)]
     Bom(#[from] BomError),
+    /// The objective has no catalog form (perf-per-cost) or lacks a target.
+    #[error(transparent)]
+    Objective(#[from] InputError),
 }
 
 /// Every purchasable design of every dimension of `study`.
@@ -135,6 +145,84 @@ pub fn frontier(study: &Study, problem: &Problem, points: usize) -> Result<Vec<(
     Ok(out)
 }
 
+/// Why a design cannot be bought as recommended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "flag", rename_all = "kebab-case")]
+pub enum Flag {
+    /// Its bill of materials costs more than the capex budget.
+    OverCapex {
+        /// The bill's capex, $.
+        capex_usd: f64,
+        /// The budget, $.
+        budget_usd: f64,
+    },
+    /// Its bill of materials draws more than the power budget.
+    OverPower {
+        /// The bill's power, W.
+        power_w: f64,
+        /// The budget, W.
+        budget_w: f64,
+    },
+    /// The bandwidth bought in a dimension (ports rounded up) is over the
+    /// dimension's `max_gbps`.
+    OverCap {
+        /// The dimension.
+        dimension: String,
+        /// GB/s per NPU bought.
+        bought_gbps: f64,
+        /// The cap, GB/s per NPU.
+        max_gbps: f64,
+    },
+    /// The catalog sells no such design.
+    NotSold {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Relative slack under which a figure counts as within its limit (the
+/// solvers' tolerances).
+const SLACK: f64 = 1e-9;
+
+/// The red flags of buying `bom` for `study` (empty: within every budget
+/// and cap).
+pub fn flags(study: &Study, bom: &Result<Bom, BomError>) -> Vec<Flag> {
+    let b = match bom {
+        Ok(b) => b,
+        Err(e) => return vec![Flag::NotSold { reason: e.to_string() }],
+    };
+    let spec = study.procurement();
+    let mut out = Vec::new();
+    if let Some(budget) = spec.budget_usd
+        && b.capex_usd > budget * (1.0 + SLACK)
+    {
+        out.push(Flag::OverCapex {
+            capex_usd: b.capex_usd,
+            budget_usd: budget,
+        });
+    }
+    if let Some(budget) = spec.budget_w
+        && b.power_w > budget * (1.0 + SLACK)
+    {
+        out.push(Flag::OverPower {
+            power_w: b.power_w,
+            budget_w: budget,
+        });
+    }
+    for (d, &x) in study.fabric.dims.iter().zip(&b.bought_gbps) {
+        if let Some(m) = d.max_gbps
+            && x > m * (1.0 + SLACK)
+        {
+            out.push(Flag::OverCap {
+                dimension: d.name.clone(),
+                bought_gbps: x,
+                max_gbps: m,
+            });
+        }
+    }
+    out
+}
+
 /// One recommended allocation, bought.
 #[derive(Debug)]
 pub struct Bought {
@@ -144,6 +232,44 @@ pub struct Bought {
     pub asked: Vec<f64>,
     /// Its parts, or why the catalog cannot sell it.
     pub bom: Result<Bom, BomError>,
+    /// What stands in the way of buying it as recommended.
+    pub flags: Vec<Flag>,
+}
+
+/// The next faster purchasable design than an answer, from the catalog
+/// frontier: what more capex buys.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// Its capex, $.
+    pub capex_usd: f64,
+    /// Its iteration time, ms.
+    pub time_ms: f64,
+    /// Iteration time saved per extra $1M of capex, ms.
+    pub ms_per_musd: f64,
+}
+
+/// One objective answered by the catalog: the purchasable design that
+/// optimizes it within the study's budgets and caps.
+#[derive(Debug)]
+pub struct Answer {
+    /// The objective.
+    pub objective: String,
+    /// What the catalog was asked (`None` where the objective has no
+    /// catalog form).
+    pub goal: Option<Goal>,
+    /// The catalog optimum beside its continuous relaxation, and its parts;
+    /// or why there is none.
+    pub outcome: Result<(Comparison, Bom), ProcureError>,
+    /// The next faster design on the catalog frontier, if any.
+    pub next: Option<Step>,
+}
+
+/// The answer a purchase follows: the first of the study's objectives the
+/// catalog answers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decision {
+    /// Its position in [`Procured::answers`].
+    pub answer: usize,
 }
 
 /// The catalog optimum under the study's capex budget.
@@ -158,8 +284,13 @@ pub struct CatalogOptimum {
 /// Everything the procurement section of a study shows.
 #[derive(Debug)]
 pub struct Procured {
-    /// Each recommended allocation, bought.
+    /// Each recommended allocation (the continuous optimum of an
+    /// objective), bought, with its red flags.
     pub bought: Vec<Bought>,
+    /// Each objective answered by the catalog.
+    pub answers: Vec<Answer>,
+    /// The answer to buy, if the catalog answers any objective.
+    pub decision: Option<Decision>,
     /// The catalog optimum, when the study sets `budget_usd`.
     pub optimum: Option<CatalogOptimum>,
     /// The catalog frontier: (budget $, comparison) per budget.
@@ -169,16 +300,52 @@ pub struct Procured {
 /// Budgets of the catalog frontier in a study's results.
 const FRONTIER_POINTS: usize = 16;
 
-/// Buys `recommended` (objective, allocation) from the study's catalog and
-/// finds the catalog optimum and frontier.
+/// The catalog's answer to objective `name` within the study's budgets: a
+/// target time is the objective's; `perf` without a budget is the fastest
+/// purchasable design within the caps.
+fn answer(study: &Study, problem: &Problem, name: &str) -> Result<(Comparison, Bom), ProcureError> {
+    let spec = study.procurement();
+    let goal = goal_of(study.objective_named(name, None, Source::Study)?)?;
+    let budget_usd = match (goal, spec.budget_usd, spec.budget_w) {
+        (Goal::Perf, None, None) => Some(UNLIMITED_USD),
+        (_, b, _) => b,
+    };
+    compare(study, problem, goal, budget_usd, spec.budget_w)
+}
+
+/// A capex "budget" no fabric reaches, for the fastest design.
+const UNLIMITED_USD: f64 = 1e18;
+
+/// The cheapest point of `frontier` faster than `time_ms` (by more than
+/// the solvers' tolerance), as a step from a design of `capex_usd`.
+fn next_step(frontier: &[(f64, Comparison)], time_ms: f64, capex_usd: f64) -> Option<Step> {
+    frontier
+        .iter()
+        .map(|(_, c)| &c.catalog)
+        .filter(|c| c.iteration_time_ms < time_ms * (1.0 - 1e-6) && c.capex_usd > capex_usd)
+        .min_by(|a, b| a.capex_usd.total_cmp(&b.capex_usd))
+        .map(|c| Step {
+            capex_usd: c.capex_usd,
+            time_ms: c.iteration_time_ms,
+            ms_per_musd: (time_ms - c.iteration_time_ms) / ((c.capex_usd - capex_usd) / 1e6),
+        })
+}
+
+/// Buys `recommended` (objective, allocation) from the study's catalog,
+/// answers each of the study's objectives from the catalog, and finds the
+/// catalog optimum and frontier.
 pub fn procure(study: &Study, problem: &Problem, recommended: &[(String, Vec<f64>)]) -> Result<Procured, OptError> {
     let spec = study.procurement();
     let bought = recommended
         .iter()
-        .map(|(name, bw)| Bought {
-            objective: name.clone(),
-            asked: bw.clone(),
-            bom: bom::bom(&study.fabric, &spec, bw),
+        .map(|(name, bw)| {
+            let bom = bom::bom(&study.fabric, &spec, bw);
+            Bought {
+                objective: name.clone(),
+                asked: bw.clone(),
+                flags: flags(study, &bom),
+                bom,
+            }
         })
         .collect();
     let optimum = spec.budget_usd.map(|budget| CatalogOptimum {
@@ -186,8 +353,35 @@ pub fn procure(study: &Study, problem: &Problem, recommended: &[(String, Vec<f64
         outcome: compare(study, problem, Goal::Perf, Some(budget), spec.budget_w),
     });
     let frontier = frontier(study, problem, FRONTIER_POINTS)?;
+    let answers: Vec<Answer> = study
+        .objectives
+        .iter()
+        .map(|name| {
+            let goal = study
+                .objective_named(name, None, Source::Study)
+                .ok()
+                .and_then(|o| goal_of(o).ok());
+            let outcome = answer(study, problem, name);
+            let next = outcome
+                .as_ref()
+                .ok()
+                .and_then(|(c, _)| next_step(&frontier, c.catalog.iteration_time_ms, c.catalog.capex_usd));
+            Answer {
+                objective: name.clone(),
+                goal,
+                outcome,
+                next,
+            }
+        })
+        .collect();
+    let decision = answers
+        .iter()
+        .position(|a| a.outcome.is_ok())
+        .map(|answer| Decision { answer });
     Ok(Procured {
         bought,
+        answers,
+        decision,
         optimum,
         frontier,
     })

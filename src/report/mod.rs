@@ -274,6 +274,8 @@ where
         .filter(|p| p.equal_split_ms.is_finite() && p.equal_split_ms <= 1.5 * top)
         .map(|p| (xs.to(p.budget), ys.to(p.equal_split_ms)))
         .collect();
+    let eq_unit = eq.clone();
+    let eq_unit_empty = eq.is_empty();
     if !eq.is_empty() {
         chart
             .draw_series(DashedLineSeries::new(eq, 8, 5, grey.stroke_width(2)))?
@@ -289,9 +291,17 @@ where
     }
     let orange = RGBColor(230, 110, 0);
     let (w, _) = body.dim_in_pixel();
+    let mut unit_lines = vec![pts.clone(), eq_unit];
+    if !markers.is_empty() {
+        let at: Vec<(f64, f64)> = markers.iter().map(|m| (xs.to(m.budget), ys.to(m.time_ms))).collect();
+        unit_lines.extend(at.iter().map(|p| vec![*p]));
+        chart
+            .draw_series(at.into_iter().map(|p| TriangleMarker::new(p, 8, orange.filled())))?
+            .label("fixed designs (labelled)")
+            .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 6, orange.filled()));
+    }
     for (i, m) in markers.iter().enumerate() {
         let at = (xs.to(m.budget), ys.to(m.time_ms));
-        chart.draw_series(std::iter::once(TriangleMarker::new(at, 8, orange.filled())))?;
         // Labels stack upwards from the marker, on its left when it sits in
         // the right part of the chart, so they neither overlap nor clip.
         let (px, py) = chart.backend_coord(&at);
@@ -313,7 +323,11 @@ where
     if let Some(k) = f.points.get(f.knee) {
         let red = RGBColor(214, 39, 40);
         let at = (xs.to(k.budget), ys.to(k.iteration_time_ms));
-        chart.draw_series(std::iter::once(Circle::new(at, 8, red.stroke_width(3))))?;
+        chart
+            .draw_series(std::iter::once(Circle::new(at, 8, red.stroke_width(3))))?
+            .label("knee (labelled)")
+            .legend(move |(x, y)| Circle::new((x + 10, y), 6, red.stroke_width(3)));
+        unit_lines.push(vec![at]);
         // The knee's label sits above and to the right of it, off the
         // falling curve.
         let (px, py) = chart.backend_coord(&at);
@@ -328,9 +342,15 @@ where
             ("sans-serif", 16).into_font().color(&red),
         ))?;
     }
+    let unit = |p: &(f64, f64)| ((p.0 - xs.lo) / (xs.hi - xs.lo), (p.1 - ys.lo) / (ys.hi - ys.lo));
+    let unit_lines: Vec<Vec<(f64, f64)>> = unit_lines.iter().map(|l| l.iter().map(unit).collect()).collect();
+    let entries = 1
+        + usize::from(!eq_unit_empty)
+        + usize::from(!markers.is_empty())
+        + usize::from(f.points.get(f.knee).is_some());
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(clear_corner(&unit_lines, entries))
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
         .label_font(("sans-serif", 15))
@@ -655,6 +675,71 @@ const PALETTE: [(u8, u8, u8); 16] = [
     (190, 110, 0),
 ];
 
+/// Where a legend of `entries` lines covers the least of `lines` (points
+/// in 0..1 plot units, y up): of the plot's corners and edge middles, the
+/// one whose box (two fifths of the width, the legend's height) holds the
+/// fewest points of the lines sampled along each segment; ties in the order
+/// lower left, upper right, upper left, lower right, then the middles.
+fn clear_corner(lines: &[Vec<(f64, f64)>], entries: usize) -> SeriesLabelPosition {
+    // The legend's height as a share of a 680-pixel plot: 22 px a line.
+    let h = ((entries as f64 * 22.0 + 16.0) / 560.0).min(0.9);
+    let w = 0.42;
+    let boxes = [
+        (SeriesLabelPosition::LowerLeft, (0.0, w), (0.0, h)),
+        (SeriesLabelPosition::UpperRight, (1.0 - w, 1.0), (1.0 - h, 1.0)),
+        (SeriesLabelPosition::UpperLeft, (0.0, w), (1.0 - h, 1.0)),
+        (SeriesLabelPosition::LowerRight, (1.0 - w, 1.0), (0.0, h)),
+        (
+            SeriesLabelPosition::UpperMiddle,
+            (0.5 - w / 2.0, 0.5 + w / 2.0),
+            (1.0 - h, 1.0),
+        ),
+        (
+            SeriesLabelPosition::LowerMiddle,
+            (0.5 - w / 2.0, 0.5 + w / 2.0),
+            (0.0, h),
+        ),
+        (
+            SeriesLabelPosition::MiddleLeft,
+            (0.0, w),
+            (0.5 - h / 2.0, 0.5 + h / 2.0),
+        ),
+        (
+            SeriesLabelPosition::MiddleRight,
+            (1.0 - w, 1.0),
+            (0.5 - h / 2.0, 0.5 + h / 2.0),
+        ),
+    ];
+    let samples: Vec<(f64, f64)> = lines
+        .iter()
+        .flat_map(|l| {
+            l.windows(2)
+                .flat_map(|s| {
+                    (0..16).map(move |k| {
+                        let t = f64::from(k) / 16.0;
+                        (s[0].0 + t * (s[1].0 - s[0].0), s[0].1 + t * (s[1].1 - s[0].1))
+                    })
+                })
+                .chain(l.last().copied())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let count = |(x0, x1): (f64, f64), (y0, y1): (f64, f64)| {
+        samples
+            .iter()
+            .filter(|p| p.0 >= x0 - 0.02 && p.0 <= x1 + 0.02 && p.1 >= y0 - 0.02 && p.1 <= y1 + 0.02)
+            .count()
+    };
+    let mut best = (usize::MAX, SeriesLabelPosition::LowerLeft);
+    for (pos, x, y) in boxes {
+        let c = count(x, y);
+        if c < best.0 {
+            best = (c, pos);
+        }
+    }
+    best.1
+}
+
 fn draw_lines<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
@@ -707,6 +792,7 @@ where
             grey.stroke_width(2),
         ))?;
     }
+    let mut drawn: Vec<Vec<(f64, f64)>> = Vec::new();
     for (i, (label, pts)) in series.iter().enumerate() {
         let (r, g, b) = PALETTE[i % PALETTE.len()];
         let colour = RGBColor(r, g, b);
@@ -716,10 +802,13 @@ where
             .label(label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3)));
         chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, colour.filled())))?;
+        drawn.push(pts);
     }
+    let unit = |p: &(f64, f64)| ((p.0 - xs.lo) / (xs.hi - xs.lo), (p.1 - ys.lo) / (ys.hi - ys.lo));
+    let lines: Vec<Vec<(f64, f64)>> = drawn.iter().map(|l| l.iter().map(unit).collect()).collect();
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerLeft)
+        .position(clear_corner(&lines, series.len()))
         .background_style(WHITE.mix(0.85))
         .border_style(RGBColor(200, 200, 200))
         .label_font(("sans-serif", 15))

@@ -9,9 +9,10 @@ use super::{Chart, ReportError, Series, sig3, sig3_list};
 use crate::io::{Stamp, write_atomic};
 use crate::model::bom::Bom;
 use crate::model::units::{ns_to_ms, usd_to_musd, w_to_kw};
+use crate::optimize::catalog::{Comparison, Goal};
 use crate::optimize::scheduled::FrontierRow;
 use crate::pipeline::coopt::{self, Coopt};
-use crate::pipeline::procure::Procured;
+use crate::pipeline::procure::{Flag, Procured};
 use crate::pipeline::run::{FixedDesign, FrontierResults, Recommended, ScheduledOptimum, StudyResults, SweepResults};
 use crate::study::Study;
 use serde_json::json;
@@ -75,6 +76,9 @@ pub fn write(study: &Study, r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>
     };
     let mut doc = Doc::default();
     asked(study, r, &mut doc);
+    if let Some(p) = &r.procurement {
+        decision(study, p, &mut doc);
+    }
     recommended(study, r, &mut doc, &mut out)?;
     if let Some(s) = &r.scheduled {
         scheduled(study, r, s, &mut doc, &mut out)?;
@@ -145,10 +149,176 @@ fn asked(study: &Study, r: &StudyResults, doc: &mut Doc) {
     ]));
 }
 
+/// A red flag in words.
+fn flag_text(f: &Flag) -> String {
+    match f {
+        Flag::OverCapex { capex_usd, budget_usd } => format!(
+            "costs ${}M, over the ${}M capex budget",
+            sig3(usd_to_musd(*capex_usd)),
+            sig3(usd_to_musd(*budget_usd))
+        ),
+        Flag::OverPower { power_w, budget_w } => format!(
+            "draws {} kW, over the {} kW power budget",
+            sig3(w_to_kw(*power_w)),
+            sig3(w_to_kw(*budget_w))
+        ),
+        Flag::OverCap {
+            dimension,
+            bought_gbps,
+            max_gbps,
+        } => format!(
+            "buys {} GB/s per NPU in `{dimension}`, over its max_gbps {}",
+            sig3(*bought_gbps),
+            sig3(*max_gbps)
+        ),
+        Flag::NotSold { reason } => format!("cannot be bought: {reason}"),
+    }
+}
+
+/// What the continuous relaxation of a catalog answer certifies: a time
+/// no design within the budgets beats (perf), a capex or a power no design
+/// meeting the target goes under (min-cost, min-power).
+fn bound_cell(goal: Option<Goal>, c: &Comparison) -> String {
+    let k = &c.catalog;
+    match goal {
+        Some(Goal::Perf) => format!(">= {:.3} ms", c.continuous.iteration_time_ms.min(k.iteration_time_ms)),
+        Some(Goal::MinCapex { .. }) => format!(
+            ">= ${}M",
+            sig3(usd_to_musd(c.continuous.network_cost_usd.min(k.capex_usd)))
+        ),
+        Some(Goal::MinPower { .. }) => format!(">= {} kW", sig3(w_to_kw(c.continuous.network_power_w.min(k.power_w)))),
+        None => "-".into(),
+    }
+}
+
+/// [`bound_cell`] as a sentence.
+fn bound_sentence(goal: Option<Goal>, c: &Comparison) -> String {
+    let k = &c.catalog;
+    match goal {
+        Some(Goal::Perf) => format!(
+            "No design within the same budgets is faster than {:.3} ms, even at the catalog's cheapest $ per GB/s (the continuous bound).",
+            c.continuous.iteration_time_ms.min(k.iteration_time_ms)
+        ),
+        Some(Goal::MinCapex { target_ms }) => format!(
+            "No design meeting its {target_ms} ms target costs less than ${}M, even at the catalog's cheapest $ per GB/s (the continuous bound).",
+            sig3(usd_to_musd(c.continuous.network_cost_usd.min(k.capex_usd)))
+        ),
+        Some(Goal::MinPower { target_ms }) => format!(
+            "No design meeting its {target_ms} ms target draws less than {} kW, even at the catalog's least W per GB/s (the continuous bound).",
+            sig3(w_to_kw(c.continuous.network_power_w.min(k.power_w)))
+        ),
+        None => String::new(),
+    }
+}
+
+/// The decision first: the design to buy (the catalog's answer to the
+/// study's first objective it answers), every objective's bought answer
+/// beside it with what the next faster purchasable design costs, and red
+/// flags on the continuous optima.
+fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
+    let spec = study.procurement();
+    let names: Vec<&str> = study.fabric.dims.iter().map(|d| d.name.as_str()).collect();
+    let budgets: Vec<String> = [
+        spec.budget_usd.map(|b| format!("${}M capex", sig3(usd_to_musd(b)))),
+        spec.budget_w.map(|b| format!("{} kW", sig3(w_to_kw(b)))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let within = if budgets.is_empty() {
+        "within the dimensions' caps (no budget set)".to_string()
+    } else {
+        format!("within {} and the dimensions' caps", budgets.join(" and "))
+    };
+    doc.heading(2, "The decision");
+    match p.decision.map(|d| &p.answers[d.answer]) {
+        Some(a) => {
+            if let Ok((c, b)) = &a.outcome {
+                let k = &c.catalog;
+                doc.para(format!(
+                    "Buy **{} GB/s per NPU** ({}): ${}M capex, {} kW, {:.3} ms per iteration in the study's `{}` time model; the catalog's `{}` optimum {within} (MILP, gap {:.0e}). {} Parts: `bom.json`, and the bill of materials below.",
+                    sig3_list(&b.bought_gbps),
+                    names.join(", "),
+                    sig3(usd_to_musd(b.capex_usd)),
+                    sig3(w_to_kw(b.power_w)),
+                    k.iteration_time_ms,
+                    study.collective.time_model.name(),
+                    a.objective,
+                    k.mip_rel_gap,
+                    bound_sentence(a.goal, c),
+                ));
+            }
+        }
+        None => doc.para(format!(
+            "The catalog sells no design {within} for any of the study's objectives."
+        )),
+    }
+    let mut rows = Vec::new();
+    for a in &p.answers {
+        match &a.outcome {
+            Ok((c, b)) => rows.push(cells([
+                format!("`{}` bought", a.objective),
+                sig3_list(&b.bought_gbps),
+                format!("{:.3}", c.catalog.iteration_time_ms),
+                bound_cell(a.goal, c),
+                format!("{:.3}", usd_to_musd(b.capex_usd)),
+                format!("{:.1}", w_to_kw(b.power_w)),
+                a.next.as_ref().map_or("- (the fastest purchasable)".into(), |n| {
+                    format!(
+                        "{:.3} ms for ${}M: {} ms per extra $1M",
+                        n.time_ms,
+                        sig3(usd_to_musd(n.capex_usd)),
+                        sig3(n.ms_per_musd)
+                    )
+                }),
+            ])),
+            Err(e) => rows.push(padded(vec![format!("`{}` bought", a.objective), e.to_string()], 7)),
+        }
+    }
+    doc.push(Block::Table(
+        vec![
+            "design".into(),
+            format!("GB/s per NPU ({})", names.join(", ")),
+            "iteration (ms)".into(),
+            "bound (continuous relaxation)".into(),
+            "capex ($M)".into(),
+            "power (kW)".into(),
+            "next faster purchasable design".into(),
+        ],
+        rows,
+    ));
+    let mut red: Vec<String> = Vec::new();
+    for b in &p.bought {
+        if !b.flags.is_empty() {
+            let what: Vec<String> = b.flags.iter().map(flag_text).collect();
+            red.push(format!(
+                "The continuous `{}` optimum ({} GB/s per NPU, linear $ per GB/s) {}.",
+                b.objective,
+                sig3_list(&b.asked),
+                what.join("; ")
+            ));
+        }
+    }
+    if red.is_empty() {
+        doc.para("Red flags: none. Every continuous optimum below can be bought within the budgets and caps.");
+    } else {
+        doc.para("Red flags (designs not to buy as they stand):");
+        doc.push(Block::List(red));
+    }
+}
+
 /// The recommended allocation per objective; `optimize.json`.
 fn recommended(study: &Study, r: &StudyResults, doc: &mut Doc, out: &mut Out) -> Result<(), ReportError> {
     let names: Vec<&str> = study.fabric.dims.iter().map(|d| d.name.as_str()).collect();
-    doc.heading(2, "Recommended allocation per objective");
+    if r.procurement.is_some() {
+        // The decision above is the catalog's; this is the continuous one.
+        doc.heading(2, "Continuous optimum per objective (linear $ per GB/s)");
+        doc.para(
+            "The same objectives with every dimension's bandwidth continuous and priced linearly by the study's `[cost]` tiers: a fast approximation, not a purchase (the decision above is bought from the catalog).",
+        );
+    } else {
+        doc.heading(2, "Recommended allocation per objective");
+    }
     let mut rows = Vec::new();
     let mut solutions = Vec::new();
     for Recommended { objective, outcome } in &r.recommended {
@@ -308,7 +478,16 @@ fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &
         doc.chart("capex by dimension", "capex");
     }
     sources(&spec.catalog, &used, doc);
-    let j = json!({ "stamp": stamp, "study": study.name, "catalog": spec.catalog.name, "recommended": recommended_json, "catalog_optimum": catalog_json });
+    let answers: Vec<serde_json::Value> = p
+        .answers
+        .iter()
+        .map(|a| match &a.outcome {
+            Ok((c, b)) => json!({ "objective": a.objective, "comparison": c, "bom": super::json::bom(study, &c.catalog.bw_gbps, b), "next_faster": a.next }),
+            Err(e) => json!({ "objective": a.objective, "error": e.to_string() }),
+        })
+        .collect();
+    let decision = p.decision.map(|d| p.answers[d.answer].objective.clone());
+    let j = json!({ "stamp": stamp, "study": study.name, "catalog": spec.catalog.name, "budget_usd": spec.budget_usd, "budget_w": spec.budget_w, "decision": decision, "answers": answers, "recommended": recommended_json, "catalog_optimum": catalog_json });
     out.json("bom.json", &j)
 }
 
@@ -377,7 +556,8 @@ fn bought(
                         switches.join("; ")
                     },
                 ]));
-                recommended_json.push(json!({ "objective": name, "bom": super::json::bom(study, bw, b) }));
+                recommended_json
+                    .push(json!({ "objective": name, "bom": super::json::bom(study, bw, b), "flags": bought.flags }));
                 bars.push((format!("{name} (rounded up)"), capex_by_dim(b)));
                 use_items(used, b);
             }
@@ -616,7 +796,7 @@ fn catalog_frontier(
         );
     }
     out.write("catalog-frontier.csv", csv.as_bytes())?;
-    let series: Vec<Series> = vec![
+    let mut series: Vec<Series> = vec![
         (
             "best purchasable fabric (catalog MILP)".into(),
             frontier
@@ -632,6 +812,19 @@ fn catalog_frontier(
                 .collect(),
         ),
     ];
+    // The capex budget, drawn across the curves' time range.
+    if let Some(budget) = study.procurement().budget_usd {
+        let times = frontier
+            .iter()
+            .flat_map(|(_, c)| [c.catalog.iteration_time_ms, c.continuous.iteration_time_ms]);
+        let (lo_t, hi_t) = times.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| (a.min(t), b.max(t)));
+        if lo_t.is_finite() && hi_t.is_finite() {
+            series.push((
+                format!("capex budget (${}M)", sig3(usd_to_musd(budget))),
+                vec![(usd_to_musd(budget), lo_t), (usd_to_musd(budget), hi_t)],
+            ));
+        }
+    }
     out.charts([super::line_chart(
         out.dir,
         "catalog-frontier",

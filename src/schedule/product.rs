@@ -252,11 +252,12 @@ pub fn switch_product(topo: &Topology) -> Option<Relabel> {
     let mut first: Vec<usize> = of[0].clone();
     first.sort_by_key(|&sw| members[sw][1]);
     let roots: Vec<usize> = first.iter().map(|&sw| root(&mut class, sw)).collect();
-    let mut class_of = vec![usize::MAX; s];
-    for sw in 0..s {
-        let r = root(&mut class, sw);
-        class_of[sw] = roots.iter().position(|&x| x == r)?;
-    }
+    let class_of: Vec<usize> = (0..s)
+        .map(|sw| {
+            let r = root(&mut class, sw);
+            roots.iter().position(|&x| x == r)
+        })
+        .collect::<Option<_>>()?;
     let sizes: Vec<u32> = first.iter().map(|&sw| members[sw].len() as u32).collect();
     let params: Vec<(f64, f64)> = first.iter().map(|&sw| param[sw]).collect::<Option<_>>()?;
     if (0..s).any(|sw| members[sw].len() as u32 != sizes[class_of[sw]] || param[sw] != Some(params[class_of[sw]]))

@@ -49,7 +49,9 @@ pub(super) fn procurement_spec(
             Catalog::load(&f).map_err(|e| at(src, c.span(), "catalog", format!("cannot use `{}`: {e}", c.get_ref())))?
         }
     };
-    let mut dims: Vec<DimSpec> = fabric.dims.iter().map(|d| DimSpec::default_for(d.block)).collect();
+    let mut dims: Vec<DimSpec> = (0..fabric.dims.len())
+        .map(|d| DimSpec::default_in(fabric, d, &catalog))
+        .collect();
     for (name, sd) in &raw.dims {
         let Some(d) = fabric.dims.iter().position(|x| &x.name == name) else {
             let names: Vec<&str> = fabric.dims.iter().map(|x| x.name.as_str()).collect();

@@ -1,0 +1,221 @@
+//! The decision a procurement study opens with: every objective answered
+//! by the catalog stays within the budgets and the dimensions' caps, buys
+//! only what ports sell, and is the best purchasable design by brute force;
+//! a continuous (linear $ per GB/s) optimum that its bill of materials puts
+//! over a budget or a cap carries a red flag.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
+
+use dimsum::model::bom;
+use dimsum::optimize::{self, Objective};
+use dimsum::pipeline::procure::{self, Flag};
+use dimsum::study::Study;
+use proptest::prelude::*;
+use std::path::Path;
+
+/// Ring(4) x FC(4) x Switch(8) with caps (200, 500, 100 GB/s per NPU; dimension a's
+/// 8 NVLink ports sell 200), three collectives, a few ports
+/// per dimension; `extra` adds the budgets.
+fn study(extra: &str) -> Study {
+    let text = format!(
+        r#"
+[[fabric.dims]]
+name = "a"
+block = "ring"
+npus = 4
+tier = "t"
+max_gbps = 200
+[[fabric.dims]]
+name = "b"
+block = "fully-connected"
+npus = 4
+tier = "t"
+max_gbps = 500
+[[fabric.dims]]
+name = "c"
+block = "switch"
+npus = 8
+tier = "t"
+max_gbps = 100
+[cost.tiers.t]
+link_usd_per_gbps = 1.0
+nic_usd_per_gbps = 10.0
+link_pj_per_bit = 5.0
+[workload]
+[[workload.layers]]
+name = "l0"
+forward = {{ compute_ns = 1e6, collective = "all-reduce", bytes = 64e6, group = [4, 4, -1] }}
+input_grad = {{ compute_ns = 1e6, collective = "all-gather", bytes = 4e6, group = [4, -1, 8] }}
+weight_grad = {{ compute_ns = 1e6, collective = "all-reduce", bytes = 256e6, group = [-1, 4, 8] }}
+[optimize]
+target_ms = 8.0
+[run]
+objectives = ["perf", "min-cost", "min-power"]
+[procurement]
+{extra}
+[procurement.dims.a]
+ports = ["nvlink4"]
+reach_m = 1
+max_ports = 8
+[procurement.dims.b]
+ports = ["nvlink4", "ucie-x64"]
+reach_m = 0.05
+max_ports = 9
+[procurement.dims.c]
+ports = ["eth-200", "ib-ndr-400", "eth-800"]
+reach_m = 3
+max_ports = 4
+"#
+    );
+    Study::parse(&text, Path::new("inline.toml")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every purchasable design (time ms, capex $, power W, GB/s), by brute
+/// force over the options of each dimension.
+fn brute(s: &Study) -> Vec<(f64, f64, f64, Vec<f64>)> {
+    let spec = s.procurement();
+    let opts: Vec<Vec<bom::DimOption>> = (0..3).map(|d| bom::options(&s.fabric, &spec, d, true)).collect();
+    let model = s.iteration_model();
+    let mut out = Vec::new();
+    for a in &opts[0] {
+        for b in &opts[1] {
+            for c in &opts[2] {
+                let bw = vec![a.gbps, b.gbps, c.gbps];
+                out.push((
+                    model.iteration_ns(&bw) / 1e6,
+                    a.capex_usd + b.capex_usd + c.capex_usd,
+                    a.power_w + b.power_w + c.power_w,
+                    bw,
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn procure(s: &Study) -> procure::Procured {
+    let problem = s.problem().unwrap();
+    let recommended: Vec<(String, Vec<f64>)> = s
+        .objectives
+        .iter()
+        .filter_map(|name| {
+            let o = match name.as_str() {
+                "perf" => Objective::Perf,
+                "min-cost" => Objective::MinCost { target_ms: 8.0 },
+                _ => Objective::MinPower { target_ms: 8.0 },
+            };
+            optimize::solve(&problem, o).ok().map(|x| (name.clone(), x.bw_gbps))
+        })
+        .collect();
+    procure::procure(s, &problem, &recommended).unwrap()
+}
+
+#[test]
+fn a_continuous_optimum_over_the_budget_or_a_cap_is_flagged() {
+    // With no budget the continuous perf optimum is the fastest design
+    // within the caps; bought, ports round each dimension up to what they
+    // sell. Budget the study at half that bill.
+    let free = procure(&study(""));
+    let perf = &free.bought[0];
+    assert!(
+        free.bought
+            .iter()
+            .all(|b| b.flags.iter().all(|f| !matches!(f, Flag::OverCapex { .. })))
+    );
+    let bill = perf.bom.as_ref().unwrap();
+    let budget = bill.capex_usd / 2.0;
+    let s = study(&format!("budget_usd = {budget}"));
+    let p = procure(&s);
+    assert!(
+        p.bought[0].flags.contains(&Flag::OverCapex {
+            capex_usd: bill.capex_usd,
+            budget_usd: budget
+        }),
+        "{:?}",
+        p.bought[0].flags
+    );
+    // Any dimension bought over its cap is named with the cap.
+    for (d, (&x, cap)) in bill.bought_gbps.iter().zip([200.0, 500.0, 100.0]).enumerate() {
+        let flagged = p.bought[0]
+            .flags
+            .iter()
+            .any(|f| matches!(f, Flag::OverCap { dimension, max_gbps, .. } if *dimension == ["a", "b", "c"][d] && *max_gbps == cap));
+        assert_eq!(flagged, x > cap, "dimension {d}: bought {x} against {cap}");
+    }
+    // The decision is the catalog's perf answer, within the budget.
+    let d = p.decision.unwrap();
+    let (c, b) = p.answers[d.answer].outcome.as_ref().unwrap();
+    assert_eq!(p.answers[d.answer].objective, "perf");
+    assert!(b.capex_usd <= budget * (1.0 + 1e-9));
+    assert!(c.catalog.iteration_time_ms >= c.continuous.iteration_time_ms * (1.0 - 1e-9));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(10))]
+
+    /// Random capex and power budgets: every answer the catalog gives is
+    /// within both budgets and every cap, buys what ports sell, carries no
+    /// red flag, and is what brute force over every purchasable design
+    /// finds (perf: the least time within the budgets; min-cost and
+    /// min-power: the least capex or power meeting the 8 ms target).
+    #[test]
+    fn answers_stay_within_budgets_and_caps_and_match_brute_force(
+        f_usd in 0.0..1.0f64, f_w in prop_oneof![Just(None), (0.3..1.0f64).prop_map(Some)],
+    ) {
+        let plain = study("");
+        let all = brute(&plain);
+        let capped: Vec<_> = all.iter().filter(|x| x.0.is_finite() && x.3[0] <= 200.0 && x.3[1] <= 500.0 && x.3[2] <= 100.0).collect();
+        let (lo, hi) = capped.iter().fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(x.1), b.max(x.1)));
+        let budget_usd = lo + f_usd * (hi - lo);
+        let max_w = capped.iter().map(|x| x.2).fold(0.0, f64::max);
+        let budget_w = f_w.map(|f| f * max_w);
+        let extra = format!(
+            "budget_usd = {budget_usd}\n{}",
+            budget_w.map_or(String::new(), |w| format!("budget_w = {w}"))
+        );
+        let s = study(&extra);
+        let p = procure(&s);
+        let spec = s.procurement();
+        let within = |x: &&&(f64, f64, f64, Vec<f64>)| {
+            x.1 <= budget_usd * (1.0 + 1e-12) && budget_w.is_none_or(|w| x.2 <= w * (1.0 + 1e-12))
+        };
+        for a in &p.answers {
+            let Ok((c, b)) = &a.outcome else { continue };
+            prop_assert!(b.capex_usd <= budget_usd * (1.0 + 1e-9), "{}: {} > {budget_usd}", a.objective, b.capex_usd);
+            if let Some(w) = budget_w {
+                prop_assert!(b.power_w <= w * (1.0 + 1e-9));
+            }
+            for (d, (&x, cap)) in b.bought_gbps.iter().zip([200.0, 500.0, 100.0]).enumerate() {
+                prop_assert!(x <= cap * (1.0 + 1e-9));
+                let sold = bom::options(&s.fabric, &spec, d, true);
+                prop_assert!(sold.iter().any(|o| o.gbps == x), "dimension {d}: {x} GB/s is not sold");
+            }
+            prop_assert!(procure::flags(&s, &Ok(b.clone())).is_empty());
+            let t = c.catalog.iteration_time_ms;
+            match a.objective.as_str() {
+                "perf" => {
+                    let best = capped.iter().filter(within).map(|x| x.0).fold(f64::INFINITY, f64::min);
+                    prop_assert!((t - best).abs() <= 1e-6 * best, "perf {t} vs brute force {best}");
+                }
+                name => {
+                    prop_assert!(t <= 8.0 * (1.0 + 1e-9));
+                    let key = |x: &(f64, f64, f64, Vec<f64>)| if name == "min-cost" { x.1 } else { x.2 };
+                    let best = capped
+                        .iter()
+                        .filter(within)
+                        .filter(|x| x.0 <= 8.0 * (1.0 + 1e-9))
+                        .map(|x| key(x))
+                        .fold(f64::INFINITY, f64::min);
+                    let got = if name == "min-cost" { b.capex_usd } else { b.power_w };
+                    prop_assert!((got - best).abs() <= 1e-6 * best.max(1.0), "{name} {got} vs brute force {best}");
+                }
+            }
+        }
+        // Where brute force finds any design within the budgets, the
+        // catalog answers perf, and the decision is that answer.
+        if capped.iter().any(|x| within(&x)) {
+            let d = p.decision.unwrap();
+            prop_assert_eq!(p.answers[d.answer].objective.as_str(), "perf");
+        }
+    }
+}
