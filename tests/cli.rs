@@ -509,3 +509,28 @@ fn bad_optimize_section_in_study() {
     assert_eq!(code, 2);
     assert!(err.contains("min-cost"), "{err}");
 }
+
+#[test]
+fn run_without_a_target_names_the_study_key_not_a_flag() {
+    // `run` takes no --target-ms: a study objective that needs a target
+    // points at the study file's [optimize] target_ms; `optimize`, which
+    // takes the flag, still offers it.
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "s.toml", &format!("{BASE}\n[run]\nobjectives = [\"min-cost\"]\n"));
+    let out = dimsum()
+        .args(["run", p.to_str().unwrap(), "--out", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_one_line(&err);
+    assert!(err.contains("s.toml") && err.contains("optimize.target_ms"), "{err}");
+    assert!(!err.contains("--target-ms"), "{err}");
+    let out = dimsum()
+        .args(["optimize", p.to_str().unwrap(), "--objective", "min-cost"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--target-ms"), "{err}");
+}

@@ -44,7 +44,8 @@ pub enum Command {
     /// The optimal bandwidth per dimension, certified (lower bound and gap).
     Optimize(OptimizeArgs),
     /// The fastest design at each budget, from the cheapest feasible one to
-    /// where more budget stops helping: CSV, SVG and PNG.
+    /// the fastest the study's constraints allow (or within 0.1% of unlimited
+    /// bandwidth): CSV, SVG and PNG.
     Frontier(FrontierArgs),
     /// The bill of materials of an allocation: ports, switches and cables
     /// from the study's catalog (or the built-in one), capex and power.
@@ -154,8 +155,9 @@ pub struct OptimizeArgs {
     pub json: bool,
 }
 
-/// The fastest design at each budget, from the cheapest feasible one to
-/// where more budget stops helping: CSV, SVG and PNG.
+/// The fastest design at each budget, from the cheapest feasible one to the
+/// fastest the study's constraints allow (or within 0.1% of unlimited
+/// bandwidth): CSV, SVG and PNG.
 #[derive(Debug, clap::Args)]
 pub struct FrontierArgs {
     /// Study file (TOML).

@@ -1,6 +1,6 @@
 //! The budget-vs-time frontier: the fastest design at each budget on one axis
 //! (network cost, network power or total bandwidth), from the cheapest
-//! feasible design to the point where more budget stops helping.
+//! feasible design to the fastest one (see the range below).
 //!
 //! Each point is a certified perf solve with one more constraint,
 //! `axis(B) <= X`; all points share one solver, so the tangents found for one

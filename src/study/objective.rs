@@ -42,16 +42,29 @@ impl Study {
     pub fn objective(&self, name: Option<&str>, target_ms: Option<f64>) -> Result<Objective, InputError> {
         let source = if name.is_some() { Source::Cli } else { Source::Study };
         let name = name.or(self.optimize.objective.as_deref()).unwrap_or("perf");
-        self.objective_named(name, target_ms, source)
+        self.objective_with(name, target_ms, source, true)
     }
 
     /// The objective `name` from `source`, with `target_ms` (else the
-    /// study's `[optimize] target_ms`) for min-cost and min-power.
+    /// study's `[optimize] target_ms`) for min-cost and min-power, for a
+    /// command that takes no `--target-ms` (`run`).
     pub(crate) fn objective_named(
         &self,
         name: &str,
         target_ms: Option<f64>,
         source: Source,
+    ) -> Result<Objective, InputError> {
+        self.objective_with(name, target_ms, source, false)
+    }
+
+    /// [`Study::objective_named`]; `cli_target`: the command takes
+    /// `--target-ms`, so a missing target may come from there.
+    fn objective_with(
+        &self,
+        name: &str,
+        target_ms: Option<f64>,
+        source: Source,
+        cli_target: bool,
     ) -> Result<Objective, InputError> {
         let target = target_ms.or(self.optimize.target_ms);
         if let Some(t) = target_ms
@@ -64,10 +77,22 @@ impl Study {
         }
         let need_target = |name: &str| {
             target.ok_or_else(|| {
-                InputError::arg(
-                    "--target-ms",
-                    format!("`{name}` needs an iteration-time target: pass --target-ms or set target_ms in [optimize]"),
-                )
+                if cli_target {
+                    InputError::arg(
+                        "--target-ms",
+                        format!(
+                            "`{name}` needs an iteration-time target: pass --target-ms or set target_ms in [optimize]"
+                        ),
+                    )
+                } else {
+                    // `run`: only the study file can give it one.
+                    InputError::at(
+                        &self.path,
+                        None,
+                        "optimize.target_ms",
+                        format!("`{name}` needs an iteration-time target: set target_ms in [optimize]"),
+                    )
+                }
             })
         };
         Ok(match name {
