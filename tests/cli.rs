@@ -534,3 +534,31 @@ fn run_without_a_target_names_the_study_key_not_a_flag() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--target-ms"), "{err}");
 }
+
+#[test]
+fn catalog_lists_every_part_with_its_source() {
+    let builtin = dimsum::model::catalog::Catalog::builtin();
+    let out = dimsum().args(["catalog"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for name in builtin
+        .ports
+        .iter()
+        .map(|p| &p.name)
+        .chain(builtin.switches.iter().map(|s| &s.name))
+        .chain(builtin.cables.iter().map(|c| &c.name))
+    {
+        assert!(text.lines().any(|l| l.starts_with(name.as_str())), "{name} missing");
+    }
+    // nvlink4: 200 Gb/s = 25 GB/s for $100 and 0.52 W: 4 $ per GB/s and
+    // 0.52 W / 25 GB/s = 0.0208 J/GB = 2.6 pJ/bit.
+    let line = text.lines().find(|l| l.starts_with("nvlink4")).unwrap();
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert!(cols.contains(&"4.00") && cols.contains(&"2.60"), "{line}");
+    let out = dimsum().args(["catalog", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ports"].as_array().unwrap().len(), builtin.ports.len());
+    let out = dimsum().args(["catalog", "no-such-catalog.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_one_line(&String::from_utf8(out.stderr).unwrap());
+}

@@ -50,6 +50,10 @@ pub enum Command {
     /// The bill of materials of an allocation: ports, switches and cables
     /// from the study's catalog (or the built-in one), capex and power.
     Bom(BomArgs),
+    /// The parts a fabric is bought from (the built-in catalog, or a
+    /// catalog file): ports, switches and cables with unit prices, power,
+    /// $ and pJ/bit per GB/s, and sources.
+    Catalog(CatalogArgs),
     /// Everything a study declares (cases, objectives, frontiers, sweeps) into results/<study>/.
     Run(RunArgs),
     /// One sweep of a study (all of them without --name), optionally one shard of it.
@@ -186,6 +190,17 @@ pub struct BomArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub bw: Option<String>,
     /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The parts a fabric is bought from.
+#[derive(Debug, clap::Args)]
+pub struct CatalogArgs {
+    /// A catalog file (TOML, the format of catalog/default.toml); default:
+    /// the built-in catalog.
+    pub catalog: Option<PathBuf>,
+    /// Print the catalog as one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,
 }
@@ -327,6 +342,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Optimize(a) => optimize(a),
         Command::Frontier(a) => frontier(a),
         Command::Bom(a) => bom(a),
+        Command::Catalog(a) => catalog(a),
         Command::Run(a) => run_studies(a),
         Command::Sweep(a) => sweep(a),
         Command::Merge(a) => merge(a),
@@ -482,6 +498,19 @@ fn frontier(a: FrontierArgs) -> anyhow::Result<()> {
     let files = report::study::frontier_files(&study, &study.stamp(), &r, &dir)?;
     for f in files {
         println!("wrote {}", f.display());
+    }
+    Ok(())
+}
+
+fn catalog(a: CatalogArgs) -> anyhow::Result<()> {
+    let c = match &a.catalog {
+        Some(p) => dimsum::model::catalog::Catalog::load(p)?,
+        None => dimsum::model::catalog::Catalog::builtin(),
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+    } else {
+        print!("{}", dimsum::report::text::parts(&c));
     }
     Ok(())
 }

@@ -506,3 +506,81 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
     }
     s
 }
+
+/// `dimsum catalog`: every part with its unit price and power, the $ and W
+/// per GB/s it implies, and where the figures come from.
+pub fn parts(c: &crate::model::catalog::Catalog) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "catalog      {} ({})", c.name, c.date);
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<18} {:<11} {:<30} {:>7} {:>9} {:>7} {:>9} {:>7}  source",
+        "port", "kind", "blocks", "GB/s", "unit $", "unit W", "$ per GB/s", "pJ/bit"
+    );
+    for p in &c.ports {
+        let blocks: Vec<&str> = p.blocks.iter().map(|b| b.name()).collect();
+        let g = p.gbps();
+        let _ = writeln!(
+            s,
+            "{:<18} {:<11} {:<30} {:>7} {:>9.2} {:>7.2} {:>10} {:>7}  {} ({})",
+            p.name,
+            p.kind,
+            blocks.join(", "),
+            sig3(g),
+            p.usd,
+            p.watts,
+            sig3(p.usd / g),
+            // W per GB/s is J per GB: x 1000 / 8 = pJ per bit.
+            sig3(p.watts / g * 1000.0 / 8.0),
+            p.source,
+            p.date
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<18} {:<11} {:>6} {:>7} {:>11} {:>8} {:>11}  source",
+        "switch", "kind", "ports", "Gb/s", "unit $", "unit W", "$ per port"
+    );
+    for w in &c.switches {
+        let _ = writeln!(
+            s,
+            "{:<18} {:<11} {:>6} {:>7} {:>11.2} {:>8.1} {:>11}  {} ({})",
+            w.name,
+            w.kind,
+            w.ports,
+            sig3(w.gbits),
+            w.usd,
+            w.watts,
+            sig3(w.usd / f64::from(w.ports.max(1))),
+            w.source,
+            w.date
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<18} {:<8} {:>7} {:>8} {:>9} {:>7}  source",
+        "cable", "medium", "Gb/s", "reach m", "$ / link", "W / link"
+    );
+    for k in &c.cables {
+        let _ = writeln!(
+            s,
+            "{:<18} {:<8} {:>7} {:>8} {:>9.2} {:>7.2}  {} ({})",
+            k.name,
+            k.medium,
+            sig3(k.gbits),
+            sig3(k.reach_m),
+            k.usd,
+            k.watts,
+            k.source,
+            k.date
+        );
+    }
+    if !c.legend.is_empty() {
+        let _ = writeln!(s);
+        let _ = writeln!(s, "sources: {}", c.legend);
+    }
+    s
+}
