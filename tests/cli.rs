@@ -562,3 +562,60 @@ fn catalog_lists_every_part_with_its_source() {
     assert_eq!(out.status.code(), Some(2));
     assert_one_line(&String::from_utf8(out.stderr).unwrap());
 }
+
+#[test]
+fn eval_takes_several_allocations_and_checks_the_studys_constraints() {
+    // The default study caps the pod at 100 GB/s per NPU and budgets $40M:
+    // the equal split of 1,000 GB/s puts 250 on the pod (over its cap).
+    let study = root("studies/gpt3-4d-procurement.toml");
+    let out = dimsum()
+        .args([
+            "eval",
+            study.to_str().unwrap(),
+            "--bw",
+            "250,250,250,250",
+            "--bw",
+            "500,300,150,50",
+        ])
+        .args(["--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all = v.as_array().unwrap();
+    assert_eq!(all.len(), 2);
+    let pod = |i: usize| {
+        all[i]["constraints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["constraint"].as_str().unwrap().starts_with("pod <= 100"))
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(pod(0)["holds"], false);
+    assert_eq!(pod(0)["value"], 250.0);
+    assert_eq!(pod(1)["holds"], true);
+    // Bought, the equal split's pod is flagged over its cap too.
+    assert!(
+        all[0]["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["flag"] == "over-cap" && f["dimension"] == "pod")
+    );
+    // The table: one row per allocation; a bad --bw fails before any work.
+    let out = dimsum()
+        .args([
+            "eval",
+            study.to_str().unwrap(),
+            "--bw",
+            "250,250,250,250",
+            "--bw",
+            "1,2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+}

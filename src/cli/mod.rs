@@ -113,13 +113,15 @@ pub enum ImportFrom {
 pub struct EvalArgs {
     /// Study file (TOML).
     pub study: PathBuf,
-    /// GB/s per NPU per dimension, comma-separated (default: the study's `bw`).
+    /// GB/s per NPU per dimension, comma-separated (default: the study's
+    /// `bw`); repeat for a side-by-side table.
     #[arg(long, allow_hyphen_values = true)]
-    pub bw: Option<String>,
+    pub bw: Vec<String>,
     /// How collectives are timed.
     #[command(flatten)]
     pub ev: scheduled::EvaluatorArgs,
-    /// Print one JSON object instead of a table.
+    /// Print one JSON object (several --bw: an array of them) instead of a
+    /// table.
     #[arg(long)]
     pub json: bool,
 }
@@ -399,17 +401,52 @@ fn validate(a: ValidateArgs) -> anyhow::Result<()> {
 fn eval(a: EvalArgs) -> anyhow::Result<()> {
     let EvalArgs { study, bw, ev, json } = a;
     let mut study = Study::load(&study)?;
-    let bw = study.allocation(bw.as_deref())?;
-    let evaluator = ev.apply(&mut study)?;
-    let e = study.evaluate_given(&bw)?;
-    eprint!("{}", report::text::bounds_warnings(&e));
-    if evaluator == Evaluator::Schedule {
-        return scheduled::eval(&study, &bw, json);
-    }
-    if json {
-        println!("{}", report::json::evaluation(&study, &e));
+    // Every allocation is checked before any is evaluated.
+    let bws: Vec<Vec<f64>> = if bw.is_empty() {
+        vec![study.allocation(None)?]
     } else {
-        print!("{}", report::text::evaluation(&study, &e));
+        bw.iter().map(|b| study.allocation(Some(b))).collect::<Result<_, _>>()?
+    };
+    let evaluator = ev.apply(&mut study)?;
+    let mut designs = Vec::new();
+    for bw in &bws {
+        let e = study.evaluate_given(bw)?;
+        eprint!("{}", report::text::bounds_warnings(&e));
+        let checks = study.checks(bw)?;
+        // With [procurement], what buying it would run into.
+        let flags = study.procurement.is_some().then(|| {
+            let spec = study.procurement();
+            dimsum::pipeline::procure::flags(&study, &dimsum::model::bom::bom(&study.fabric, &spec, bw))
+        });
+        designs.push((e, checks, flags));
+    }
+    if evaluator == Evaluator::Schedule {
+        for bw in &bws {
+            scheduled::eval(&study, bw, json)?;
+        }
+        return Ok(());
+    }
+    let views: Vec<report::text::Evaluated> = bws
+        .iter()
+        .zip(&designs)
+        .map(|(bw, (e, c, f))| report::text::Evaluated {
+            bw,
+            evaluation: e,
+            checks: c,
+            flags: f.as_deref(),
+        })
+        .collect();
+    if json {
+        let all: Vec<serde_json::Value> = views.iter().map(|v| report::json::evaluated(&study, v)).collect();
+        match all.as_slice() {
+            [one] => println!("{one}"),
+            _ => println!("{}", serde_json::Value::Array(all)),
+        }
+    } else if let [one] = views.as_slice() {
+        print!("{}", report::text::evaluation(&study, one.evaluation));
+        print!("{}", report::text::checks(one));
+    } else {
+        print!("{}", report::text::side_by_side(&study, &views));
     }
     Ok(())
 }

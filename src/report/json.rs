@@ -118,6 +118,20 @@ pub fn evaluation(study: &Study, e: &Evaluation) -> Value {
     Value::Object(obj)
 }
 
+/// An evaluation with the study's constraints at it and, with
+/// `[procurement]`, its bill's red flags (`eval --json`).
+pub fn evaluated(study: &Study, v: &super::text::Evaluated) -> Value {
+    let mut out = evaluation(study, v.evaluation);
+    if let Value::Object(obj) = &mut out {
+        obj.insert("bw_gbps".into(), json!(v.bw));
+        obj.insert("constraints".into(), json!(v.checks));
+        if let Some(f) = v.flags {
+            obj.insert("flags".into(), json!(f));
+        }
+    }
+    out
+}
+
 /// A schedule-backed evaluation (`eval --evaluator schedule --json`).
 pub fn scheduled_evaluation(study: &Study, e: &Evaluation, m: &Measured) -> Value {
     let mut obj = serde_json::Map::new();

@@ -816,6 +816,33 @@ where
     Ok(())
 }
 
+/// A red flag in words.
+pub(crate) fn flag_text(f: &crate::pipeline::procure::Flag) -> String {
+    use crate::pipeline::procure::Flag;
+    match f {
+        Flag::OverCapex { capex_usd, budget_usd } => format!(
+            "costs ${}M, over the ${}M capex budget",
+            sig3(crate::model::units::usd_to_musd(*capex_usd)),
+            sig3(crate::model::units::usd_to_musd(*budget_usd))
+        ),
+        Flag::OverPower { power_w, budget_w } => format!(
+            "draws {} kW, over the {} kW power budget",
+            sig3(crate::model::units::w_to_kw(*power_w)),
+            sig3(crate::model::units::w_to_kw(*budget_w))
+        ),
+        Flag::OverCap {
+            dimension,
+            bought_gbps,
+            max_gbps,
+        } => format!(
+            "buys {} GB/s per NPU in `{dimension}`, over its max_gbps {}",
+            sig3(*bought_gbps),
+            sig3(*max_gbps)
+        ),
+        Flag::NotSold { reason } => format!("cannot be bought: {reason}"),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {

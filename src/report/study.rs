@@ -12,7 +12,7 @@ use crate::model::units::{ns_to_ms, usd_to_musd, w_to_kw};
 use crate::optimize::catalog::{Comparison, Goal};
 use crate::optimize::scheduled::FrontierRow;
 use crate::pipeline::coopt::{self, Coopt};
-use crate::pipeline::procure::{Flag, Procured};
+use crate::pipeline::procure::Procured;
 use crate::pipeline::run::{FixedDesign, FrontierResults, Recommended, ScheduledOptimum, StudyResults, SweepResults};
 use crate::study::Study;
 use serde_json::json;
@@ -149,32 +149,6 @@ fn asked(study: &Study, r: &StudyResults, doc: &mut Doc) {
     ]));
 }
 
-/// A red flag in words.
-fn flag_text(f: &Flag) -> String {
-    match f {
-        Flag::OverCapex { capex_usd, budget_usd } => format!(
-            "costs ${}M, over the ${}M capex budget",
-            sig3(usd_to_musd(*capex_usd)),
-            sig3(usd_to_musd(*budget_usd))
-        ),
-        Flag::OverPower { power_w, budget_w } => format!(
-            "draws {} kW, over the {} kW power budget",
-            sig3(w_to_kw(*power_w)),
-            sig3(w_to_kw(*budget_w))
-        ),
-        Flag::OverCap {
-            dimension,
-            bought_gbps,
-            max_gbps,
-        } => format!(
-            "buys {} GB/s per NPU in `{dimension}`, over its max_gbps {}",
-            sig3(*bought_gbps),
-            sig3(*max_gbps)
-        ),
-        Flag::NotSold { reason } => format!("cannot be bought: {reason}"),
-    }
-}
-
 /// What the continuous relaxation of a catalog answer certifies: a time
 /// no design within the budgets beats (perf), a capex or a power no design
 /// meeting the target goes under (min-cost, min-power).
@@ -290,7 +264,7 @@ fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
     let mut red: Vec<String> = Vec::new();
     for b in &p.bought {
         if !b.flags.is_empty() {
-            let what: Vec<String> = b.flags.iter().map(flag_text).collect();
+            let what: Vec<String> = b.flags.iter().map(super::flag_text).collect();
             red.push(format!(
                 "The continuous `{}` optimum ({} GB/s per NPU, linear $ per GB/s) {}.",
                 b.objective,

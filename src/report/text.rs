@@ -584,3 +584,103 @@ pub fn parts(c: &crate::model::catalog::Catalog) -> String {
     }
     s
 }
+
+/// One allocation `eval` was given: its evaluation, the study's
+/// constraints at it, and (with `[procurement]`) the red flags of its bill
+/// of materials.
+pub struct Evaluated<'a> {
+    /// GB/s per NPU per dimension.
+    pub bw: &'a [f64],
+    /// The evaluation.
+    pub evaluation: &'a Evaluation,
+    /// The study's constraints there.
+    pub checks: &'a [crate::study::objective::Check],
+    /// Its bill's red flags (`None`: the study has no `[procurement]`).
+    pub flags: Option<&'a [crate::pipeline::procure::Flag]>,
+}
+
+/// The constraints and red flags of one allocation, below its evaluation.
+pub fn checks(e: &Evaluated) -> String {
+    let mut s = String::new();
+    if !e.checks.is_empty() {
+        let _ = writeln!(s);
+        let _ = writeln!(s, "constraints");
+        for c in e.checks {
+            let _ = writeln!(
+                s,
+                "  {:<9} {:<44} {} {}",
+                if c.holds { "ok" } else { "VIOLATED" },
+                c.constraint,
+                sig3(c.value),
+                c.unit
+            );
+        }
+    }
+    if let Some(flags) = e.flags {
+        let _ = writeln!(s);
+        if flags.is_empty() {
+            let _ = writeln!(
+                s,
+                "bought       within the budgets and caps (`dimsum bom` lists the parts)"
+            );
+        } else {
+            let what: Vec<String> = flags.iter().map(super::flag_text).collect();
+            let _ = writeln!(s, "bought       RED FLAG: {}", what.join("; "));
+        }
+    }
+    s
+}
+
+/// Several allocations side by side (`eval --bw A --bw B ...`).
+pub fn side_by_side(study: &Study, designs: &[Evaluated]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "study        {}", study.name);
+    let _ = writeln!(
+        s,
+        "fabric       {} = {} NPUs; time {}, loop {}",
+        study.fabric.shape(),
+        study.fabric.npus(),
+        study.collective.time_model.name(),
+        study.training_loop.name()
+    );
+    let _ = writeln!(s);
+    let names: Vec<&str> = study.fabric.dims.iter().map(|d| d.name.as_str()).collect();
+    let head = format!("GB/s ({})", names.join(", "));
+    let w = designs
+        .iter()
+        .map(|d| sig3_list(d.bw).len())
+        .fold(head.len(), usize::max);
+    let _ = writeln!(
+        s,
+        "{:<w$} {:>14} {:>14} {:>12} {:>14} {:>12}  constraints / red flags",
+        head, "iteration ms", "lower bound", "exposed ms", "cost $", "power W"
+    );
+    for d in designs {
+        let e = d.evaluation;
+        let mut notes: Vec<String> = d
+            .checks
+            .iter()
+            .filter(|c| !c.holds)
+            .map(|c| format!("violates `{}`", c.constraint))
+            .collect();
+        if let Some(flags) = d.flags {
+            notes.extend(flags.iter().map(super::flag_text));
+        }
+        let _ = writeln!(
+            s,
+            "{:<w$} {:>14.3} {:>14.3} {:>12.3} {:>14.0} {:>12.1}  {}",
+            sig3_list(d.bw),
+            e.iteration_time_ms,
+            e.iteration_lower_bound_ms,
+            e.comm_time_ms,
+            e.network_cost_usd,
+            e.network_power_w,
+            if notes.is_empty() {
+                "ok".to_string()
+            } else {
+                notes.join("; ")
+            }
+        );
+    }
+    s
+}

@@ -8,8 +8,10 @@ use crate::error::{InputError, one_of};
 use crate::io::Stamp;
 use crate::model::eval::{Evaluation, evaluate};
 use crate::model::units::ns_to_ms;
+use crate::optimize::expr::Unit;
 use crate::optimize::scheduled::{Measured, ScheduledError};
 use crate::optimize::{Objective, Problem};
+use serde::Serialize;
 
 /// Where an objective's name came from, for the error's field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,7 +22,44 @@ pub enum Source {
     Study,
 }
 
+/// One of a study's constraints (its `[optimize]` constraints and the
+/// dimensions' bounds) at an allocation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    /// The constraint as written (or generated, for a bound).
+    pub constraint: String,
+    /// Its left-hand side at the allocation.
+    pub value: f64,
+    /// Its right-hand side.
+    pub rhs: f64,
+    /// The unit of both: `GB/s`, `$` or `W` (cost and power at the study's
+    /// linear prices).
+    pub unit: &'static str,
+    /// Whether it holds (relative tolerance 1e-9).
+    pub holds: bool,
+}
+
 impl Study {
+    /// Each of the study's constraints at `bw`.
+    pub fn checks(&self, bw: &[f64]) -> Result<Vec<Check>, InputError> {
+        Ok(self
+            .problem()?
+            .constraints
+            .iter()
+            .map(|c| Check {
+                constraint: c.text.clone(),
+                value: c.lhs(bw),
+                rhs: c.rhs,
+                unit: match c.unit {
+                    Unit::Gbps => "GB/s",
+                    Unit::Usd => "$",
+                    Unit::Watts => "W",
+                },
+                holds: c.holds(bw, 1e-9),
+            })
+            .collect())
+    }
+
     /// The study's problem: its iteration model, linear cost, constraints
     /// and the fabric's bounds.
     pub fn problem(&self) -> Result<Problem, InputError> {
