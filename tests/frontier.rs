@@ -204,6 +204,7 @@ fn interrupted_sweep_resumes_to_the_same_result() {
     assert!(!b.join("sweep-shapes.csv").exists());
     let second = sweep::run(&s, spec, Shard::ALL, &b, None, &|_, _| {}).unwrap();
     assert_eq!(second.solved_now, 50);
+    assert_eq!(second.resumed, 40);
     assert_eq!(
         std::fs::read(full.csv.unwrap()).unwrap(),
         std::fs::read(second.csv.unwrap()).unwrap()
@@ -211,6 +212,14 @@ fn interrupted_sweep_resumes_to_the_same_result() {
     // The partial file is gone once the sweep is complete.
     let left: Vec<_> = std::fs::read_dir(&b).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left.len(), 1, "{left:?}");
+    // A re-run of the finished shard takes every row from its CSV and
+    // solves nothing; the CSV stays byte for byte.
+    let again = sweep::run(&s, spec, Shard::ALL, &b, None, &|_, _| {}).unwrap();
+    assert_eq!((again.solved_now, again.resumed), (0, 90));
+    assert_eq!(
+        std::fs::read(b.join("sweep-shapes.csv")).unwrap(),
+        std::fs::read(a.join("sweep-shapes.csv")).unwrap()
+    );
 }
 
 #[test]

@@ -603,7 +603,13 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         let o = run::sweep(&study, spec, shard, &dir, &|t, d, n| bars.update(t, d, n))?;
         bars.finish();
         match o.csv {
-            Some(p) => println!("wrote {} ({} items, {} solved now)", p.display(), o.items, o.solved_now),
+            Some(p) => println!(
+                "wrote {} ({} items: {} solved now, {} resumed from an earlier run)",
+                p.display(),
+                o.items,
+                o.solved_now,
+                o.resumed
+            ),
             None => println!("sweep `{}` shard {}/{} unfinished", spec.name, shard.index, shard.count),
         }
     }

@@ -396,8 +396,12 @@ pub struct Outcome {
     pub solved: Vec<Solved>,
     /// Items of this shard.
     pub items: usize,
-    /// Items solved by this run (the rest came from the partial file).
+    /// Items solved by this run.
     pub solved_now: usize,
+    /// Items taken from an earlier run of the same study and version: its
+    /// partial file, or its complete CSV (a re-run of a finished shard
+    /// solves nothing).
+    pub resumed: usize,
 }
 
 /// Runs (or resumes) `shard` of sweep `spec` into `dir`. `limit` stops after
@@ -422,9 +426,15 @@ pub fn run(
         let path = path.to_path_buf();
         move |source| WriteError { path, source }
     };
-    // Resume: rows already in the partial file (from this study and version).
+    // Resume: rows already in the complete CSV of an earlier run or in the
+    // partial file (from this study and version; a truncated last line has
+    // too few fields and is solved again).
     let mut done: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    if let Ok(text) = std::fs::read_to_string(&partial_path) {
+    for text in [&final_path, &partial_path]
+        .map(std::fs::read_to_string)
+        .into_iter()
+        .flatten()
+    {
         let mut rd = csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
@@ -446,6 +456,7 @@ pub fn run(
         .filter(|it| !done.contains_key(&it.index))
         .collect();
     let todo = &todo[..limit.map_or(todo.len(), |l| l.min(todo.len()))];
+    let resumed = mine.iter().filter(|it| done.contains_key(&it.index)).count();
     let mut partial = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -485,6 +496,7 @@ pub fn run(
             solved,
             items: mine.len(),
             solved_now,
+            resumed,
         })
     } else {
         Ok(Outcome {
@@ -492,6 +504,7 @@ pub fn run(
             solved: Vec::new(),
             items: mine.len(),
             solved_now,
+            resumed,
         })
     }
 }
