@@ -721,10 +721,24 @@ pub(crate) struct Progress {
 impl Progress {
     pub(crate) fn new(len: usize, what: &str) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::hidden());
-        if let Ok(style) =
-            ProgressStyle::with_template(&format!("{what} {{bar:40}} {{pos}}/{{len}} [{{elapsed}}, eta {{eta}}]"))
-        {
-            bar.set_style(style);
+        if let Ok(style) = ProgressStyle::with_template(&format!(
+            "{what} {{bar:40}} {{pos}}/{{len}} [{{elapsed}}, eta {{mean_eta}}]"
+        )) {
+            // The ETA at the mean rate since the start (indicatif's own
+            // follows the latest steps, and said "6m" for a 5 s coopt whose
+            // first strategies were slow): nothing until a step is done.
+            bar.set_style(style.with_key(
+                "mean_eta",
+                |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let (pos, len) = (st.pos(), st.len().unwrap_or(0));
+                    let _ = if pos == 0 || len <= pos {
+                        write!(w, "-")
+                    } else {
+                        let secs = st.elapsed().as_secs_f64() * (len - pos) as f64 / pos as f64;
+                        write!(w, "{}", indicatif::HumanDuration(Duration::from_secs_f64(secs)))
+                    };
+                },
+            ));
         }
         Progress {
             bar,
