@@ -619,3 +619,42 @@ fn eval_takes_several_allocations_and_checks_the_studys_constraints() {
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn compare_takes_fabric_and_edge_list_topologies() {
+    let dir = tempfile::tempdir().unwrap();
+    let study = write(&dir, "s.toml", BASE);
+    let edges = write(
+        &dir,
+        "r4.edges",
+        "0 <-> 1 50 0.5us\n1 <-> 2 50 0.5us\n2 <-> 3 50 0.5us\n3 <-> 0 50 0.5us\n",
+    );
+    let topologies = format!("ring:4,edges:{},fabric:{}", edges.display(), study.display());
+    let out_dir = dir.path().join("cmp");
+    let out = dimsum()
+        .args(["compare", "--topologies", &topologies, "--bw", "200,100"])
+        .args([
+            "--algorithms",
+            "ring",
+            "--baselines",
+            "direct",
+            "--sizes",
+            "1MiB",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(out_dir.join("compare.md")).unwrap();
+    assert!(md.contains("## edges:") && md.contains("## fabric:"), "{md}");
+    // --bw with no fabric to take it: refused before any replay.
+    let out = dimsum()
+        .args(["compare", "--topologies", "ring:4", "--bw", "1,1", "--out"])
+        .arg(dir.path().join("none"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_one_line(&String::from_utf8(out.stderr).unwrap());
+    assert!(!dir.path().join("none").exists());
+}

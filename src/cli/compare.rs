@@ -37,12 +37,19 @@ pub struct CompareArgs {
     /// all-gather, reduce-scatter or all-reduce.
     #[arg(long, default_value = "all-reduce")]
     pub collective: String,
-    /// Link bandwidth, GB/s (one value or one per dimension).
-    #[arg(long, default_value = "50")]
-    pub link_gbps: String,
-    /// Link latency, us (one value or one per dimension).
-    #[arg(long, default_value = "0.5")]
-    pub link_latency_us: String,
+    /// Link bandwidth, GB/s (one value or one per dimension; default 50),
+    /// for the topologies that do not bring their own links (not
+    /// `fabric:`, `edges:` or `astra:`).
+    #[arg(long, allow_hyphen_values = true)]
+    pub link_gbps: Option<String>,
+    /// Link latency, us (one value or one per dimension; default 0.5), as
+    /// `--link-gbps`.
+    #[arg(long, allow_hyphen_values = true)]
+    pub link_latency_us: Option<String>,
+    /// GB/s per NPU per dimension for the `fabric:STUDY.toml` topologies
+    /// (default: each study's `bw`).
+    #[arg(long, allow_hyphen_values = true)]
+    pub bw: Option<String>,
     /// alpha-beta or tacos.
     #[arg(long, default_value = "alpha-beta")]
     pub link_model: String,
@@ -81,8 +88,18 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
             .collect()
     };
     let (subjects, baselines) = (parse(&subjects)?, parse(&baselines)?);
+    // Link flags go to the topologies built from them, --bw to the fabrics.
+    let own_links = |spec: &str| ["fabric:", "edges:", "astra:"].iter().any(|p| spec.starts_with(p));
+    if args.bw.is_some() && !topologies.iter().any(|t| t.starts_with("fabric:")) {
+        return Err(InputError::arg("--bw", "no fabric:STUDY.toml topology is listed to take it").into());
+    }
     let topology = |spec: &String| -> Result<Topology, InputError> {
-        topology::from_flags(spec, Some(&args.link_gbps), Some(&args.link_latency_us), None).map_err(|e| {
+        let (g, l, bw) = if own_links(spec) {
+            (None, None, args.bw.as_deref().filter(|_| spec.starts_with("fabric:")))
+        } else {
+            (args.link_gbps.as_deref(), args.link_latency_us.as_deref(), None)
+        };
+        topology::from_flags(spec, g, l, bw).map_err(|e| {
             InputError::arg(
                 if e.field.starts_with("--link") {
                     e.field.as_str()
@@ -113,8 +130,8 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
         topologies: &topologies,
         sizes: &sizes,
         model,
-        link_gbps: &args.link_gbps,
-        link_latency_us: &args.link_latency_us,
+        link_gbps: args.link_gbps.as_deref().unwrap_or("50"),
+        link_latency_us: args.link_latency_us.as_deref().unwrap_or("0.5"),
         command: &command,
     };
     write_atomic(&args.out.join("compare.csv"), render::csv(&rows, kind).as_bytes())?;
