@@ -31,6 +31,7 @@ fn main() {
         size_bytes: 64e6,
         chunks_per_npu: 1,
         timing: dimsum::schedule::simulate::LinkModel::Tacos,
+        reduce_timing: None,
     };
     let t = Instant::now();
     let s = synth::synthesize(&topo, CollectiveKind::AllReduce, &opt)

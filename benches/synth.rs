@@ -62,6 +62,7 @@ fn main() {
                 size_bytes: 1_073_741_824.0,
                 chunks_per_npu: 1,
                 timing,
+                reduce_timing: None,
             };
             let start = Instant::now();
             let time_ns = if keep {

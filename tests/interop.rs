@@ -154,6 +154,7 @@ fn schedules_round_trip_through_chakra() {
                     size_bytes: 1e6,
                     chunks_per_npu: 1,
                     timing: dimsum::schedule::simulate::LinkModel::Tacos,
+                    reduce_timing: None,
                 },
             )
             .unwrap()

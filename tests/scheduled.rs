@@ -506,6 +506,7 @@ fn critical_path_tiles_the_time() {
                         size_bytes: 64e6,
                         chunks_per_npu: 1,
                         timing: dimsum::schedule::simulate::LinkModel::Tacos,
+                        reduce_timing: None,
                     },
                 )
                 .unwrap()

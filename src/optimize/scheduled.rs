@@ -510,6 +510,7 @@ impl Backed {
                     size_bytes: schedule_size(comm),
                     chunks_per_npu: k,
                     timing: LinkModel::Tacos,
+                    reduce_timing: None,
                 };
                 synth::best_of(&topo_at(&at), comm.kind, &opt, self.spec.restarts.max(1))
                     .map_err(|e| err(e.to_string()))?

@@ -231,6 +231,7 @@ pub fn build(
                 size_bytes: opt.size_bytes,
                 chunks_per_npu: k,
                 timing: LinkModel::Tacos,
+                reduce_timing: None,
             };
             // As forest: the default (1) lets synthesis choose the chunks,
             // by the replay the user gets (an invalid one never wins).
@@ -243,19 +244,27 @@ pub fn build(
                 Ok(r) if r.valid => r.time_ns,
                 _ => f64::INFINITY,
             };
-            // In the alpha-beta model the all-gathers are matched in both
-            // link models (TACOS's wins at small sizes, alpha-beta's where
-            // a chunk's serialization is near the latency), the faster
-            // replay kept (ties: TACOS's).
-            let timings: &[LinkModel] = match (opt.link_model, kind) {
-                (LinkModel::AlphaBeta, CollectiveKind::AllGather | CollectiveKind::AllReduce) => {
-                    &[LinkModel::Tacos, LinkModel::AlphaBeta]
+            // In the alpha-beta model the all-gathers (and the ones a
+            // reduce-scatter reverses) are matched in both link models
+            // (TACOS's wins at small sizes, alpha-beta's where a chunk's
+            // serialization is near the latency), the faster replay kept
+            // (ties: the first); an all-reduce's halves as (TACOS's,
+            // TACOS's), (TACOS's, alpha-beta) and (alpha-beta, alpha-beta).
+            use LinkModel::{AlphaBeta, Tacos};
+            let timings: &[(LinkModel, LinkModel)] = match (opt.link_model, kind) {
+                (AlphaBeta, CollectiveKind::AllGather | CollectiveKind::ReduceScatter) => {
+                    &[(Tacos, Tacos), (AlphaBeta, AlphaBeta)]
                 }
-                _ => &[LinkModel::Tacos],
+                (AlphaBeta, CollectiveKind::AllReduce) => &[(Tacos, Tacos), (Tacos, AlphaBeta), (AlphaBeta, AlphaBeta)],
+                _ => &[(Tacos, Tacos)],
             };
             let mut best: Option<(f64, synth::Synthesized)> = None;
-            for &timing in timings {
-                let s = SynthOptions { timing, ..s };
+            for &(reduce, gather) in timings {
+                let s = SynthOptions {
+                    timing: gather,
+                    reduce_timing: Some(reduce),
+                    ..s
+                };
                 let c = if k > 1 {
                     synth::best_of(topo, kind, &s, opt.restarts)
                 } else {
@@ -298,7 +307,8 @@ pub fn build(
 /// transfers per chunk; above this it takes minutes; with the default chunk
 /// count tacos tries 1, 2 and 4 chunks per NPU at 1024 NPUs, see
 /// [`synth::auto_chunks`], and in the alpha-beta model does so in both
-/// link models' timings, about twice the work).
+/// link models' timings, about twice the work; an all-reduce's halves in
+/// three pairs of them, three times).
 pub const BEST_MAX_TACOS_NPUS: u32 = 1024;
 
 /// What `best` tried and what won.

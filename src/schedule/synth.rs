@@ -21,7 +21,16 @@
 //! can bring before this one would land (arrival time, not link speed
 //! alone): on a 5x5 mesh at 50 / 75 GiB/s the strict rule let each chunk
 //! into a column over one slow link, and a corner NPU then waited on its
-//! one fast in-link (1 GiB: 1.39x the cut; now 1.04x). The chunk lands
+//! one fast in-link (1 GiB: 1.39x the cut; now 1.04x). Of the chunks a
+//! slow link may carry in the word where its search stops, it takes the
+//! one the fewest NPUs hold or are receiving (ties: the rotation's first):
+//! the slow links are where the network is short of bandwidth, and the
+//! least spread chunk is the one with the most of them still to cross.
+//! Picked at random, a 4x8 torus at 100 / 25 GB/s (the cut: a row of 4
+//! taking in 28 shards over its eight slow links) was left with chunks two
+//! rows from an NPU at the end (1 GiB all-gather: 1.051x the cut at the
+//! chosen 16 chunks per NPU; now 1.014x at 16, 1.007x at the chosen 64).
+//! The chunk lands
 //! latency + chunk / bandwidth after the start; the link stays busy that
 //! long in TACOS's link model, or chunk / bandwidth in the alpha-beta model
 //! (`SynthOptions::timing`). A destination is never sent a chunk twice (a
@@ -61,7 +70,15 @@
 //! Reduce-scatter is the time reversal of an all-gather on the transposed
 //! topology: every send u -> v of chunk c at [t0, t1] becomes a reduction
 //! v -> u at [T - t1, T - t0], which waits for every reduction that the
-//! all-gather's sends out of v turn into. All-reduce is the reduce-scatter
+//! all-gather's sends out of v turn into, and, on a one-hop route, for the
+//! latest reversed transfer on its link landed by its start (as the
+//! all-gather's link order; in TACOS's link model the one before it). The
+//! all-gather is matched in either link model: reversed, the alpha-beta
+//! model's transfers on a link still overlap only in their latencies, so
+//! the reductions pipeline a link as the sends do (each waited for the one
+//! before it to land when reduce-scatters were matched in TACOS's model
+//! only: 1 MiB all-reduce on an 8x8 mesh at 100 / 25 GB/s, 34.9 us, 3.7x
+//! the bound; now 20.2 us, 2.1x). All-reduce is the reduce-scatter
 //! followed by the all-gather, each chunk's all-gather starting from its
 //! owner once that owner's reduction has landed.
 //!
@@ -116,9 +133,15 @@ pub struct SynthOptions {
     /// either can replay faster, so `algorithm::build` tries both. The
     /// rules tuned in TACOS's model (the merging of chunks, the slow links'
     /// last choice) are kept as they are in the alpha-beta model.
-    /// Reduce-scatters (and the first half of an all-reduce) are matched
-    /// in TACOS's model either way (their time reversal needs it).
+    /// Reduce-scatters (and the first half of an all-reduce) reverse an
+    /// all-gather matched in the same model (module doc), unless
+    /// `reduce_timing` names another.
     pub timing: LinkModel,
+    /// The link model of the all-gather a reduce-scatter (or an
+    /// all-reduce's first half) reverses; `None`: `timing`. The two halves
+    /// of an all-reduce are matched separately, and either model may
+    /// replay faster for either half.
+    pub reduce_timing: Option<LinkModel>,
 }
 
 /// A synthesized schedule and the time the synthesis expects.
@@ -404,6 +427,8 @@ struct Core<'a> {
     cand: Vec<u32>,
     matches: u64,
     end: f64,
+    /// Per chunk: the NPUs that hold it or have it on their way.
+    spread: Vec<u32>,
 }
 
 impl<'a> Core<'a> {
@@ -567,6 +592,7 @@ impl<'a> Core<'a> {
             cand: Vec::new(),
             matches: 0,
             end: 0.0,
+            spread: vec![1; chunks],
         })
     }
 
@@ -582,7 +608,28 @@ impl<'a> Core<'a> {
         let (w, w1) = (self.words, self.words1);
         let start = self.from;
         let rot = (self.rng.next() % 64) as u32;
-        let pick = |x: u64, k: usize| k * 64 + ((x.rotate_right(rot).trailing_zeros() + rot) % 64) as usize;
+        // A slow link takes, of the chunks it may carry in the word where
+        // its search stops, the one the fewest NPUs hold or receive (ties:
+        // the rotation's first): module doc.
+        let rarest = direct && self.class[l] > 0;
+        let spread = &self.spread;
+        let pick = |x: u64, k: usize| {
+            let mut y = x.rotate_right(rot);
+            let first = k * 64 + ((y.trailing_zeros() + rot) % 64) as usize;
+            if !rarest {
+                return first;
+            }
+            let mut best = (spread[first], first);
+            y &= y - 1;
+            while y != 0 {
+                let c = k * 64 + ((y.trailing_zeros() + rot) % 64) as usize;
+                y &= y - 1;
+                if spread[c] < best.0 {
+                    best = (spread[c], c);
+                }
+            }
+            best.1
+        };
         let n = self.n;
         if !direct {
             // Through a switch: any chunk, over the words where u holds
@@ -677,6 +724,7 @@ impl<'a> Core<'a> {
     /// Marks chunk `c` as on its way to `v`.
     fn claim(&mut self, v: usize, c: usize) {
         self.need[v] -= 1;
+        self.spread[c] += 1;
         let k = c / 64;
         let have = &mut self.bits[k * self.n + v][HAVE];
         *have |= 1 << (c % 64);
@@ -1000,18 +1048,19 @@ fn all_gather(topo: &Topology, opt: &SynthOptions, record: bool) -> Result<Gathe
 /// Time reversal of an all-gather on the transposed topology (module doc).
 fn reduce_scatter(topo: &Topology, opt: &SynthOptions) -> Result<(Vec<Transfer>, f64, u64), SynthError> {
     let t = transposed(topo);
-    // Matched in TACOS's link model whatever the options say: a reversed
-    // transfer's link must stay busy until the reduction lands.
-    let tacos = SynthOptions {
-        timing: LinkModel::Tacos,
-        ..*opt
-    };
     let Gathered {
         transfers: ag,
         spans,
         end,
         matches,
-    } = all_gather(&t, &tacos, true)?;
+    } = all_gather(
+        &t,
+        &SynthOptions {
+            timing: opt.reduce_timing.unwrap_or(opt.timing),
+            ..*opt
+        },
+        true,
+    )?;
     // Reversed order: latest all-gather send first.
     let mut order: Vec<usize> = (0..ag.len()).collect();
     order.sort_by(|&a, &b| spans[b].1.total_cmp(&spans[a].1).then(b.cmp(&a)));
@@ -1027,7 +1076,9 @@ fn reduce_scatter(topo: &Topology, opt: &SynthOptions) -> Result<(Vec<Transfer>,
         }
     }
     let mut out = Vec::with_capacity(ag.len());
-    let mut last_on: Vec<u32> = vec![NONE; topo.links.len()];
+    // Per link: its reversed transfers not yet known to have landed (with
+    // their reversed arrivals), and the latest known to have landed.
+    let mut on_link = vec![(std::collections::VecDeque::new(), NONE); topo.links.len()];
     for &a in &order {
         let x = &ag[a];
         let mut deps: Vec<u32> = x
@@ -1040,11 +1091,22 @@ fn reduce_scatter(topo: &Topology, opt: &SynthOptions) -> Result<(Vec<Transfer>,
         let route: Vec<u32> = x.route.iter().rev().copied().collect();
         let id = out.len() as u32;
         if let [l] = route[..] {
-            let p = last_on[l as usize];
-            if p != NONE && !deps.contains(&p) {
-                deps.push(p);
+            // The link order as in the all-gather: a dependency on the
+            // latest reversed transfer on the link landed by this one's
+            // start (matched in TACOS's link model, the one before it).
+            let (start, arrive) = (end - spans[a].1, end - spans[a].0);
+            let (flying, last) = &mut on_link[l as usize];
+            while let Some(&(prev, landed)) = flying.front() {
+                if landed > start {
+                    break;
+                }
+                *last = prev;
+                flying.pop_front();
             }
-            last_on[l as usize] = id;
+            if *last != NONE && !deps.contains(last) {
+                deps.push(*last);
+            }
+            flying.push_back((id, arrive));
         }
         out.push(Transfer {
             src: x.dst,
