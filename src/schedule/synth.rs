@@ -58,7 +58,8 @@
 //! latency whenever there is that much to send, and at large chunks (a
 //! chunk's serialization over twice the latency) nothing changes. Without
 //! it every chunk paid every hop's latency: the 1 MiB all-reduce took 2.9x
-//! the hierarchical schedule's time on an 8x8x8 torus (now 0.6x).
+//! the hierarchical schedule's time on an 8x8x8 torus (now 0.50x; 0.56x
+//! with reduce-scatters matched in TACOS's model only).
 //!
 //! Switches are relays that do not replicate: a switch node holds nothing,
 //! and a transfer through it is matched as one NPU-to-NPU edge that needs
@@ -1240,7 +1241,7 @@ pub const AUTO_MAX_PAIRS: u64 = 1 << 22;
 /// two doublings in a row have not lowered the score or a candidate would
 /// pass [`AUTO_MAX_PAIRS`]; the lowest score kept (ties: fewer chunks).
 /// More chunks pipeline a shard over several paths (1 GiB all-gather on a
-/// 4x8 torus at 100 / 25 GB/s: 1.29x the cut at one chunk, 1.07x at 16)
+/// 4x8 torus at 100 / 25 GB/s: 1.29x the cut at one chunk, 1.014x at 16)
 /// and cost latency when a buffer is small (merging, module doc, takes
 /// most of it back).
 pub fn auto_chunks(
