@@ -489,3 +489,23 @@ proptest! {
         prop_assert!(time <= rounds.time_ns * 1.02, "{time} vs rounds {}", rounds.time_ns);
     }
 }
+
+#[test]
+fn a_product_too_large_to_search_is_refused_not_searched() {
+    // Two classes: 8,192 switches of 2 and 2 switches of 8,192 (16,384
+    // NPUs): a product, but the search for parallel switches would read
+    // 16,384 x 2^4 x 8,192 = 2^31 members, over the 2^28 allowed, so it is
+    // not recognised (and exact_cut, above max-flow's NPUs, has no answer).
+    let mut text = String::new();
+    for v in 0..16384u32 {
+        text += &format!("{v} <-> s{} 50 0\n{v} <-> s{} 50 0\n", v / 2, 8192 + v % 2);
+    }
+    let t = edges(&text);
+    assert!(product::switch_product(&t).is_none());
+    // The same structure at 8 x 2 is recognised.
+    let mut small = String::new();
+    for v in 0..16u32 {
+        small += &format!("{v} <-> s{} 50 0\n{v} <-> s{} 50 0\n", v / 2, 8 + v % 2);
+    }
+    assert!(product::switch_product(&edges(&small)).is_some());
+}

@@ -139,6 +139,10 @@ pub fn dims(topo: &Topology) -> Option<Vec<Dim>> {
 /// grows with the NPUs times a switch's size).
 pub const MAX_RELABEL_NPUS: u32 = 1 << 16;
 
+/// Most member reads [`switch_product`]'s search for parallel switches may
+/// take (NPUs x classes^4 x the largest switch): about a second.
+const MAX_RELABEL_WORK: u64 = 1 << 28;
+
 /// A network of NPUs and switches alone (an edge list, say) that is a
 /// product of switch dimensions under another numbering: the product built
 /// from dimensions, and where each of its nodes and links lies in the
@@ -159,7 +163,8 @@ pub struct Relabel {
 /// is on one switch of each class, and the NPUs are the product of the
 /// classes' sizes (the DGX-like edge list: each GPU on its node's NVSwitch
 /// and on its rail's switch). `None` for anything else, for a topology
-/// already built from dimensions, and above [`MAX_RELABEL_NPUS`] NPUs.
+/// already built from dimensions, above [`MAX_RELABEL_NPUS`] NPUs, and
+/// where the search would read more than 2^28 switch members.
 ///
 /// The classes: in a product, NPUs u and v on a switch s of class i, and u's
 /// switch t of class j != i, the switch of v in class j is the one of v's
@@ -214,6 +219,14 @@ pub fn switch_product(topo: &Topology) -> Option<Relabel> {
     }
     let k = of[0].len();
     if k == 0 || k > MAX_DIMS || of.iter().any(|o| o.len() != k) {
+        return None;
+    }
+    // The search for parallel switches below reads, per switch member and
+    // class pair, a switch's members: refused (not recognised) above
+    // MAX_RELABEL_WORK reads rather than run for minutes.
+    let largest = members.iter().map(Vec::len).max().unwrap_or(0) as u64;
+    let work = (n as u64) * (k as u64).pow(4) * largest;
+    if work > MAX_RELABEL_WORK {
         return None;
     }
     let on = |sw: usize, v: u32| members[sw].binary_search(&v).is_ok();
