@@ -300,12 +300,10 @@ pub struct Procured {
 /// Budgets of the catalog frontier in a study's results.
 const FRONTIER_POINTS: usize = 16;
 
-/// The catalog's answer to objective `name` within the study's budgets: a
-/// target time is the objective's; `perf` without a budget is the fastest
-/// purchasable design within the caps.
-fn answer(study: &Study, problem: &Problem, name: &str) -> Result<(Comparison, Bom), ProcureError> {
+/// The catalog's answer to `goal` within the study's budgets: `perf`
+/// without a budget is the fastest purchasable design within the caps.
+fn answer(study: &Study, problem: &Problem, goal: Goal) -> Result<(Comparison, Bom), ProcureError> {
     let spec = study.procurement();
-    let goal = goal_of(study.objective_named(name, None, Source::Study)?)?;
     let budget_usd = match (goal, spec.budget_usd, spec.budget_w) {
         (Goal::Perf, None, None) => Some(UNLIMITED_USD),
         (_, b, _) => b,
@@ -357,11 +355,13 @@ pub fn procure(study: &Study, problem: &Problem, recommended: &[(String, Vec<f64
         .objectives
         .iter()
         .map(|name| {
-            let goal = study
-                .objective_named(name, None, Source::Study)
-                .ok()
-                .and_then(|o| goal_of(o).ok());
-            let outcome = answer(study, problem, name);
+            // The objective as a catalog goal, with the study's target.
+            let goal = study.objective_named(name, None, Source::Study).and_then(goal_of);
+            let outcome = goal
+                .clone()
+                .map_err(ProcureError::from)
+                .and_then(|g| answer(study, problem, g));
+            let goal = goal.ok();
             let next = outcome
                 .as_ref()
                 .ok()
