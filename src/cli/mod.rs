@@ -408,6 +408,13 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
         bw.iter().map(|b| study.allocation(Some(b))).collect::<Result<_, _>>()?
     };
     let evaluator = ev.apply(&mut study)?;
+    if evaluator == Evaluator::Schedule {
+        for bw in &bws {
+            eprint!("{}", report::text::bounds_warnings(&study.evaluate_given(bw)?));
+            scheduled::eval(&study, bw, json)?;
+        }
+        return Ok(());
+    }
     let mut designs = Vec::new();
     for bw in &bws {
         let e = study.evaluate_given(bw)?;
@@ -419,12 +426,6 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
             dimsum::pipeline::procure::flags(&study, &dimsum::model::bom::bom(&study.fabric, &spec, bw))
         });
         designs.push((e, checks, flags));
-    }
-    if evaluator == Evaluator::Schedule {
-        for bw in &bws {
-            scheduled::eval(&study, bw, json)?;
-        }
-        return Ok(());
     }
     let views: Vec<report::text::Evaluated> = bws
         .iter()

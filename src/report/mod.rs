@@ -274,8 +274,11 @@ where
         .filter(|p| p.equal_split_ms.is_finite() && p.equal_split_ms <= 1.5 * top)
         .map(|p| (xs.to(p.budget), ys.to(p.equal_split_ms)))
         .collect();
-    let eq_unit = eq.clone();
-    let eq_unit_empty = eq.is_empty();
+    let mut lines = vec![pts.clone(), eq.clone()];
+    let entries = 1
+        + usize::from(!eq.is_empty())
+        + usize::from(!markers.is_empty())
+        + usize::from(f.points.get(f.knee).is_some());
     if !eq.is_empty() {
         chart
             .draw_series(DashedLineSeries::new(eq, 8, 5, grey.stroke_width(2)))?
@@ -291,10 +294,9 @@ where
     }
     let orange = RGBColor(230, 110, 0);
     let (w, _) = body.dim_in_pixel();
-    let mut unit_lines = vec![pts.clone(), eq_unit];
     if !markers.is_empty() {
         let at: Vec<(f64, f64)> = markers.iter().map(|m| (xs.to(m.budget), ys.to(m.time_ms))).collect();
-        unit_lines.extend(at.iter().map(|p| vec![*p]));
+        lines.extend(at.iter().map(|p| vec![*p]));
         chart
             .draw_series(at.into_iter().map(|p| TriangleMarker::new(p, 8, orange.filled())))?
             .label("fixed designs (labelled)")
@@ -327,7 +329,7 @@ where
             .draw_series(std::iter::once(Circle::new(at, 8, red.stroke_width(3))))?
             .label("knee (labelled)")
             .legend(move |(x, y)| Circle::new((x + 10, y), 6, red.stroke_width(3)));
-        unit_lines.push(vec![at]);
+        lines.push(vec![at]);
         // The knee's label sits above and to the right of it, off the
         // falling curve.
         let (px, py) = chart.backend_coord(&at);
@@ -342,15 +344,9 @@ where
             ("sans-serif", 16).into_font().color(&red),
         ))?;
     }
-    let unit = |p: &(f64, f64)| ((p.0 - xs.lo) / (xs.hi - xs.lo), (p.1 - ys.lo) / (ys.hi - ys.lo));
-    let unit_lines: Vec<Vec<(f64, f64)>> = unit_lines.iter().map(|l| l.iter().map(unit).collect()).collect();
-    let entries = 1
-        + usize::from(!eq_unit_empty)
-        + usize::from(!markers.is_empty())
-        + usize::from(f.points.get(f.knee).is_some());
     chart
         .configure_series_labels()
-        .position(clear_corner(&unit_lines, entries))
+        .position(clear_corner(&lines, &xs, &ys, entries))
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
         .label_font(("sans-serif", 15))
@@ -676,11 +672,14 @@ const PALETTE: [(u8, u8, u8); 16] = [
 ];
 
 /// Where a legend of `entries` lines covers the least of `lines` (points
-/// in 0..1 plot units, y up): of the plot's corners and edge middles, the
+/// in the chart's coordinates, scaled by `xs` and `ys` to 0..1, y up): of
+/// the plot's corners and edge middles, the
 /// one whose box (two fifths of the width, the legend's height) holds the
 /// fewest points of the lines sampled along each segment; ties in the order
 /// lower left, upper right, upper left, lower right, then the middles.
-fn clear_corner(lines: &[Vec<(f64, f64)>], entries: usize) -> SeriesLabelPosition {
+fn clear_corner(lines: &[Vec<(f64, f64)>], xs: &Scale, ys: &Scale, entries: usize) -> SeriesLabelPosition {
+    let unit = |p: &(f64, f64)| ((p.0 - xs.lo) / (xs.hi - xs.lo), (p.1 - ys.lo) / (ys.hi - ys.lo));
+    let lines: Vec<Vec<(f64, f64)>> = lines.iter().map(|l| l.iter().map(unit).collect()).collect();
     // The legend's height as a share of a 680-pixel plot: 22 px a line.
     let h = ((entries as f64 * 22.0 + 16.0) / 560.0).min(0.9);
     let w = 0.42;
@@ -804,11 +803,9 @@ where
         chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, colour.filled())))?;
         drawn.push(pts);
     }
-    let unit = |p: &(f64, f64)| ((p.0 - xs.lo) / (xs.hi - xs.lo), (p.1 - ys.lo) / (ys.hi - ys.lo));
-    let lines: Vec<Vec<(f64, f64)>> = drawn.iter().map(|l| l.iter().map(unit).collect()).collect();
     chart
         .configure_series_labels()
-        .position(clear_corner(&lines, series.len()))
+        .position(clear_corner(&drawn, &xs, &ys, series.len()))
         .background_style(WHITE.mix(0.85))
         .border_style(RGBColor(200, 200, 200))
         .label_font(("sans-serif", 15))
