@@ -339,7 +339,9 @@ pub fn switch_product(topo: &Topology) -> Option<Relabel> {
         for j in 0..k {
             let sw = npus + switch_in[npu[r as usize] as usize * k + j] as u32;
             let p = product.switch_node(r, j) as usize;
-            if std::mem::replace(&mut node[p], sw) != u32::MAX && node[p] != sw {
+            // A product switch named twice must be the same switch.
+            let before = std::mem::replace(&mut node[p], sw);
+            if before != u32::MAX && before != sw {
                 return None;
             }
         }
