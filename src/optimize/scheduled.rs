@@ -350,7 +350,10 @@ pub struct Measured {
     pub iteration_ns: f64,
     /// Iteration time of the analytic model at the same allocation, ns.
     pub analytic_iteration_ns: f64,
-    /// The lower bound (no algorithm beats it), ns.
+    /// The lower bound (no schedule beats it), ns: the iteration with every
+    /// collective at its own bound (the larger of the analytic bandwidth
+    /// bound and the group topology's, `CollectiveFigures::lower_bound_ms`;
+    /// the loop is monotone in each collective's time).
     pub lower_bound_ns: f64,
     /// Per distinct collective.
     pub collectives: Vec<CollectiveFigures>,
@@ -686,6 +689,15 @@ impl Backed {
             term.coeffs = ms[i].coeffs.clone();
         }
         let times: Vec<f64> = self.index.iter().map(|&i| ms[i].time_ns).collect();
+        // Each term's bound: the analytic bandwidth bound or the group
+        // topology's, whichever is larger.
+        let floors: Vec<f64> = self
+            .analytic
+            .collectives
+            .iter()
+            .zip(&self.index)
+            .map(|(term, &i)| term.coeffs.lower_bound_ns(bw).max(bounds[i]))
+            .collect();
         let collectives = self
             .distinct
             .iter()
@@ -717,7 +729,7 @@ impl Backed {
             bw_gbps: bw.to_vec(),
             iteration_ns: model.iteration_ns_from(&times),
             analytic_iteration_ns: self.analytic.iteration_ns(bw),
-            lower_bound_ns: self.analytic.lower_bound_ns(bw),
+            lower_bound_ns: self.analytic.iteration_ns_from(&floors),
             model,
             collectives,
         })

@@ -8,12 +8,21 @@
 //! continuous bound, and the catalog frontier (the fastest purchasable
 //! fabric at budgets from the cheapest purchasable fabric to the least
 //! capex of the fastest one).
+//!
+//! The decision's time is replayed (`replay`): every collective of the
+//! iteration on the best schedule dimsum builds for it (`best`: every
+//! builder on the group's own links, the fastest replay kept), beside the
+//! iteration with each collective at its certified bound (the exact cut
+//! of its group's links). The MILP chooses on the analytic model, the fast
+//! inner estimate; the report shows its error at the design bought.
 
 use super::run::RunError;
 use crate::error::InputError;
 use crate::model::bom::{self, Bom, BomError, DimOption};
 use crate::optimize::catalog::{self, Comparison, Goal};
+use crate::optimize::scheduled::{self, Evaluator, Measured, ScheduledError};
 use crate::optimize::{Objective, OptError, Problem};
+use crate::schedule::algorithm::Algorithm;
 use crate::study::Study;
 use crate::study::objective::Source;
 use serde::Serialize;
@@ -295,6 +304,42 @@ pub struct Procured {
     pub optimum: Option<CatalogOptimum>,
     /// The catalog frontier: (budget $, comparison) per budget.
     pub frontier: Vec<(f64, Comparison)>,
+    /// The decision's design replayed on the best schedules ([`replay`]),
+    /// once asked for (`None` until then or without a decision).
+    pub replay: Option<Result<Measured, ScheduledError>>,
+}
+
+impl Procured {
+    /// The design to buy: its answer, comparison and parts.
+    pub fn decided(&self) -> Option<(&Answer, &Comparison, &Bom)> {
+        let a = &self.answers[self.decision?.answer];
+        a.outcome.as_ref().ok().map(|(c, b)| (a, c, b))
+    }
+
+    /// Replays the decision's design ([`replay`]) and keeps the result.
+    pub fn replay_decision(&mut self, study: &Study) {
+        self.replay = self.decided().map(|(_, c, _)| replay(study, &c.catalog.bw_gbps));
+    }
+}
+
+/// The schedule evaluator that times a design as it would run: every
+/// collective on `best` (each builder on the group's links, the fastest
+/// replay kept), in the study's link model, chunks chosen by the builders.
+pub fn best_spec(study: &Study) -> scheduled::Spec {
+    scheduled::Spec {
+        evaluator: Evaluator::Schedule,
+        algorithm: Algorithm::Best,
+        per_collective: Vec::new(),
+        chunks_per_npu: 1,
+        ..study.evaluator.clone()
+    }
+}
+
+/// `bw` replayed on the best schedules ([`best_spec`]): the iteration time,
+/// the analytic model's at the same design, the certified lower bound and
+/// every distinct collective's figures.
+pub fn replay(study: &Study, bw: &[f64]) -> Result<Measured, ScheduledError> {
+    study.backed(&best_spec(study)).measure(bw)
 }
 
 /// Budgets of the catalog frontier in a study's results.
@@ -384,5 +429,6 @@ pub fn procure(study: &Study, problem: &Problem, recommended: &[(String, Vec<f64
         decision,
         optimum,
         frontier,
+        replay: None,
     })
 }

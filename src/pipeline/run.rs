@@ -228,7 +228,11 @@ pub fn run_study(study: &Study, dir: &Path, progress: Progress) -> Result<StudyR
                         .map(|s| (r.objective.clone(), s.bw_gbps.clone()))
                 })
                 .collect();
-            Some(procure::procure(study, &problem, &designs)?)
+            let mut p = procure::procure(study, &problem, &designs)?;
+            progress("replay the decision on the best schedules", 0, 1);
+            p.replay_decision(study);
+            progress("replay the decision on the best schedules", 1, 1);
+            Some(p)
         }
         None => None,
     };

@@ -6,6 +6,7 @@
 
 use super::doc::{Block, Doc};
 use super::{Chart, ReportError, Series, sig3, sig3_list};
+use crate::error::Named;
 use crate::io::{Stamp, write_atomic};
 use crate::model::bom::Bom;
 use crate::model::units::{ns_to_ms, usd_to_musd, w_to_kw};
@@ -170,7 +171,7 @@ fn bound_sentence(goal: Option<Goal>, c: &Comparison) -> String {
     let k = &c.catalog;
     match goal {
         Some(Goal::Perf) => format!(
-            "No design within the same budgets is faster than {:.3} ms, even at the catalog's cheapest $ per GB/s (the continuous bound).",
+            "No design within the same budgets is faster than {:.3} ms in the analytic model, even at the catalog's cheapest $ per GB/s (the continuous bound).",
             c.continuous.iteration_time_ms.min(k.iteration_time_ms)
         ),
         Some(Goal::MinCapex { target_ms }) => format!(
@@ -205,35 +206,54 @@ fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
         format!("within {} and the dimensions' caps", budgets.join(" and "))
     };
     doc.heading(2, "The decision");
-    match p.decision.map(|d| &p.answers[d.answer]) {
-        Some(a) => {
-            if let Ok((c, b)) = &a.outcome {
-                let k = &c.catalog;
-                doc.para(format!(
-                    "Buy **{} GB/s per NPU** ({}): ${}M capex, {} kW, {:.3} ms per iteration in the study's `{}` time model; the catalog's `{}` optimum {within} (MILP, gap {:.0e}). {} Parts: `bom.json`, and the bill of materials below.",
-                    sig3_list(&b.bought_gbps),
-                    names.join(", "),
-                    sig3(usd_to_musd(b.capex_usd)),
-                    sig3(w_to_kw(b.power_w)),
-                    k.iteration_time_ms,
-                    study.collective.time_model.name(),
+    match p.decided() {
+        Some((a, c, b)) => {
+            let k = &c.catalog;
+            let model = study.collective.time_model.name();
+            let time = match &p.replay {
+                Some(Ok(m)) => format!(
+                    "**{:.3} ms per iteration** replayed on the best schedule dimsum builds for each collective (no schedule makes it faster than {:.3} ms: every collective at the exact cut of its group's links); the catalog's `{}` optimum {within} (MILP, gap {:.0e}), chosen on the study's `{model}` analytic model, which puts it at {:.3} ms ({} against the replay)",
+                    ns_to_ms(m.iteration_ns),
+                    ns_to_ms(m.lower_bound_ns),
                     a.objective,
                     k.mip_rel_gap,
-                    bound_sentence(a.goal, c),
-                ));
-            }
+                    k.iteration_time_ms,
+                    signed_pct(ns_to_ms(m.analytic_iteration_ns), ns_to_ms(m.iteration_ns)),
+                ),
+                Some(Err(e)) => format!(
+                    "{:.3} ms per iteration in the study's `{model}` analytic model (not replayed: {e}); the catalog's `{}` optimum {within} (MILP, gap {:.0e})",
+                    k.iteration_time_ms, a.objective, k.mip_rel_gap,
+                ),
+                None => format!(
+                    "{:.3} ms per iteration in the study's `{model}` analytic model; the catalog's `{}` optimum {within} (MILP, gap {:.0e})",
+                    k.iteration_time_ms, a.objective, k.mip_rel_gap,
+                ),
+            };
+            doc.para(format!(
+                "Buy **{} GB/s per NPU** ({}): ${}M capex, {} kW, {time}. {} Parts: `bom.json`, and the bill of materials below.",
+                sig3_list(&b.bought_gbps),
+                names.join(", "),
+                sig3(usd_to_musd(b.capex_usd)),
+                sig3(w_to_kw(b.power_w)),
+                bound_sentence(a.goal, c),
+            ));
         }
         None => doc.para(format!(
             "The catalog sells no design {within} for any of the study's objectives."
         )),
     }
     let mut rows = Vec::new();
-    for a in &p.answers {
+    let decided = p.decision.map(|d| d.answer);
+    for (i, a) in p.answers.iter().enumerate() {
+        let time = |t: f64| match &p.replay {
+            Some(Ok(m)) if decided == Some(i) => format!("{t:.3} (replayed {:.3})", ns_to_ms(m.iteration_ns)),
+            _ => format!("{t:.3}"),
+        };
         match &a.outcome {
             Ok((c, b)) => rows.push(cells([
                 format!("`{}` bought", a.objective),
                 sig3_list(&b.bought_gbps),
-                format!("{:.3}", c.catalog.iteration_time_ms),
+                time(c.catalog.iteration_time_ms),
                 bound_cell(a.goal, c),
                 format!("{:.3}", usd_to_musd(b.capex_usd)),
                 format!("{:.1}", w_to_kw(b.power_w)),
@@ -253,7 +273,7 @@ fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
         vec![
             "design".into(),
             format!("GB/s per NPU ({})", names.join(", ")),
-            "iteration (ms)".into(),
+            "iteration (ms, analytic)".into(),
             "bound (continuous relaxation)".into(),
             "capex ($M)".into(),
             "power (kW)".into(),
@@ -261,6 +281,7 @@ fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
         ],
         rows,
     ));
+    replayed(study, p, doc);
     let mut red: Vec<String> = Vec::new();
     for b in &p.bought {
         if !b.flags.is_empty() {
@@ -279,6 +300,58 @@ fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
         doc.para("Red flags (designs not to buy as they stand):");
         doc.push(Block::List(red));
     }
+}
+
+/// `a` against `b` as a signed percentage (`+1.2%`: `a` is larger).
+fn signed_pct(a: f64, b: f64) -> String {
+    let pct = 100.0 * (a / b - 1.0);
+    if pct.abs() < 0.05 {
+        "0.0%".into()
+    } else {
+        format!("{pct:+.1}%")
+    }
+}
+
+/// The decision's collectives as replayed: each on its best schedule beside
+/// the analytic model's time and the certified bound.
+fn replayed(study: &Study, p: &Procured, doc: &mut Doc) {
+    let Some(Ok(m)) = &p.replay else { return };
+    doc.para(format!(
+        "The decision replayed (`{}` link model, every distinct collective of the iteration on its best schedule; the analytic column is the `{}` model the optimizer reads):",
+        study.evaluator.link_model.as_name(),
+        study.collective.time_model.name(),
+    ));
+    let rows = m
+        .collectives
+        .iter()
+        .map(|c| {
+            cells([
+                c.kind.name().to_string(),
+                sig3(c.bytes),
+                format!("{:?}", c.group),
+                c.count.to_string(),
+                format!("`{}`", c.algorithm),
+                format!("{:.4}", c.simulated_ms),
+                format!("{:.4}", c.lower_bound_ms),
+                format!("{:.4}", c.analytic_ms),
+                signed_pct(c.analytic_ms, c.simulated_ms),
+            ])
+        })
+        .collect();
+    doc.push(Block::Table(
+        header(&[
+            "collective",
+            "bytes",
+            "group",
+            "count",
+            "schedule",
+            "replayed (ms)",
+            "bound (ms)",
+            "analytic (ms)",
+            "analytic error",
+        ]),
+        rows,
+    ));
 }
 
 /// The recommended allocation per objective; `optimize.json`.
@@ -461,7 +534,20 @@ fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &
         })
         .collect();
     let decision = p.decision.map(|d| p.answers[d.answer].objective.clone());
-    let j = json!({ "stamp": stamp, "study": study.name, "catalog": spec.catalog.name, "budget_usd": spec.budget_usd, "budget_w": spec.budget_w, "decision": decision, "answers": answers, "recommended": recommended_json, "catalog_optimum": catalog_json });
+    let replay = match &p.replay {
+        Some(Ok(m)) => json!({
+            "schedules": "best",
+            "link_model": study.evaluator.link_model,
+            "bw_gbps": m.bw_gbps,
+            "iteration_time_ms": ns_to_ms(m.iteration_ns),
+            "lower_bound_ms": ns_to_ms(m.lower_bound_ns),
+            "analytic_iteration_time_ms": ns_to_ms(m.analytic_iteration_ns),
+            "collectives": m.collectives,
+        }),
+        Some(Err(e)) => json!({ "error": e.to_string() }),
+        None => serde_json::Value::Null,
+    };
+    let j = json!({ "stamp": stamp, "study": study.name, "catalog": spec.catalog.name, "budget_usd": spec.budget_usd, "budget_w": spec.budget_w, "decision": decision, "decision_replayed": replay, "answers": answers, "recommended": recommended_json, "catalog_optimum": catalog_json });
     out.json("bom.json", &j)
 }
 
@@ -901,7 +987,7 @@ fn frontier(
     let axis = f.axis.name();
     let unit = f.axis.unit();
     doc.heading(2, format!("Frontier: iteration time against {axis}"));
-    doc.chart("frontier", &format!("frontier-{axis}"));
+    doc.chart(&format!("{axis} frontier"), &format!("frontier-{axis}"));
     if let (Some(first), Some(k), Some(last)) = (f.points.first(), f.points.get(f.knee), f.points.last()) {
         // The high end (optimize::frontier's module doc): the fastest
         // design when another constraint binds there, else within 1e-3 of
@@ -924,14 +1010,20 @@ fn frontier(
             100.0 * (k.iteration_time_ms - last.iteration_time_ms) / k.iteration_time_ms.max(1e-300)
         ));
     }
-    doc.chart("allocation", &format!("allocation-{axis}"));
+    doc.chart(
+        &format!("allocation along the {axis} frontier"),
+        &format!("allocation-{axis}"),
+    );
     if let Some(rows) = &r.schedule_backed {
         let files = schedule_backed_frontier(study, stamp, f.axis, rows, out)?;
         out.files.extend(files);
         doc.para(format!(
             "Against simulated schedules (`frontier-{axis}-schedule.csv`): the analytic optimum replayed and the schedule-backed optimum at every budget."
         ));
-        doc.chart("schedule-backed frontier", &format!("frontier-{axis}-schedule"));
+        doc.chart(
+            &format!("schedule-backed {axis} frontier"),
+            &format!("frontier-{axis}-schedule"),
+        );
     }
     doc.para(format!(
         "Every point: `frontier-{axis}.csv` ({} points, {} LP solves; worst gap {:.0e}).",
