@@ -549,3 +549,24 @@ fn cli_fabric_topology_from_a_study() {
     assert_eq!(v["valid"], true);
     assert!(v["time_us"].as_f64().unwrap() >= v["lower_bound_us"].as_f64().unwrap());
 }
+
+#[test]
+fn schedules_too_large_to_hold_are_refused_before_they_are_built() {
+    // A direct all-reduce over a switch of n: n (n - 1) transfers per phase,
+    // each waiting for the n - 1 receives of the step before, so about
+    // 2 n (n - 1) n dependency entries: 2 x 1024 x 1023 x 1024 = 2.1e9 is
+    // over the 2^30 limit; 2 x 512 x 511 x 512 = 2.7e8 is under it.
+    let big = topo("switch:1024", 100.0, 500.0);
+    let err = builtin::build(&big, CollectiveKind::AllReduce, Algo::Direct, None, 1).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("1073741824") && msg.contains("1024 NPUs"), "{msg}");
+    // Halving-doubling over the same switch is 2 x 1024 x (10 + 2) transfers
+    // at most: built.
+    assert!(builtin::build(&big, CollectiveKind::AllReduce, Algo::HalvingDoubling, None, 1).is_ok());
+    // A ring over 4,096 NPUs: 2 x 4096 x 4095 = 3.4e7 transfers, over 2^24.
+    let ring = topo("ring:4096", 100.0, 500.0);
+    let msg = builtin::build(&ring, CollectiveKind::AllReduce, Algo::Ring, None, 1)
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("16777216") && msg.contains("transfers"), "{msg}");
+}

@@ -683,6 +683,48 @@ pub fn build(
             super::MAX_STATE
         )));
     }
+    // Transfers per lane and phase: every NPU sends once per step of each
+    // level (twice on a bidirectional ring; halving-doubling's fold for
+    // sizes off powers of two adds at most two steps).
+    let steps: u64 = levels
+        .iter()
+        .map(|l| {
+            let p = u64::from(l.p);
+            match l.algo {
+                Algo::HalvingDoubling => u64::from(p.next_power_of_two().trailing_zeros()) + 2,
+                Algo::BidirectionalRing => 2 * (p - 1),
+                Algo::Ring | Algo::Direct => p - 1,
+            }
+        })
+        .sum();
+    let phases = if kind == CollectiveKind::AllReduce { 2 } else { 1 };
+    let transfers = u64::from(n) * u64::from(lanes) * steps * phases;
+    // Dependencies: a direct level's transfers each wait for the p - 1
+    // receives of the step before; elsewhere a transfer waits for a few.
+    let deps: u64 = levels
+        .iter()
+        .map(|l| {
+            let p = u64::from(l.p);
+            if l.algo == Algo::Direct { (p - 1) * p } else { 0 }
+        })
+        .sum::<u64>()
+        * u64::from(n)
+        * u64::from(lanes)
+        * phases
+        + 2 * transfers;
+    let what = if algos.is_some() { "hierarchical" } else { flat.name() };
+    if transfers > super::MAX_TRANSFERS {
+        return Err(BuildError::Unsupported(format!(
+            "{what} on {n} NPUs is about {transfers} transfers, more than a schedule may hold ({}): use a hierarchical or halving-doubling schedule, fewer chunks per NPU or fewer NPUs",
+            super::MAX_TRANSFERS
+        )));
+    }
+    if deps > super::MAX_DEPS {
+        return Err(BuildError::Unsupported(format!(
+            "{what} on {n} NPUs is about {deps} dependency entries, more than a schedule may hold ({}): use a hierarchical, ring or halving-doubling schedule, fewer chunks per NPU or fewer NPUs",
+            super::MAX_DEPS
+        )));
+    }
     let name = match algos {
         None => flat.name().to_string(),
         Some(a) => format!(

@@ -67,6 +67,20 @@ use serde::{Deserialize, Serialize};
 /// refuse larger schedules before they allocate.
 pub(crate) const MAX_STATE: u64 = 1 << 29;
 
+/// Most transfers a built-in schedule may hold: a transfer and its replay
+/// take about 320 bytes (a 2,048-NPU flat ring all-reduce, 8.4 M transfers,
+/// peaks at 2.7 GB), so this keeps one schedule near 10 GiB. Builders refuse
+/// larger schedules before they allocate (a direct or ring all-reduce over
+/// 4,096 NPUs is 33.5 M).
+pub(crate) const MAX_TRANSFERS: u64 = 1 << 24;
+
+/// Most dependency entries a built-in schedule may hold (4 bytes each and
+/// their share of the replay: a direct all-reduce over a 1,024-NPU switch,
+/// 2^31 of them, peaks at 9 GB; this keeps one near 4.5 GiB). A direct
+/// step waits for every receive of the step before it, so a direct level
+/// of p NPUs holds about n p^2 of them.
+pub(crate) const MAX_DEPS: u64 = 1 << 30;
+
 /// The schedule file format's name and version.
 pub const FORMAT: &str = "dimsum-schedule/1";
 
