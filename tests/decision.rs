@@ -252,7 +252,7 @@ fn the_catalog_frontier_is_brute_force_over_purchasable_designs() {
 fn the_decision_is_replayed_on_its_best_schedules_above_its_bound() {
     let s = study("budget_usd = 1e6");
     let mut p = procure(&s);
-    p.replay_decision(&s);
+    p.replay_decision(&s, &|_, _, _| ());
     let (_, c, _) = p.decided().unwrap();
     let m = p.replay.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(m.bw_gbps, c.catalog.bw_gbps);

@@ -16,6 +16,8 @@ use dimsum::schedule::simulate::LinkModel;
 use dimsum::schedule::{bounds, product};
 use dimsum::study::topology;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 /// Arguments of `dimsum collective`.
 #[derive(Debug, Args)]
@@ -189,9 +191,31 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
     if forest && args.schedule_in.is_none() && product::needs_rounds(&topo, collective_kind(&args.collective)?) {
         return rounds(args, &topo, size);
     }
-    let schedule = schedule_of(args, &topo, size)?;
-    let out = Replay::new(topo, schedule, size, model, args.charts.is_some())
-        .map_err(|e| InputError::arg("--schedule-in", e.to_string()))?;
+    // Three stages, each seconds to a minute on thousands of NPUs: a bar
+    // (after one second) redrawn by a ticker while a stage runs.
+    let bars = super::Bars::stages();
+    let task = "collective: schedule, replay, bounds";
+    let stage = AtomicUsize::new(0);
+    let done = AtomicBool::new(false);
+    let out = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                bars.update(task, stage.load(Ordering::Relaxed), 3);
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        let out = schedule_of(args, &topo, size).and_then(|schedule| {
+            stage.store(1, Ordering::Relaxed);
+            Replay::staged(topo, schedule, size, model, args.charts.is_some(), &|| {
+                stage.store(2, Ordering::Relaxed)
+            })
+            .map_err(|e| InputError::arg("--schedule-in", e.to_string()).into())
+        });
+        done.store(true, Ordering::Relaxed);
+        out
+    });
+    bars.finish();
+    let out = out?;
     if let Some(path) = &args.schedule_out {
         dimsum::io::write_atomic(path, out.schedule.to_json().as_bytes())?;
     }

@@ -721,10 +721,17 @@ pub(crate) struct Progress {
 
 impl Progress {
     pub(crate) fn new(len: usize, what: &str) -> Progress {
+        Progress::styled(len, what, true)
+    }
+
+    /// A bar with an ETA at the mean rate (`eta`), or without one (stages
+    /// of unlike lengths, where a rate says nothing).
+    fn styled(len: usize, what: &str, eta: bool) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::hidden());
-        if let Ok(style) = ProgressStyle::with_template(&format!(
-            "{what} {{bar:40}} {{pos}}/{{len}} [{{elapsed}}, eta {{mean_eta}}]"
-        )) {
+        let tail = if eta { ", eta {mean_eta}" } else { "" };
+        if let Ok(style) =
+            ProgressStyle::with_template(&format!("{what} {{bar:40}} {{pos}}/{{len}} [{{elapsed}}{tail}]"))
+        {
             // The ETA at the mean rate since the start (indicatif's own
             // follows the latest steps, and said "6m" for a 5 s coopt whose
             // first strategies were slow): nothing until a step is done.
@@ -765,12 +772,22 @@ impl Progress {
 /// changes.
 pub(crate) struct Bars {
     current: std::sync::Mutex<Option<(String, Progress)>>,
+    eta: bool,
 }
 
 impl Bars {
     pub(crate) fn new() -> Bars {
         Bars {
             current: std::sync::Mutex::new(None),
+            eta: true,
+        }
+    }
+
+    /// Bars counting stages of unlike lengths: elapsed time, no ETA.
+    pub(crate) fn stages() -> Bars {
+        Bars {
+            eta: false,
+            ..Bars::new()
         }
     }
 
@@ -787,7 +804,7 @@ impl Bars {
             if let Some((_, p)) = cur.take() {
                 p.finish();
             }
-            *cur = Some((task.to_string(), Progress::new(total, task)));
+            *cur = Some((task.to_string(), Progress::styled(total, task, self.eta)));
         }
         if let Some((_, p)) = cur.as_ref() {
             p.set(done);

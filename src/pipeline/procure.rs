@@ -16,7 +16,7 @@
 //! of its group's links). The MILP chooses on the analytic model, the fast
 //! inner estimate; the report shows its error at the design bought.
 
-use super::run::RunError;
+use super::run::{Progress, RunError};
 use crate::error::InputError;
 use crate::model::bom::{self, Bom, BomError, DimOption};
 use crate::optimize::catalog::{self, Comparison, Goal};
@@ -26,6 +26,8 @@ use crate::schedule::algorithm::Algorithm;
 use crate::study::Study;
 use crate::study::objective::Source;
 use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// Why a catalog design could not be found or bought.
 #[derive(Debug, thiserror::Error)]
@@ -316,9 +318,29 @@ impl Procured {
         a.outcome.as_ref().ok().map(|(c, b)| (a, c, b))
     }
 
-    /// Replays the decision's design ([`replay`]) and keeps the result.
-    pub fn replay_decision(&mut self, study: &Study) {
-        self.replay = self.decided().map(|(_, c, _)| replay(study, &c.catalog.bw_gbps));
+    /// Replays the decision's design ([`replay`]) and keeps the result,
+    /// reporting the distinct collectives replayed so far as `task`.
+    pub fn replay_decision(&mut self, study: &Study, progress: Progress) {
+        let Some(bw) = self.decided().map(|(_, c, _)| c.catalog.bw_gbps.clone()) else {
+            return;
+        };
+        let task = "replay the decision on the best schedules";
+        let backed = study.backed(&best_spec(study));
+        let total = backed.distinct();
+        let done = AtomicBool::new(false);
+        let measured = std::thread::scope(|sc| {
+            sc.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    progress(task, backed.replayed.load(Ordering::Relaxed).min(total), total);
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            });
+            let m = backed.measure(&bw);
+            done.store(true, Ordering::Relaxed);
+            m
+        });
+        progress(task, total, total);
+        self.replay = Some(measured);
     }
 }
 

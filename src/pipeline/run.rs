@@ -229,9 +229,7 @@ pub fn run_study(study: &Study, dir: &Path, progress: Progress) -> Result<StudyR
                 })
                 .collect();
             let mut p = procure::procure(study, &problem, &designs)?;
-            progress("replay the decision on the best schedules", 0, 1);
-            p.replay_decision(study);
-            progress("replay the decision on the best schedules", 1, 1);
+            p.replay_decision(study, progress);
             Some(p)
         }
         None => None,

@@ -36,12 +36,26 @@ impl Replay {
         model: LinkModel,
         record: bool,
     ) -> Result<Replay, SimError> {
+        Replay::staged(topo, schedule, size, model, record, &|| ())
+    }
+
+    /// [`Replay::new`], calling `replayed` between the replay and the
+    /// bounds (the two long stages on large topologies, for progress).
+    pub fn staged(
+        topo: Topology,
+        schedule: Schedule,
+        size: f64,
+        model: LinkModel,
+        record: bool,
+        replayed: &dyn Fn(),
+    ) -> Result<Replay, SimError> {
         let opt = SimOptions {
             size_bytes: size,
             model,
             record,
         };
         let sim = simulate::simulate(&schedule, &topo, &opt)?;
+        replayed();
         let bounds = bounds::lower_bounds(&topo, schedule.collective, size);
         Ok(Replay {
             topo,
