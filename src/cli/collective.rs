@@ -209,7 +209,7 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
             Replay::staged(topo, schedule, size, model, args.charts.is_some(), &|| {
                 stage.store(2, Ordering::Relaxed)
             })
-            .map_err(|e| InputError::arg("--schedule-in", e.to_string()).into())
+            .map_err(|e| InputError::arg("--schedule-in", e.to_string()))
         });
         done.store(true, Ordering::Relaxed);
         out
