@@ -120,22 +120,25 @@ fn ring_latency_counted_per_step() {
 }
 
 /// A group of 4 in a fully-connected 8 has only the 3 links among its
-/// members, each B/7: LIBRA's formula assumes all of B.
+/// members, each B/7: LIBRA's formula (`group_bandwidth =
+/// "whole-dimension"`) assumes all of B, the default (`links`) does not.
 /// Direct all-reduce of S = 64e6 B at B = 250 GB/s: each half sends 3
 /// pieces of S/4 = 16e6 B, one per link at 250/7 GB/s: 16e6 * 7 / 250 =
-/// 448_000 ns; the all-reduce 896_000 ns. Analytic: 2 S 3/4 / 250 =
-/// 384_000 ns. Ratio 7/3.
+/// 448_000 ns; the all-reduce 896_000 ns. LIBRA's: 2 S 3/4 / 250 =
+/// 384_000 ns, ratio 7/3; the links model: 2 S 3/4 x 7/3 / 250 = 896_000.
 #[test]
 fn partial_fully_connected_group_is_slower_than_libra_says() {
     let text = one_dim("fully-connected", 8, 0.0, "all-reduce", 64e6, "direct").replace("group = [8]", "group = [4]");
-    let s = study(&text);
-    let m = s.backed(&Spec::default()).measure(&[250.0]).unwrap();
-    let c = &m.collectives[0];
-    assert!(rel(c.simulated_ms, 0.896) < 1e-9, "{}", c.simulated_ms);
-    assert!(rel(c.analytic_ms, 0.384) < 1e-9, "{}", c.analytic_ms);
-    assert!(rel(c.ratio, 7.0 / 3.0) < 1e-9);
-    // Never below the bound: 2 S 3/4 through 250 GB/s.
-    assert!(c.lower_bound_ms <= c.simulated_ms);
+    for (key, analytic_ms) in [("", 0.896), ("group_bandwidth = \"whole-dimension\"\n", 0.384)] {
+        let s = study(&format!("{key}{text}"));
+        let m = s.backed(&Spec::default()).measure(&[250.0]).unwrap();
+        let c = &m.collectives[0];
+        assert!(rel(c.simulated_ms, 0.896) < 1e-9, "{}", c.simulated_ms);
+        assert!(rel(c.analytic_ms, analytic_ms) < 1e-9, "{key}: {}", c.analytic_ms);
+        assert!(rel(c.ratio, 0.896 / analytic_ms) < 1e-9);
+        // Never below the bound: 2 S 3/4 through 250 GB/s.
+        assert!(c.lower_bound_ms <= c.simulated_ms);
+    }
 }
 
 /// The hierarchical schedule runs dimension after dimension, where LIBRA's
@@ -554,4 +557,73 @@ fn flow_is_an_all_to_all_algorithm_only() {
     assert!(e.contains("evaluator.algorithms.all-reduce"), "{e}");
     let a2a = format!("{base}\n[evaluator]\nkind = \"schedule\"\nalgorithms = {{ all-to-all = \"flow\" }}\n");
     assert!(Study::parse(&a2a, Path::new("f.toml")).is_ok());
+}
+
+/// A group on part of a dimension: the analytic model's `links` bytes
+/// against the exact cut of the group's own links (the topology the
+/// schedule evaluator replays it on), and LIBRA's `whole-dimension` bytes.
+#[test]
+fn a_group_on_part_of_a_dimension_gets_its_own_links() {
+    use dimsum::model::collective::{self, CollectiveModel, GroupBandwidth, TimeModel};
+    use dimsum::model::fabric::{Block, Dim, Fabric};
+    use dimsum::model::workload::{CollectiveKind, Comm, Group};
+    use dimsum::schedule::bounds;
+    let fabric = |block: Block, n: u32| Fabric {
+        dims: vec![Dim {
+            name: "a".into(),
+            block,
+            npus: n,
+            latency_ns: 0.0,
+            min_gbps: None,
+            max_gbps: None,
+            tier: "t".into(),
+            options_gbps: None,
+        }],
+    };
+    let s = 64e6;
+    let b = 350.0;
+    for (block, n, p, links) in [
+        // All-reduce of S over 4 of a fully-connected 8: LIBRA's 2 S 3/4 =
+        // 1.5 S bytes, at 3 of 7 links: x 7/3 = 3.5 S.
+        (Block::FullyConnected, 8, 4, 3.5 * s),
+        // 2 of a fully-connected 8: 2 S 1/2 = S, one link of seven: 7 S.
+        (Block::FullyConnected, 8, 2, 7.0 * s),
+        // 4 contiguous of a ring of 8, a line: 1.5 S x 2 ceil(4/2) / 3 = 2 S.
+        (Block::Ring, 8, 4, 2.0 * s),
+        // A switch port carries all of B: LIBRA's 1.5 S.
+        (Block::Switch, 8, 4, 1.5 * s),
+    ] {
+        let f = fabric(block, n);
+        let comm = Comm {
+            kind: CollectiveKind::AllReduce,
+            bytes: s,
+            group: Group(vec![Some(p)]),
+        };
+        let mut model = CollectiveModel::defaults(&f, TimeModel::Pipelined);
+        assert_eq!(model.group_bandwidth, GroupBandwidth::Links);
+        let c = collective::coefficients(&comm, &f, &model);
+        assert!(
+            (c.dims[0].bytes - links).abs() <= 1e-9 * links,
+            "{block:?} {p} of {n}: {}",
+            c.dims[0].bytes
+        );
+        model.group_bandwidth = GroupBandwidth::WholeDimension;
+        let whole = collective::coefficients(&comm, &f, &model);
+        // LIBRA's 2 S (p-1)/p.
+        let libra = 2.0 * s * f64::from(p - 1) / f64::from(p);
+        assert!(
+            (whole.dims[0].bytes - libra).abs() <= 1e-9 * s,
+            "{block:?} {p}: {}",
+            whole.dims[0].bytes
+        );
+        // The group's own links: no schedule beats their cut, and the
+        // links model is that cut (fully-connected groups and switches;
+        // the line's all-reduce cut is its reduce-scatter's plus its
+        // all-gather's, the same 2 S here).
+        let (topo, _) = scheduled::group_topology(&f, &comm.group, &[b]);
+        let cut = bounds::lower_bounds(&topo, CollectiveKind::AllReduce, s).bound_ns;
+        let t = c.time_ns(&[b]);
+        assert!(t >= cut * (1.0 - 1e-9), "{block:?}: {t} below the cut {cut}");
+        assert!(t <= cut * (1.0 + 1e-9), "{block:?}: {t} above the cut {cut}");
+    }
 }

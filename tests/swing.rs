@@ -266,6 +266,7 @@ fn analytic_swing_coefficients_match_the_simulator() {
         let model = CollectiveModel {
             time_model: TimeModel::Pipelined,
             algorithms: vec![Algorithm::Swing],
+            group_bandwidth: Default::default(),
         };
         let t = Topology::from_fabric(&f, &[100.0]);
         for kind in [AllReduce, ReduceScatter, AllGather] {

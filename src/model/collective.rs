@@ -17,6 +17,22 @@
 //! - send-recv (pipeline stages): `S` on the innermost involved dimension,
 //!   where neighbouring stages differ, one step.
 //!
+//! A group of p on a dimension of n > p NPUs (`GroupBandwidth`): LIBRA's
+//! formulas give it all of `B_d`, which it gets through a switch port but
+//! not elsewhere. The default, `links`, counts the group's own links, as
+//! the schedule evaluator's group topologies do (`optimize::scheduled`): on
+//! a fully-connected dimension each NPU reaches the p - 1 other members
+//! over p - 1 of its n - 1 links, `B (p-1)/(n-1)`, so the bytes are scaled
+//! by `(n-1)/(p-1)` (a group of 4 in a fully-connected 8 moves its bytes
+//! at `3B/7`, and replays of it on the best schedules ran 33% slower than
+//! LIBRA's formula); on a ring the p contiguous members form a line, whose
+//! middle link (B/2 each way) must carry `ceil(p/2)` shards of a gather
+//! or a reduction where the ring's two directions share `p - 1`, so the
+//! bytes are scaled by `2 ceil(p/2) / (p-1)` (the cut, reached by
+//! spanning-tree schedules; all-to-all's cut on a line is worse still).
+//! Send-recv keeps LIBRA's bytes. `whole-dimension` is LIBRA's assumption,
+//! kept by the studies that reproduce LIBRA's published cases.
+//!
 //! Latency: `alpha_d = steps * hops * latency_d`, with steps from the
 //! dimension's algorithm (Thakur, Rabenseifner and Gropp, "Optimization of
 //! collective communication operations in MPICH", IJHPCA 2005):
@@ -159,6 +175,57 @@ impl TimeModel {
     }
 }
 
+/// How much of a dimension's bandwidth a group spanning part of it gets
+/// (a group of p on a dimension of n > p NPUs; module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupBandwidth {
+    /// The group's own links: on a fully-connected dimension the p - 1
+    /// links to its members, `B (p-1)/(n-1)`; on a ring the line of its p
+    /// contiguous members, `B/2` each way without the wrap-around; a
+    /// switch port carries all of B.
+    #[default]
+    Links,
+    /// LIBRA's assumption: every group gets all of `B_d`.
+    WholeDimension,
+}
+
+impl GroupBandwidth {
+    /// The study-file name.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupBandwidth::Links => "links",
+            GroupBandwidth::WholeDimension => "whole-dimension",
+        }
+    }
+
+    /// How many times LIBRA's bytes a group of `p` on a dimension of `n`
+    /// NPUs with `block` takes (1 for a whole dimension or a switch): a
+    /// fully-connected group `(n-1)/(p-1)`; a line of p, whose middle link
+    /// (B/2 each way) carries `ceil(p/2)` shards where a ring's two
+    /// directions carry `p-1` at B, `2 ceil(p/2) / (p-1)`.
+    pub fn factor(self, block: Block, p: u32, n: u32) -> f64 {
+        if self == GroupBandwidth::WholeDimension || p <= 1 || p >= n {
+            return 1.0;
+        }
+        let (pf, nf) = (f64::from(p), f64::from(n));
+        match block {
+            Block::FullyConnected => (nf - 1.0) / (pf - 1.0),
+            Block::Ring => 2.0 * f64::from(p.div_ceil(2)) / (pf - 1.0),
+            Block::Switch => 1.0,
+        }
+    }
+}
+
+impl crate::error::Named for GroupBandwidth {
+    const WHAT: &'static str = "a group bandwidth";
+    const ALL: &'static [GroupBandwidth] = &[GroupBandwidth::Links, GroupBandwidth::WholeDimension];
+    fn as_name(self) -> &'static str {
+        self.name()
+    }
+}
+crate::named!(GroupBandwidth);
+
 /// How a study turns collectives into coefficients.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CollectiveModel {
@@ -166,6 +233,8 @@ pub struct CollectiveModel {
     pub time_model: TimeModel,
     /// The algorithm of each dimension.
     pub algorithms: Vec<Algorithm>,
+    /// What a group spanning part of a dimension gets of its bandwidth.
+    pub group_bandwidth: GroupBandwidth,
 }
 
 impl CollectiveModel {
@@ -174,6 +243,7 @@ impl CollectiveModel {
         CollectiveModel {
             time_model,
             algorithms: fabric.dims.iter().map(|d| Algorithm::default_for(d.block)).collect(),
+            group_bandwidth: GroupBandwidth::default(),
         }
     }
 }
@@ -407,6 +477,10 @@ pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Co
                 };
                 b = m.factor * size;
                 hops = m.hops;
+            }
+            // A group on part of the dimension (not a point-to-point send).
+            if comm.kind != CollectiveKind::SendRecv {
+                b *= model.group_bandwidth.factor(dim.block, p, dim.npus);
             }
             let alpha_ns = match model.time_model {
                 TimeModel::Libra => 0.0,

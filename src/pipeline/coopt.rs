@@ -173,6 +173,7 @@ pub fn strategies(n: u64, base: &Strategy) -> Vec<Strategy> {
 fn problem(study: &Study, fabric: &Fabric, workload: &crate::model::workload::Workload) -> Result<Problem, String> {
     let model = CollectiveModel {
         time_model: study.collective.time_model,
+        group_bandwidth: study.collective.group_bandwidth,
         algorithms: study.collective.algorithms.clone(),
     };
     let it = IterationModel::new(workload, fabric, &model, study.training_loop);

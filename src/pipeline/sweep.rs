@@ -212,6 +212,7 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
     };
     let model = CollectiveModel {
         time_model: study.collective.time_model,
+        group_bandwidth: study.collective.group_bandwidth,
         algorithms: fabric.dims.iter().map(|d| Algorithm::default_for(d.block)).collect(),
     };
     let it = IterationModel::new(&workload, &fabric, &model, study.training_loop);

@@ -35,6 +35,8 @@ pub mod validation;
 use crate::io::{Stamp, WriteError, temp_path, write_atomic};
 use crate::optimize::frontier::{Frontier, Marker};
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -150,7 +152,91 @@ impl Scale {
 
     fn label(&self, t: f64) -> String {
         let v = if self.log { 10f64.powf(t) } else { t };
-        sig3(v)
+        tick(v)
+    }
+
+    /// The axis with round ticks ([`Scale::keys`]) for plotters.
+    fn range(&self) -> Ticks {
+        Ticks {
+            inner: (self.lo..self.hi).into(),
+            keys: self.keys(),
+        }
+    }
+
+    /// Round ticks in the axis' coordinates: on a log axis 1, 2 and 5 times
+    /// the powers of ten in range (only the powers when that makes more
+    /// than ten, 1 to 9 times them when fewer than three); on a linear
+    /// one multiples of 1, 2, 2.5 or 5 times a power of ten, about six.
+    fn keys(&self) -> Vec<f64> {
+        if self.log {
+            let (a, b) = (10f64.powf(self.lo), 10f64.powf(self.hi));
+            let pick = |ms: &[f64]| -> Vec<f64> {
+                let mut out = Vec::new();
+                for k in (self.lo.floor() as i32)..=(self.hi.ceil() as i32) {
+                    for m in ms {
+                        let v = m * 10f64.powi(k);
+                        if v >= a && v <= b {
+                            out.push(v.log10());
+                        }
+                    }
+                }
+                out
+            };
+            let mut keys = pick(&[1.0, 2.0, 5.0]);
+            if keys.len() > 10 {
+                keys = pick(&[1.0]);
+            }
+            if keys.len() < 3 {
+                keys = pick(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+            }
+            keys
+        } else {
+            let raw = (self.hi - self.lo).max(1e-300) / 6.0;
+            let mag = 10f64.powf(raw.log10().floor());
+            let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+                .iter()
+                .map(|m| m * mag)
+                .find(|s| *s >= raw)
+                .unwrap_or(10.0 * mag);
+            let first = (self.lo / step).ceil() as i64;
+            let last = (self.hi / step).floor() as i64;
+            (first..=last).map(|i| i as f64 * step).collect()
+        }
+    }
+}
+
+/// A linear f64 axis whose ticks (bold and light) are given: the round
+/// values of [`Scale::keys`]. Labels come from the charts' formatters.
+struct Ticks {
+    inner: RangedCoordf64,
+    keys: Vec<f64>,
+}
+
+impl Ranged for Ticks {
+    type ValueType = f64;
+    type FormatOption = DefaultFormatting;
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<H: KeyPointHint>(&self, _hint: H) -> Vec<f64> {
+        self.keys.clone()
+    }
+}
+
+/// A tick label: [`sig3`] without trailing zeros (ticks are round: 0.2,
+/// 10, 2500).
+fn tick(v: f64) -> String {
+    let s = sig3(v);
+    if s.contains('.') && !s.contains('e') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
     }
 }
 
@@ -240,7 +326,7 @@ where
         .margin(16)
         .x_label_area_size(56)
         .y_label_area_size(84)
-        .build_cartesian_2d(xs.lo..xs.hi, ys.lo..ys.hi)?;
+        .build_cartesian_2d(xs.range(), ys.range())?;
     let xlabel = match f.axis.name() {
         "cost" => "network cost ($M)".to_string(),
         "power" => "network power (kW)".to_string(),
@@ -378,7 +464,7 @@ where
         .margin(16)
         .x_label_area_size(56)
         .y_label_area_size(84)
-        .build_cartesian_2d(xs.lo..xs.hi, 0.0..top * 1.08)?;
+        .build_cartesian_2d(xs.range(), 0.0..top * 1.08)?;
     let xlabel = match f.axis.name() {
         "cost" => "network cost budget ($M)",
         "power" => "network power budget (kW)",
@@ -642,13 +728,7 @@ fn bytes_label(v: f64) -> String {
         .into_iter()
         .find(|(s, _)| v >= *s * 0.999)
         .unwrap_or((1.0, "B"));
-    let x = sig3(v / scale);
-    let x = if x.contains('.') {
-        x.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        x
-    };
-    format!("{x} {unit}")
+    format!("{} {unit}", tick(v / scale))
 }
 
 /// Sixteen distinguishable colours (the Tableau palette, then darker ones).
@@ -762,7 +842,7 @@ where
         .margin(16)
         .x_label_area_size(56)
         .y_label_area_size(84)
-        .build_cartesian_2d(xs.lo..xs.hi, ys.lo..ys.hi)?;
+        .build_cartesian_2d(xs.range(), ys.range())?;
     chart
         .configure_mesh()
         .x_desc(format!("{x_desc}, log scale"))
@@ -772,7 +852,7 @@ where
             if x_desc.contains("bytes") || x_desc.contains("size") {
                 bytes_label(10f64.powf(*t))
             } else {
-                sig3(10f64.powf(*t))
+                tick(10f64.powf(*t))
             }
         })
         .y_label_formatter(&|t| ys.label(*t))

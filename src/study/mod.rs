@@ -10,7 +10,7 @@
 //! `libra_communicator`), by paths relative to the study file.
 //!
 //! This module owns the top level of the file (`name`, `description`,
-//! `time_model`, `training_loop`, `bw`), the order in which the sections are
+//! `time_model`, `group_bandwidth`, `training_loop`, `bw`), the order in which the sections are
 //! checked, and the study's hash. Each section is read by its own module, with
 //! the raw serde structs it is parsed into: `fabric` (`[fabric]`, `[cost]`),
 //! `workload` (`[workload]`, or `[model]`, `[npu]` and `[parallelism]`),
@@ -50,7 +50,7 @@ pub use workload::{OrderError, parse_order};
 use crate::error::{InputError, line_of_offset};
 use crate::interop::libra;
 use crate::model::bom::Procurement;
-use crate::model::collective::{CollectiveModel, TimeModel};
+use crate::model::collective::{CollectiveModel, GroupBandwidth, TimeModel};
 use crate::model::cost::{CostModel, Linear};
 use crate::model::eval::{Evaluation, evaluate};
 use crate::model::fabric::Fabric;
@@ -121,7 +121,12 @@ impl Study {
         cost: &Path,
     ) -> Result<Study, InputError> {
         let inputs = libra::read_inputs(network, workload, communicator, cost)?;
-        let collective = CollectiveModel::defaults(&inputs.fabric, TimeModel::Libra);
+        // LIBRA's model throughout: its time model and its assumption that
+        // every group gets all of a dimension's bandwidth.
+        let collective = CollectiveModel {
+            group_bandwidth: GroupBandwidth::WholeDimension,
+            ..CollectiveModel::defaults(&inputs.fabric, TimeModel::Libra)
+        };
         Ok(Study {
             name: inputs.name,
             description: format!("LIBRA inputs: {} on {}", workload.display(), inputs.fabric.shape()),
@@ -246,6 +251,7 @@ impl Study {
             collective: CollectiveModel {
                 time_model: raw.time_model.unwrap_or(TimeModel::Libra),
                 algorithms,
+                group_bandwidth: raw.group_bandwidth.unwrap_or_default(),
             },
             training_loop: raw.training_loop.unwrap_or(Loop::NoOverlap),
             bw,
@@ -415,6 +421,7 @@ struct RawStudy {
     name: Option<String>,
     description: Option<String>,
     time_model: Option<TimeModel>,
+    group_bandwidth: Option<GroupBandwidth>,
     training_loop: Option<Loop>,
     bw: Option<Spanned<Vec<f64>>>,
     fabric: fabric::RawFabric,
