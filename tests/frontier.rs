@@ -340,3 +340,46 @@ fn bad_shard_and_axis_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("total-bw"));
 }
+
+/// Every solved sweep row carries its allocation bought from the catalog
+/// (the study names no `[procurement]`: the built-in catalog and each
+/// dimension's defaults on the item's own shape), or why it cannot be.
+#[test]
+fn sweep_rows_are_bought_from_the_catalog() {
+    use dimsum::model::bom::{self, Procurement};
+    let dir = tempfile::tempdir().unwrap();
+    let s = Study::load(&small(dir.path())).unwrap();
+    let spec = &s.sweeps[0];
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let o = sweep::run(&s, spec, Shard::ALL, &out, None, &|_, _| {}).unwrap();
+    let mut rd = csv::Reader::from_path(o.csv.unwrap()).unwrap();
+    let head: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(
+        &head[head.len() - 3..],
+        ["bought_capex_usd", "bought_power_w", "bought_note"]
+    );
+    let items = sweep::items(spec, 2);
+    let mut bought = 0;
+    for rec in rd.records().map(|r| r.unwrap()) {
+        if &rec[9] != "ok" {
+            continue;
+        }
+        let item = &items[rec[2].parse::<usize>().unwrap()];
+        let (fabric, _) = sweep::reshape(&s, spec, item).unwrap();
+        let bw: Vec<f64> = (14..16).map(|i| rec[i].parse().unwrap()).collect();
+        match bom::bom(&fabric, &Procurement::defaults(&fabric), &bw) {
+            Ok(b) => {
+                bought += 1;
+                assert_eq!(rec[16].parse::<f64>().unwrap(), b.capex_usd);
+                assert_eq!(rec[17].parse::<f64>().unwrap(), b.power_w);
+                assert!(b.capex_usd > 0.0);
+            }
+            Err(e) => {
+                assert_eq!(&rec[16], "");
+                assert_eq!(&rec[18], e.to_string());
+            }
+        }
+    }
+    assert!(bought > 0);
+}

@@ -16,8 +16,7 @@ use dimsum::schedule::simulate::LinkModel;
 use dimsum::schedule::{bounds, product};
 use dimsum::study::topology;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Arguments of `dimsum collective`.
 #[derive(Debug, Args)]
@@ -196,23 +195,14 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
     let bars = super::Bars::stages();
     let task = "collective: schedule, replay, bounds";
     let stage = AtomicUsize::new(0);
-    let done = AtomicBool::new(false);
-    let out = std::thread::scope(|sc| {
-        sc.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
-                bars.update(task, stage.load(Ordering::Relaxed), 3);
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        });
-        let out = schedule_of(args, &topo, size).and_then(|schedule| {
+    let out = dimsum::pipeline::run::ticking(&|| bars.update(task, stage.load(Ordering::Relaxed), 3), || {
+        schedule_of(args, &topo, size).and_then(|schedule| {
             stage.store(1, Ordering::Relaxed);
             Replay::staged(topo, schedule, size, model, args.charts.is_some(), &|| {
                 stage.store(2, Ordering::Relaxed)
             })
             .map_err(|e| InputError::arg("--schedule-in", e.to_string()))
-        });
-        done.store(true, Ordering::Relaxed);
-        out
+        })
     });
     bars.finish();
     let out = out?;

@@ -16,7 +16,7 @@
 //! of its group's links). The MILP chooses on the analytic model, the fast
 //! inner estimate; the report shows its error at the design bought.
 
-use super::run::{Progress, RunError};
+use super::run::{Progress, RunError, ticking};
 use crate::error::InputError;
 use crate::model::bom::{self, Bom, BomError, DimOption};
 use crate::optimize::catalog::{self, Comparison, Goal};
@@ -26,8 +26,7 @@ use crate::schedule::algorithm::Algorithm;
 use crate::study::Study;
 use crate::study::objective::Source;
 use serde::Serialize;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 /// Why a catalog design could not be found or bought.
 #[derive(Debug, thiserror::Error)]
@@ -327,18 +326,10 @@ impl Procured {
         let task = "replay the decision on the best schedules";
         let backed = study.backed(&best_spec(study));
         let total = backed.distinct();
-        let done = AtomicBool::new(false);
-        let measured = std::thread::scope(|sc| {
-            sc.spawn(|| {
-                while !done.load(Ordering::Relaxed) {
-                    progress(task, backed.replayed.load(Ordering::Relaxed).min(total), total);
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-            });
-            let m = backed.measure(&bw);
-            done.store(true, Ordering::Relaxed);
-            m
-        });
+        let measured = ticking(
+            &|| progress(task, backed.replayed.load(Ordering::Relaxed).min(total), total),
+            || backed.measure(&bw),
+        );
         progress(task, total, total);
         self.replay = Some(measured);
     }

@@ -135,6 +135,30 @@ pub struct StudyResults {
 /// Progress of long work: `(task, done, total)`.
 pub type Progress<'a> = &'a (dyn Fn(&str, usize, usize) + Sync);
 
+/// Runs `work` while another thread calls `tick` every 200 ms (progress
+/// of one long step that reports nothing itself); the ticker stops when
+/// `work` returns or panics.
+pub fn ticking<R>(tick: &(dyn Fn() + Sync), work: impl FnOnce() -> R) -> R {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let done = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                tick();
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        });
+        let _stop = Stop(&done);
+        work()
+    })
+}
+
 /// The study's fixed designs (its `bw` and its cases) on a frontier's axis.
 fn markers(study: &Study, problem: &Problem, axis: Axis) -> Vec<Marker> {
     let k = axis.coeffs(problem);

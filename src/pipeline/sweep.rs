@@ -23,6 +23,7 @@
 //! (temporary file, then rename) when every item is done.
 
 use crate::io::{Stamp, WriteError, write_atomic};
+use crate::model::bom::{self, Procurement};
 use crate::model::collective::{Algorithm, CollectiveModel};
 use crate::model::fabric::{Block, Dim, Fabric};
 use crate::model::training::IterationModel;
@@ -194,6 +195,18 @@ pub struct Row {
     pub network_power_w: f64,
     /// Allocation.
     pub bw_gbps: Vec<f64>,
+    /// The allocation bought from the catalog (`bom::bom`: ports rounded
+    /// up, switches, cables): capex $ and power W, or why it cannot be.
+    pub bought: Result<(f64, f64), String>,
+}
+
+/// The catalog and per-dimension parts of a sweep item: the study's
+/// `[procurement]` by position, else the defaults on the item's fabric.
+fn procurement(study: &Study, fabric: &Fabric) -> Procurement {
+    match &study.procurement {
+        Some(p) if p.dims.len() == fabric.ndims() => p.clone(),
+        _ => Procurement::defaults(fabric),
+    }
 }
 
 /// Solves one item.
@@ -206,6 +219,7 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
         network_cost_usd: f64::NAN,
         network_power_w: f64::NAN,
         bw_gbps: vec![f64::NAN; item.npus.len()],
+        bought: Err(String::new()),
     };
     let Some((fabric, workload)) = reshape(study, spec, item) else {
         return blank("unplaceable");
@@ -247,6 +261,9 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
             gap: s.gap,
             network_cost_usd: s.network_cost_usd,
             network_power_w: s.network_power_w,
+            bought: bom::bom(&fabric, &procurement(study, &fabric), &s.bw_gbps)
+                .map(|b| (b.capex_usd, b.power_w))
+                .map_err(|e| e.to_string()),
             bw_gbps: s.bw_gbps,
         },
         Err(optimize::OptError::Infeasible(_)) => blank("infeasible"),
@@ -317,6 +334,7 @@ fn header(k: usize) -> Vec<String> {
     let mut h: Vec<String> = HEADER.iter().map(|s| s.to_string()).collect();
     h.push("network_power_w".into());
     h.extend((0..k).map(|d| format!("bw_d{d}_gbps")));
+    h.extend(["bought_capex_usd", "bought_power_w", "bought_note"].map(String::from));
     h
 }
 
@@ -351,6 +369,10 @@ fn record(row: &Row, workload: &str, total: usize, stamp: &Stamp) -> Vec<String>
         f(row.network_power_w),
     ];
     r.extend(row.bw_gbps.iter().map(|b| f(*b)));
+    match &row.bought {
+        Ok((usd, w)) => r.extend([f(*usd), f(*w), String::new()]),
+        Err(why) => r.extend([String::new(), String::new(), why.clone()]),
+    }
     r
 }
 
@@ -369,6 +391,9 @@ pub struct Solved {
     pub iteration_time_ms: f64,
     /// Network cost, dollars.
     pub network_cost_usd: f64,
+    /// The design bought from the catalog, capex $ (`None`: not
+    /// purchasable as allocated).
+    pub bought_capex_usd: Option<f64>,
 }
 
 impl Solved {
@@ -383,6 +408,7 @@ impl Solved {
             workload: fields.get(8)?.clone(),
             iteration_time_ms: num(10)?,
             network_cost_usd: num(12)?,
+            bought_capex_usd: num(fields.len().checked_sub(3)?),
         })
     }
 }

@@ -1142,7 +1142,7 @@ fn sweep(study: &Study, s: &SweepResults, doc: &mut Doc) {
             .then(a.network_cost_usd.total_cmp(&b.network_cost_usd))
     });
     doc.para(format!(
-        "{} designs solved; the ten fastest, then cheapest ({} budget in {}):",
+        "{} designs solved; the ten fastest, then cheapest ({} budget in {}; each allocation also bought from the catalog, `bought_*` in the CSV):",
         s.outcome.items,
         spec.axis.name(),
         spec.axis.unit()
@@ -1157,11 +1157,20 @@ fn sweep(study: &Study, s: &SweepResults, doc: &mut Doc) {
                 r.workload.clone(),
                 format!("{:.4}", r.iteration_time_ms),
                 format!("{:.3}", usd_to_musd(r.network_cost_usd)),
+                r.bought_capex_usd
+                    .map_or("not purchasable".into(), |c| format!("{:.3}", usd_to_musd(c))),
             ])
         })
         .collect();
     doc.push(Block::Table(
-        header(&["shape", "budget", "workload", "iteration (ms)", "cost ($M)"]),
+        header(&[
+            "shape",
+            "budget",
+            "workload",
+            "iteration (ms)",
+            "cost ($M, linear)",
+            "bought ($M, catalog)",
+        ]),
         rows,
     ));
     doc.para(format!(
