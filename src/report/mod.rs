@@ -165,8 +165,9 @@ impl Scale {
 
     /// Round ticks in the axis' coordinates: on a log axis 1, 2 and 5 times
     /// the powers of ten in range (only the powers when that makes more
-    /// than ten, 1 to 9 times them when fewer than three); on a linear
-    /// one multiples of 1, 2, 2.5 or 5 times a power of ten, about six.
+    /// than ten; 1, 1.5, 2, 3, ... 9 times them when fewer than four; round
+    /// linear steps when the range is too narrow even for those); on a
+    /// linear one multiples of 1, 2, 2.5 or 5 times a power of ten, about six.
     fn keys(&self) -> Vec<f64> {
         if self.log {
             let (a, b) = (10f64.powf(self.lo), 10f64.powf(self.hi));
@@ -175,34 +176,47 @@ impl Scale {
                 for k in (self.lo.floor() as i32)..=(self.hi.ceil() as i32) {
                     for m in ms {
                         let v = m * 10f64.powi(k);
-                        if v >= a && v <= b {
+                        if v >= a * (1.0 - 1e-12) && v <= b * (1.0 + 1e-12) {
                             out.push(v.log10());
                         }
                     }
                 }
                 out
             };
-            let mut keys = pick(&[1.0, 2.0, 5.0]);
+            let keys = pick(&[1.0, 2.0, 5.0]);
             if keys.len() > 10 {
-                keys = pick(&[1.0]);
+                return pick(&[1.0]);
             }
-            if keys.len() < 3 {
-                keys = pick(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+            if keys.len() >= 4 {
+                return keys;
             }
-            keys
+            let keys = pick(&[1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+            if keys.len() >= 4 {
+                return keys;
+            }
+            // Less than a factor of about two: round linear steps.
+            linear_ticks(a, b).into_iter().map(f64::log10).collect()
         } else {
-            let raw = (self.hi - self.lo).max(1e-300) / 6.0;
-            let mag = 10f64.powf(raw.log10().floor());
-            let step = [1.0, 2.0, 2.5, 5.0, 10.0]
-                .iter()
-                .map(|m| m * mag)
-                .find(|s| *s >= raw)
-                .unwrap_or(10.0 * mag);
-            let first = (self.lo / step).ceil() as i64;
-            let last = (self.hi / step).floor() as i64;
-            (first..=last).map(|i| i as f64 * step).collect()
+            linear_ticks(self.lo, self.hi)
         }
     }
+}
+
+/// About six round values in `lo..=hi`: multiples of 1, 2, 2.5 or 5 times
+/// a power of ten.
+fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let raw = (hi - lo).max(1e-300) / 6.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    // Ends within rounding of a tick keep it (a log axis' ends come back
+    // through 10^log10).
+    let first = (lo / step - 1e-9).ceil() as i64;
+    let last = (hi / step + 1e-9).floor() as i64;
+    (first..=last).map(|i| i as f64 * step).collect()
 }
 
 /// A linear f64 axis whose ticks (bold and light) are given: the round
@@ -932,5 +946,39 @@ mod tests {
         assert_eq!(sig3(1.2993), "1.30");
         assert_eq!(sig3(0.0123), "0.0123");
         assert_eq!(sig3(2.5e7), "2.50e7");
+    }
+
+    /// Ticks by hand: the labels a reader sees.
+    #[test]
+    fn round_ticks() {
+        let labels = |sc: Scale| sc.keys().iter().map(|t| sc.label(*t)).collect::<Vec<_>>();
+        let log = |a: f64, b: f64| Scale {
+            log: true,
+            lo: a.log10(),
+            hi: b.log10(),
+        };
+        // Three decades: 1, 2 and 5 times the powers of ten.
+        assert_eq!(
+            labels(log(0.9, 1100.0)),
+            ["1", "2", "5", "10", "20", "50", "100", "200", "500", "1000"]
+        );
+        // Six decades: the powers alone.
+        assert_eq!(
+            labels(log(1.0, 1e6)),
+            ["1", "10", "100", "1000", "10000", "100000", "1.00e6"]
+        );
+        // $10.5M to $42M: 20 alone would be one tick; 1.5 to 9 times.
+        assert_eq!(labels(log(10.5, 42.0)), ["15", "20", "30", "40"]);
+        // 700 to 790 ms on a log axis: linear steps of 20.
+        assert_eq!(labels(log(700.0, 790.0)), ["700", "720", "740", "760", "780"]);
+        // Linear 0 to 7: a step of 2 (7/6 rounds up to 2).
+        let lin = Scale {
+            log: false,
+            lo: 0.0,
+            hi: 7.0,
+        };
+        assert_eq!(labels(lin), ["0", "2", "4", "6"]);
+        assert_eq!(tick(0.2), "0.2");
+        assert_eq!(tick(2500.0), "2500");
     }
 }
