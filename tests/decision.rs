@@ -272,9 +272,10 @@ fn the_decision_is_replayed_on_its_best_schedules_above_its_bound() {
     }
     assert!(m.iteration_ns >= m.lower_bound_ns * (1.0 - 1e-12));
     assert!((m.analytic_iteration_ns / 1e6 - c.catalog.iteration_time_ms).abs() <= 1e-9 * c.catalog.iteration_time_ms);
-    // The best schedules reach the cut on these small groups (products of
-    // a ring, a fully-connected group and a switch, no latency: forest's
-    // trees run at the cut rate): within 10% of the certified bound.
+    // The best schedules come close to the cut on these small groups
+    // (products of a ring, a fully-connected group and a switch, 500 ns
+    // per link: forest's trees run at the cut rate plus their depth in
+    // latency): within 10% of the certified bound.
     assert!(
         m.iteration_ns <= 1.10 * m.lower_bound_ns,
         "{} vs bound {}",

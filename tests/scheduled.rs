@@ -588,7 +588,8 @@ fn a_group_on_part_of_a_dimension_gets_its_own_links() {
         (Block::FullyConnected, 8, 4, 3.5 * s),
         // 2 of a fully-connected 8: 2 S 1/2 = S, one link of seven: 7 S.
         (Block::FullyConnected, 8, 2, 7.0 * s),
-        // 4 contiguous of a ring of 8, a line: 1.5 S x 2 ceil(4/2) / 3 = 2 S.
+        // 4 contiguous of a ring of 8, a line: an end NPU receives all of
+        // S over B/2, 2 S (p/(p-1) = 4/3 times LIBRA's 1.5 S).
         (Block::Ring, 8, 4, 2.0 * s),
         // A switch port carries all of B: LIBRA's 1.5 S.
         (Block::Switch, 8, 4, 1.5 * s),
@@ -625,5 +626,37 @@ fn a_group_on_part_of_a_dimension_gets_its_own_links() {
         let t = c.time_ns(&[b]);
         assert!(t >= cut * (1.0 - 1e-9), "{block:?}: {t} below the cut {cut}");
         assert!(t <= cut * (1.0 + 1e-9), "{block:?}: {t} above the cut {cut}");
+    }
+    // A line of p on a ring of 8 (B/2 per link each way), per collective,
+    // against the same cut (`size` is the whole buffer; LIBRA's all-gather
+    // bytes are one NPU's shard):
+    // - all-gather of 4 shards s: LIBRA's s (p-1) = 3s; an end NPU receives
+    //   3s over B/2: 6s, twice;
+    // - reduce-scatter of S over 4: LIBRA's 3S/4; an end NPU sends 3S/4
+    //   over B/2: 1.5 S, twice;
+    // - all-reduce of S over 3: LIBRA's 2 S 2/3 = 4S/3; an end NPU receives
+    //   all of S over B/2: 2S, 3/2 times.
+    let f = fabric(Block::Ring, 8);
+    let model = CollectiveModel::defaults(&f, TimeModel::Pipelined);
+    for (kind, p, bytes, size, links) in [
+        (CollectiveKind::AllGather, 4, s / 4.0, s, 6.0 * s / 4.0),
+        (CollectiveKind::ReduceScatter, 4, s, s, 1.5 * s),
+        (CollectiveKind::AllReduce, 3, s, s, 2.0 * s),
+    ] {
+        let comm = Comm {
+            kind,
+            bytes,
+            group: Group(vec![Some(p)]),
+        };
+        let c = collective::coefficients(&comm, &f, &model);
+        assert!(
+            (c.dims[0].bytes - links).abs() <= 1e-9 * links,
+            "{kind:?}: {}",
+            c.dims[0].bytes
+        );
+        let (topo, _) = scheduled::group_topology(&f, &comm.group, &[b]);
+        let cut = bounds::lower_bounds(&topo, kind, size).bound_ns;
+        let t = c.time_ns(&[b]);
+        assert!((t - cut).abs() <= 1e-9 * cut, "{kind:?}: {t} against the cut {cut}");
     }
 }

@@ -25,13 +25,15 @@
 //! over p - 1 of its n - 1 links, `B (p-1)/(n-1)`, so the bytes are scaled
 //! by `(n-1)/(p-1)` (a group of 4 in a fully-connected 8 moves its bytes
 //! at `3B/7`, and replays of it on the best schedules ran 33% slower than
-//! LIBRA's formula); on a ring the p contiguous members form a line, whose
-//! middle link (B/2 each way) must carry `ceil(p/2)` shards of a gather
-//! or a reduction where the ring's two directions share `p - 1`, so the
-//! bytes are scaled by `2 ceil(p/2) / (p-1)` (the cut, reached by
-//! spanning-tree schedules; all-to-all's cut on a line is worse still).
-//! Send-recv keeps LIBRA's bytes. `whole-dimension` is LIBRA's assumption,
-//! kept by the studies that reproduce LIBRA's published cases.
+//! LIBRA's formula); on a ring the p contiguous members form a line, B/2
+//! per link each way and no wrap-around: an end NPU's one link must bring
+//! it `(p-1)/p` of an all-gather or reduce-scatter buffer (twice LIBRA's
+//! ring time) and the whole reduced buffer of an all-reduce (`p/(p-1)`
+//! times LIBRA's; a pipelined chain meets it), and the middle link must
+//! carry `floor(p/2) ceil(p/2)` all-to-all pieces. Send-recv keeps LIBRA's
+//! bytes, and the `nccl` model's flat ring over several dimensions keeps
+//! its own. `whole-dimension` is LIBRA's assumption, kept by the studies
+//! that reproduce LIBRA's published cases.
 //!
 //! Latency: `alpha_d = steps * hops * latency_d`, with steps from the
 //! dimension's algorithm (Thakur, Rabenseifner and Gropp, "Optimization of
@@ -199,20 +201,25 @@ impl GroupBandwidth {
         }
     }
 
-    /// How many times LIBRA's bytes a group of `p` on a dimension of `n`
-    /// NPUs with `block` takes (1 for a whole dimension or a switch): a
-    /// fully-connected group `(n-1)/(p-1)`; a line of p, whose middle link
-    /// (B/2 each way) carries `ceil(p/2)` shards where a ring's two
-    /// directions carry `p-1` at B, `2 ceil(p/2) / (p-1)`.
-    pub fn factor(self, block: Block, p: u32, n: u32) -> f64 {
-        if self == GroupBandwidth::WholeDimension || p <= 1 || p >= n {
+    /// How many times LIBRA's bytes a `kind` over a group of `p` on a
+    /// dimension of `n` NPUs with `block` takes (1 for a whole dimension,
+    /// a switch or a send-recv): a fully-connected group `(n-1)/(p-1)`; a
+    /// line of p (module doc): all-gather and reduce-scatter 2 (an end
+    /// NPU's one link, B/2, carries its `(p-1)/p` of the buffer), all-reduce
+    /// `p/(p-1)` (an end NPU receives the whole reduced buffer at B/2; a
+    /// pipelined chain meets it), all-to-all `2 floor(p/2) ceil(p/2)/(p-1)`
+    /// (the middle link carries `floor(p/2) ceil(p/2)` pieces of S/p).
+    pub fn factor(self, kind: CollectiveKind, block: Block, p: u32, n: u32) -> f64 {
+        if self == GroupBandwidth::WholeDimension || p <= 1 || p >= n || kind == CollectiveKind::SendRecv {
             return 1.0;
         }
         let (pf, nf) = (f64::from(p), f64::from(n));
-        match block {
-            Block::FullyConnected => (nf - 1.0) / (pf - 1.0),
-            Block::Ring => 2.0 * f64::from(p.div_ceil(2)) / (pf - 1.0),
-            Block::Switch => 1.0,
+        match (block, kind) {
+            (Block::FullyConnected, _) => (nf - 1.0) / (pf - 1.0),
+            (Block::Ring, CollectiveKind::AllReduce) => pf / (pf - 1.0),
+            (Block::Ring, CollectiveKind::AllToAll) => 2.0 * f64::from(p / 2) * f64::from(p.div_ceil(2)) / (pf - 1.0),
+            (Block::Ring, _) => 2.0,
+            (Block::Switch, _) => 1.0,
         }
     }
 }
@@ -478,10 +485,8 @@ pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Co
                 b = m.factor * size;
                 hops = m.hops;
             }
-            // A group on part of the dimension (not a point-to-point send).
-            if comm.kind != CollectiveKind::SendRecv {
-                b *= model.group_bandwidth.factor(dim.block, p, dim.npus);
-            }
+            // A group on part of the dimension.
+            b *= model.group_bandwidth.factor(comm.kind, dim.block, p, dim.npus);
             let alpha_ns = match model.time_model {
                 TimeModel::Libra => 0.0,
                 TimeModel::Pipelined | TimeModel::Sequential | TimeModel::Nccl => hops * dim.latency_ns,

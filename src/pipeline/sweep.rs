@@ -23,7 +23,7 @@
 //! (temporary file, then rename) when every item is done.
 
 use crate::io::{Stamp, WriteError, write_atomic};
-use crate::model::bom::{self, Procurement};
+use crate::model::bom::{self, DimSpec, Procurement};
 use crate::model::collective::{Algorithm, CollectiveModel};
 use crate::model::fabric::{Block, Dim, Fabric};
 use crate::model::training::IterationModel;
@@ -201,12 +201,22 @@ pub struct Row {
 }
 
 /// The catalog and per-dimension parts of a sweep item: the study's
-/// `[procurement]` by position, else the defaults on the item's fabric.
+/// `[procurement]` by position where the item keeps the dimension's block,
+/// else the defaults on the item's fabric.
 fn procurement(study: &Study, fabric: &Fabric) -> Procurement {
-    match &study.procurement {
-        Some(p) if p.dims.len() == fabric.ndims() => p.clone(),
-        _ => Procurement::defaults(fabric),
+    let mut out = Procurement::defaults(fabric);
+    if let Some(p) = &study.procurement {
+        out.catalog = p.catalog.clone();
+        out.budget_usd = p.budget_usd;
+        out.budget_w = p.budget_w;
+        for (d, dim) in fabric.dims.iter().enumerate() {
+            out.dims[d] = match (p.dims.get(d), study.fabric.dims.get(d)) {
+                (Some(spec), Some(was)) if was.block == dim.block => spec.clone(),
+                _ => DimSpec::default_in(fabric, d, &out.catalog),
+            };
+        }
     }
+    out
 }
 
 /// Solves one item.

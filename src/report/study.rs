@@ -305,7 +305,9 @@ fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
 /// `a` against `b` as a signed percentage (`+1.2%`: `a` is larger).
 fn signed_pct(a: f64, b: f64) -> String {
     let pct = 100.0 * (a / b - 1.0);
-    if pct.abs() < 0.05 {
+    if !pct.is_finite() {
+        "-".into()
+    } else if pct.abs() < 0.05 {
         "0.0%".into()
     } else {
         format!("{pct:+.1}%")

@@ -692,6 +692,9 @@ pub fn build(
             let p = u64::from(l.p);
             match l.algo {
                 Algo::HalvingDoubling => u64::from(p.next_power_of_two().trailing_zeros()) + 2,
+                // Each lane goes one way when the block was split in two
+                // lanes (`bidir`), both ways otherwise.
+                Algo::BidirectionalRing if n / (l.lower * l.p) < 2 => p - 1,
                 Algo::BidirectionalRing => 2 * (p - 1),
                 Algo::Ring | Algo::Direct => p - 1,
             }

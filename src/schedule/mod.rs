@@ -69,7 +69,7 @@ pub(crate) const MAX_STATE: u64 = 1 << 29;
 
 /// Most transfers a built-in schedule may hold: a transfer and its replay
 /// take about 320 bytes (a 2,048-NPU flat ring all-reduce, 8.4 M transfers,
-/// peaks at 2.7 GB), so this keeps one schedule near 10 GiB. Builders refuse
+/// peaks at 2.7 GB), so this keeps one schedule near 5 GiB. Builders refuse
 /// larger schedules before they allocate (a direct or ring all-reduce over
 /// 4,096 NPUs is 33.5 M).
 pub(crate) const MAX_TRANSFERS: u64 = 1 << 24;
