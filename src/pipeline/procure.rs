@@ -9,7 +9,7 @@
 //! fabric at budgets from the cheapest purchasable fabric to the least
 //! capex of the fastest one).
 //!
-//! The decision's time is replayed (`replay`): every collective of the
+//! The decision's time is replayed (`Procured::replay_decision`): every collective of the
 //! iteration on the best schedule dimsum builds for it (`best`: every
 //! builder on the group's own links, the fastest replay kept), beside the
 //! iteration with each collective at its certified bound (the exact cut
@@ -305,7 +305,7 @@ pub struct Procured {
     pub optimum: Option<CatalogOptimum>,
     /// The catalog frontier: (budget $, comparison) per budget.
     pub frontier: Vec<(f64, Comparison)>,
-    /// The decision's design replayed on the best schedules ([`replay`]),
+    /// The decision's design replayed on the best schedules ([`best_spec`]),
     /// once asked for (`None` until then or without a decision).
     pub replay: Option<Result<Measured, ScheduledError>>,
 }
@@ -317,7 +317,7 @@ impl Procured {
         a.outcome.as_ref().ok().map(|(c, b)| (a, c, b))
     }
 
-    /// Replays the decision's design ([`replay`]) and keeps the result,
+    /// Replays the decision's design on [`best_spec`] and keeps the result,
     /// reporting the distinct collectives replayed so far as `task`.
     pub fn replay_decision(&mut self, study: &Study, progress: Progress) {
         let Some(bw) = self.decided().map(|(_, c, _)| c.catalog.bw_gbps.clone()) else {
@@ -346,13 +346,6 @@ pub fn best_spec(study: &Study) -> scheduled::Spec {
         chunks_per_npu: 1,
         ..study.evaluator.clone()
     }
-}
-
-/// `bw` replayed on the best schedules ([`best_spec`]): the iteration time,
-/// the analytic model's at the same design, the certified lower bound and
-/// every distinct collective's figures.
-pub fn replay(study: &Study, bw: &[f64]) -> Result<Measured, ScheduledError> {
-    study.backed(&best_spec(study)).measure(bw)
 }
 
 /// Budgets of the catalog frontier in a study's results.
