@@ -17,7 +17,18 @@ use std::path::Path;
 /// 8 NVLink ports sell 200), three collectives, a few ports
 /// per dimension; `extra` adds the budgets.
 fn study(extra: &str) -> Study {
-    let text = format!(
+    with_sweep(extra, "")
+}
+
+/// [`study`] with `sweep` (a `[[sweep]]` table) before its `[procurement]`.
+fn with_sweep(extra: &str, sweep: &str) -> Study {
+    let text = text(extra, sweep);
+    Study::parse(&text, Path::new("inline.toml")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The study's text.
+fn text(extra: &str, sweep: &str) -> String {
+    format!(
         r#"
 [[fabric.dims]]
 name = "a"
@@ -54,6 +65,7 @@ weight_grad = {{ compute_ns = 1e6, collective = "all-reduce", bytes = 256e6, gro
 target_ms = 8.0
 [run]
 objectives = ["perf", "min-cost", "min-power"]
+{sweep}
 [procurement]
 {extra}
 [procurement.dims.a]
@@ -69,8 +81,7 @@ ports = ["eth-200", "ib-ndr-400", "eth-800"]
 reach_m = 3
 max_ports = 4
 "#
-    );
-    Study::parse(&text, Path::new("inline.toml")).unwrap_or_else(|e| panic!("{e}"))
+    )
 }
 
 /// Every purchasable design (time ms, capex $, power W, GB/s), by brute
@@ -282,4 +293,153 @@ fn the_decision_is_replayed_on_its_best_schedules_above_its_bound() {
         m.iteration_ns,
         m.lower_bound_ns
     );
+}
+
+#[test]
+fn a_catalog_priced_sweep_is_brute_force_over_purchasable_designs() {
+    use dimsum::model::bom::{DimSpec, Procurement};
+    use dimsum::model::collective::{Algorithm, CollectiveModel};
+    use dimsum::model::training::IterationModel;
+    use dimsum::pipeline::sweep::{self, Shard};
+    // Budgets at 60% of the cheapest purchasable design of the study's own
+    // shape (other shapes may fit under it, some do not) and half of the
+    // way from it to the dearest; a power budget
+    // at 60% of the most any of them draws.
+    let all = brute(&study(""));
+    let finite: Vec<_> = all.iter().filter(|x| x.0.is_finite()).collect();
+    let (lo, hi) = finite
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(x.1), b.max(x.1)));
+    let budgets = [0.6 * lo, lo + 0.5 * (hi - lo)].map(|b| b / 1e6);
+    let budget_w = 0.6 * finite.iter().map(|x| x.2).fold(0.0, f64::max);
+    let s = with_sweep(
+        &format!("budget_w = {budget_w}"),
+        &format!(
+            "[[sweep]]\nname = \"shapes\"\nnpus = 128\nblocks = [\"ring\", \"switch\"]\naxis = \"cost\"\nbudgets = [{}, {}]\n",
+            budgets[0], budgets[1]
+        ),
+    );
+    let spec = &s.sweeps[0];
+    let dir = tempfile::tempdir().unwrap();
+    let o = sweep::run(&s, spec, Shard::ALL, dir.path(), None, &|_, _| {}).unwrap();
+    let mut rd = csv::Reader::from_path(o.csv.unwrap()).unwrap();
+    let head: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(head.last().unwrap(), "priced_by");
+    let items = sweep::items(spec, 3);
+    // 128 = 2^7 in three ordered factors >= 2: C(6, 2) = 15 shapes, 2^3
+    // block choices, two budgets.
+    assert_eq!(items.len(), 15 * 8 * 2);
+    let (mut ok, mut infeasible) = (0, 0);
+    let given = s.procurement();
+    for rec in rd.records().map(|r| r.unwrap()) {
+        assert_eq!(&rec[rec.len() - 1], "catalog");
+        let item = &items[rec[2].parse::<usize>().unwrap()];
+        let Some((fabric, workload)) = sweep::reshape(&s, spec, item) else {
+            assert_eq!(&rec[9], "unplaceable");
+            continue;
+        };
+        // The parts: the study's by position where the block is kept,
+        // else each dimension's defaults on the item's shape.
+        let mut parts = Procurement::defaults(&fabric);
+        for d in 0..3 {
+            if fabric.dims[d].block == s.fabric.dims[d].block {
+                parts.dims[d] = given.dims[d].clone();
+            } else {
+                parts.dims[d] = DimSpec::default_in(&fabric, d, &parts.catalog);
+            }
+        }
+        let model = CollectiveModel {
+            time_model: s.collective.time_model,
+            group_bandwidth: s.collective.group_bandwidth,
+            algorithms: fabric.dims.iter().map(|d| Algorithm::default_for(d.block)).collect(),
+        };
+        let it = IterationModel::new(&workload, &fabric, &model, s.training_loop);
+        let opts: Vec<Vec<bom::DimOption>> = (0..3).map(|d| bom::options(&fabric, &parts, d, true)).collect();
+        let budget_usd = item.budget * 1e6;
+        let mut best = f64::INFINITY;
+        for a in &opts[0] {
+            for b in &opts[1] {
+                for c in &opts[2] {
+                    let bw = [a.gbps, b.gbps, c.gbps];
+                    let within = a.capex_usd + b.capex_usd + c.capex_usd <= budget_usd * (1.0 + 1e-12)
+                        && a.power_w + b.power_w + c.power_w <= budget_w * (1.0 + 1e-12)
+                        && fabric
+                            .dims
+                            .iter()
+                            .zip(bw)
+                            .all(|(d, x)| d.max_gbps.is_none_or(|m| x <= m));
+                    if within {
+                        best = best.min(it.iteration_ns(&bw) / 1e6);
+                    }
+                }
+            }
+        }
+        if !best.is_finite() {
+            assert_eq!(&rec[9], "infeasible", "item {}: nothing purchasable fits", item.index);
+            infeasible += 1;
+            continue;
+        }
+        assert_eq!(&rec[9], "ok", "item {}", item.index);
+        ok += 1;
+        let t: f64 = rec[10].parse().unwrap();
+        assert!(
+            (t - best).abs() <= 1e-6 * best,
+            "item {}: {t} ms vs brute force {best} ms",
+            item.index
+        );
+        // Bought: within the budgets, every dimension at a bandwidth sold.
+        let capex: f64 = rec[head.len() - 4].parse().unwrap();
+        let watts: f64 = rec[head.len() - 3].parse().unwrap();
+        assert!(capex <= budget_usd * (1.0 + 1e-9) && watts <= budget_w * (1.0 + 1e-9));
+        for d in 0..3 {
+            let x: f64 = rec[14 + d].parse().unwrap();
+            assert!(
+                opts[d].iter().any(|o| o.gbps == x),
+                "item {}: {x} GB/s not sold",
+                item.index
+            );
+        }
+    }
+    assert!(ok > 20 && infeasible > 0, "{ok} solved, {infeasible} infeasible");
+}
+
+#[test]
+fn a_dimension_without_a_tier_is_priced_at_its_cheapest_part() {
+    // The same study with no tiers: each dimension's linear $ and W per
+    // GB/s per NPU are the least over its purchasable designs, so the
+    // linear price never exceeds a design's bill and meets it at one.
+    let t = text("", "").replace("tier = \"t\"\n", "").replace(
+        "[cost.tiers.t]\nlink_usd_per_gbps = 1.0\nnic_usd_per_gbps = 10.0\nlink_pj_per_bit = 5.0\n",
+        "",
+    );
+    assert!(!t.contains("tier"), "{t}");
+    let s = Study::parse(&t, Path::new("inline.toml")).unwrap();
+    assert_eq!(s.derived_tiers, ["a", "b", "c"]);
+    let lin = s.linear_cost();
+    let spec = s.procurement();
+    for d in 0..3 {
+        let sold: Vec<_> = bom::options(&s.fabric, &spec, d, false)
+            .into_iter()
+            .filter(|o| o.gbps > 0.0)
+            .collect();
+        assert!(!sold.is_empty());
+        let mut ties = 0;
+        for o in &sold {
+            let usd = lin.npus * lin.usd_per_gbps[d] * o.gbps;
+            let w = lin.npus * lin.w_per_gbps[d] * o.gbps;
+            assert!(
+                usd <= o.capex_usd * (1.0 + 1e-12),
+                "dimension {d}: {usd} > {}",
+                o.capex_usd
+            );
+            assert!(w <= o.power_w * (1.0 + 1e-12));
+            ties += usize::from((usd - o.capex_usd).abs() <= 1e-9 * o.capex_usd);
+        }
+        assert!(ties >= 1, "dimension {d}: no design at the derived price");
+    }
+    // A tier named but not defined is still refused, with the line.
+    let named = t.replacen("name = \"a\"\n", "name = \"a\"\ntier = \"nope\"\n", 1);
+    let e = Study::parse(&named, Path::new("inline.toml")).unwrap_err();
+    assert_eq!(e.field, "fabric.dims[0].tier");
+    assert!(e.message.contains("`nope` is not defined"), "{e}");
 }

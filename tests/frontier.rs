@@ -356,12 +356,14 @@ fn sweep_rows_are_bought_from_the_catalog() {
     let mut rd = csv::Reader::from_path(o.csv.unwrap()).unwrap();
     let head: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
     assert_eq!(
-        &head[head.len() - 3..],
-        ["bought_capex_usd", "bought_power_w", "bought_note"]
+        &head[head.len() - 4..],
+        ["bought_capex_usd", "bought_power_w", "bought_note", "priced_by"]
     );
     let items = sweep::items(spec, 2);
     let mut bought = 0;
     for rec in rd.records().map(|r| r.unwrap()) {
+        // No [procurement]: the continuous optimum on the linear price.
+        assert_eq!(&rec[19], "linear");
         if &rec[9] != "ok" {
             continue;
         }

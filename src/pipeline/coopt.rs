@@ -6,8 +6,16 @@
 //! Exactness with pruning: strategies are visited by increasing compute time
 //! (a lower bound on their iteration time at any bandwidth: communication
 //! only adds), and once that bound reaches the best time found the rest
-//! cannot win and are not solved. Every solve is certified (optimize's gap).
+//! cannot win and are not solved. Every solve is certified (optimize's gap,
+//! or the catalog MILP's).
+//!
+//! Prices: a study with `[procurement]` solves each strategy against its
+//! catalog (`procure::Pricing::Catalog`): the fastest purchasable design
+//! within the procurement budgets and the dimensions' caps, its capex and
+//! power from the bill of materials. Without it, the continuous optimum
+//! under the study's linear constraints, priced by `[cost.tiers]`.
 
+use super::procure::{self, Pricing};
 use crate::model::collective::CollectiveModel;
 use crate::model::fabric::Fabric;
 use crate::model::training::IterationModel;
@@ -29,8 +37,11 @@ pub enum Verdict {
         iteration_time_ms: f64,
         /// Certified gap.
         gap: f64,
-        /// Network cost, dollars.
+        /// Network cost, dollars (the bill's capex with catalog pricing,
+        /// else the linear price).
         network_cost_usd: f64,
+        /// Network power, watts (likewise).
+        network_power_w: f64,
         /// Iteration time at the equal split, ms.
         equal_split_ms: f64,
     },
@@ -119,6 +130,8 @@ pub struct Coopt {
     pub best_on_equal_split_ms: Option<f64>,
     /// The study's own strategy at its optimal allocation, ms.
     pub default_optimized_ms: Option<f64>,
+    /// How every strategy's design was priced and bounded.
+    pub priced_by: Pricing,
 }
 
 fn divisors(n: u64) -> Vec<u64> {
@@ -243,6 +256,34 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
         Some(bw) => bw.clone(),
         None => vec![0.0; fabric.ndims()],
     };
+    let priced_by = Pricing::of(study);
+    let parts = study.procurement();
+    let solve = |p: &Problem| -> Verdict {
+        let solved = match priced_by {
+            Pricing::Linear => optimize::solve(p, Objective::Perf).map(|s| {
+                (
+                    s.bw_gbps,
+                    s.iteration_time_ms,
+                    s.gap,
+                    s.network_cost_usd,
+                    s.network_power_w,
+                )
+            }),
+            Pricing::Catalog => procure::fastest_bought(p, fabric, &parts, parts.budget_usd, parts.budget_w)
+                .map(|s| (s.bw_gbps, s.iteration_time_ms, s.mip_rel_gap, s.capex_usd, s.power_w)),
+        };
+        match solved {
+            Ok((bw_gbps, iteration_time_ms, gap, network_cost_usd, network_power_w)) => Verdict::Solved {
+                equal_split_ms: f64::NAN,
+                bw_gbps,
+                iteration_time_ms,
+                gap,
+                network_cost_usd,
+                network_power_w,
+            },
+            Err(e) => Verdict::Failed { reason: e.to_string() },
+        }
+    };
     let mut rows: Vec<Row> = Vec::with_capacity(searched);
     let mut best = f64::INFINITY;
     let mut equal_bw = equal;
@@ -258,16 +299,7 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
                     bound_ms: *bound,
                     equal_split_ms: f64::NAN,
                 },
-                Ok((p, _)) => match optimize::solve(p, Objective::Perf) {
-                    Ok(sol) => Verdict::Solved {
-                        equal_split_ms: f64::NAN,
-                        bw_gbps: sol.bw_gbps,
-                        iteration_time_ms: sol.iteration_time_ms,
-                        gap: sol.gap,
-                        network_cost_usd: sol.network_cost_usd,
-                    },
-                    Err(e) => Verdict::Failed { reason: e.to_string() },
-                },
+                Ok((p, _)) => solve(p),
             })
             .collect();
         for (c, v) in chunk.iter().zip(verdicts) {
@@ -315,7 +347,10 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
             .find(|(c, _)| c.s == *base)
             .and_then(|(c, r)| match (&c.built, r.time_ms()) {
                 (_, Some(t)) => Some(t),
-                (Ok((p, _)), None) => optimize::solve(p, Objective::Perf).ok().map(|s| s.iteration_time_ms),
+                (Ok((p, _)), None) => match solve(p) {
+                    Verdict::Solved { iteration_time_ms, .. } => Some(iteration_time_ms),
+                    _ => None,
+                },
                 _ => None,
             });
     let count = |f: fn(&Verdict) -> bool| rows.iter().filter(|r| f(&r.verdict)).count();
@@ -336,6 +371,7 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
         equal_split_gbps: equal_bw,
         best_on_equal_split_ms,
         default_optimized_ms,
+        priced_by,
     })
 }
 

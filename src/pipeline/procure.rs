@@ -18,8 +18,9 @@
 
 use super::run::{Progress, RunError, ticking};
 use crate::error::InputError;
-use crate::model::bom::{self, Bom, BomError, DimOption};
-use crate::optimize::catalog::{self, Comparison, Goal};
+use crate::model::bom::{self, Bom, BomError, DimOption, Procurement};
+use crate::model::fabric::Fabric;
+use crate::optimize::catalog::{self, CatalogSolution, Comparison, Goal};
 use crate::optimize::scheduled::{self, Evaluator, Measured, ScheduledError};
 use crate::optimize::{Objective, OptError, Problem};
 use crate::schedule::algorithm::Algorithm;
@@ -40,6 +41,70 @@ pub enum ProcureError {
     /// The objective has no catalog form (perf-per-cost) or lacks a target.
     #[error(transparent)]
     Objective(#[from] InputError),
+}
+
+/// How a search prices the designs it compares (written as `priced_by` in
+/// its outputs). A study with `[procurement]` is priced by its catalog
+/// everywhere a design is chosen (the decision, sweeps, the
+/// co-optimization): the fastest purchasable design within the budgets and
+/// caps, by the catalog MILP. A study without it is priced by its linear
+/// `[cost.tiers]`, a continuous approximation that its outputs label as
+/// such.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pricing {
+    /// The catalog's bill of materials (ports, switches, cables).
+    Catalog,
+    /// Linear $ and W per GB/s from `[cost.tiers]`.
+    Linear,
+}
+
+impl Pricing {
+    /// The pricing of `study`'s searches.
+    pub fn of(study: &Study) -> Pricing {
+        if study.procurement.is_some() {
+            Pricing::Catalog
+        } else {
+            Pricing::Linear
+        }
+    }
+
+    /// The name written in outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pricing::Catalog => "catalog",
+            Pricing::Linear => "linear",
+        }
+    }
+
+    /// How a report labels a cost priced this way.
+    pub fn label(self) -> &'static str {
+        match self {
+            Pricing::Catalog => "bought from the catalog",
+            Pricing::Linear => "linear $ per GB/s, an approximation",
+        }
+    }
+}
+
+/// The fastest purchasable design of `problem` on `fabric` (the catalog
+/// MILP over `spec`'s parts, within `fabric`'s caps, the problem's GB/s
+/// constraints and the budgets given).
+pub fn fastest_bought(
+    problem: &Problem,
+    fabric: &Fabric,
+    spec: &Procurement,
+    budget_usd: Option<f64>,
+    budget_w: Option<f64>,
+) -> Result<CatalogSolution, OptError> {
+    let options = (0..fabric.ndims())
+        .map(|d| bom::options(fabric, spec, d, true))
+        .collect();
+    let budget_usd = match (budget_usd, budget_w) {
+        (None, None) => Some(UNLIMITED_USD),
+        (b, _) => b,
+    };
+    let (cp, _) = catalog::CatalogProblem::new(problem, options, budget_usd, budget_w);
+    catalog::solve(&cp, Goal::Perf)
 }
 
 /// Every purchasable design of every dimension of `study`.

@@ -1,8 +1,14 @@
 //! Sweeps over fabric shapes, budgets and workloads: every way to split N
 //! NPUs into the study's number of dimensions (ordered factors >= 2), every
 //! building block per dimension, every budget, the study's workload and those
-//! of the studies the sweep names; for each, the fastest design (a certified
-//! perf solve under that budget).
+//! of the studies the sweep names; for each, the fastest design under that
+//! budget. A study with `[procurement]` prices each item by the catalog
+//! (`procure::Pricing`): the fastest purchasable design whose bill is within
+//! the budget (a capex or power axis; a GB/s axis stays a constraint), the
+//! study's other budget and every cap kept, certified to the MILP's gap.
+//! Without it, the certified continuous optimum under the linear price;
+//! either way each row's allocation is also bought (`bought_*`) and the
+//! row says how it was priced (`priced_by`).
 //!
 //! A shape keeps the study's dimensions by position (name, tier, latency,
 //! bounds) and takes a new size and block; the algorithm is the block's
@@ -22,6 +28,7 @@
 //! file skips what it already holds, and the final CSV is written at once
 //! (temporary file, then rename) when every item is done.
 
+use super::procure::{self, Pricing};
 use crate::io::{Stamp, WriteError, write_atomic};
 use crate::model::bom::{self, DimSpec, Procurement};
 use crate::model::collective::{Algorithm, CollectiveModel};
@@ -198,6 +205,10 @@ pub struct Row {
     /// The allocation bought from the catalog (`bom::bom`: ports rounded
     /// up, switches, cables): capex $ and power W, or why it cannot be.
     pub bought: Result<(f64, f64), String>,
+    /// How the item was solved: the fastest design under its linear price
+    /// (`network_cost_usd` within the budget) or the fastest purchasable
+    /// one (the bill within the budget; `procure::Pricing`).
+    pub pricing: Pricing,
 }
 
 /// The catalog and per-dimension parts of a sweep item: the study's
@@ -230,6 +241,7 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
         network_power_w: f64::NAN,
         bw_gbps: vec![f64::NAN; item.npus.len()],
         bought: Err(String::new()),
+        pricing: Pricing::of(study),
     };
     let Some((fabric, workload)) = reshape(study, spec, item) else {
         return blank("unplaceable");
@@ -252,7 +264,7 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
         Axis::Power => item.budget * 1e3,
         Axis::TotalBw => item.budget,
     };
-    p.constraints.push(Constraint {
+    let budget = Constraint {
         text: format!("{} <= {}", spec.axis.name(), item.budget),
         coeffs,
         sense: Sense::Le,
@@ -262,19 +274,44 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
             Axis::Power => Unit::Watts,
             Axis::TotalBw => Unit::Gbps,
         },
-    });
-    match optimize::solve(&p, Objective::Perf) {
-        Ok(s) => Row {
+    };
+    let parts = procurement(study, &fabric);
+    let bought = |bw: &[f64]| {
+        bom::bom(&fabric, &parts, bw)
+            .map(|b| (b.capex_usd, b.power_w))
+            .map_err(|e| e.to_string())
+    };
+    let pricing = Pricing::of(study);
+    let solved = match pricing {
+        // The budget on the linear price (or GB/s): the continuous optimum.
+        Pricing::Linear => {
+            p.constraints.push(budget);
+            optimize::solve(&p, Objective::Perf).map(|s| (s.bw_gbps, s.iteration_time_ms, s.gap))
+        }
+        // The budget on the bill (a GB/s budget stays a constraint): the
+        // fastest purchasable design, the study's other budget kept.
+        Pricing::Catalog => {
+            let (mut usd, mut w) = (parts.budget_usd, parts.budget_w);
+            match spec.axis {
+                Axis::Cost => usd = Some(rhs),
+                Axis::Power => w = Some(rhs),
+                Axis::TotalBw => p.constraints.push(budget),
+            }
+            procure::fastest_bought(&p, &fabric, &parts, usd, w)
+                .map(|s| (s.bw_gbps, s.iteration_time_ms, s.mip_rel_gap))
+        }
+    };
+    match solved {
+        Ok((bw, t, gap)) => Row {
             item: item.clone(),
             status: "ok".into(),
-            iteration_time_ms: s.iteration_time_ms,
-            gap: s.gap,
-            network_cost_usd: s.network_cost_usd,
-            network_power_w: s.network_power_w,
-            bought: bom::bom(&fabric, &procurement(study, &fabric), &s.bw_gbps)
-                .map(|b| (b.capex_usd, b.power_w))
-                .map_err(|e| e.to_string()),
-            bw_gbps: s.bw_gbps,
+            iteration_time_ms: t,
+            gap,
+            network_cost_usd: p.cost.cost(&bw),
+            network_power_w: p.cost.power(&bw),
+            bought: bought(&bw),
+            bw_gbps: bw,
+            pricing,
         },
         Err(optimize::OptError::Infeasible(_)) => blank("infeasible"),
         Err(_) => blank("failed"),
@@ -344,7 +381,7 @@ fn header(k: usize) -> Vec<String> {
     let mut h: Vec<String> = HEADER.iter().map(|s| s.to_string()).collect();
     h.push("network_power_w".into());
     h.extend((0..k).map(|d| format!("bw_d{d}_gbps")));
-    h.extend(["bought_capex_usd", "bought_power_w", "bought_note"].map(String::from));
+    h.extend(["bought_capex_usd", "bought_power_w", "bought_note", "priced_by"].map(String::from));
     h
 }
 
@@ -383,6 +420,7 @@ fn record(row: &Row, workload: &str, total: usize, stamp: &Stamp) -> Vec<String>
         Ok((usd, w)) => r.extend([f(*usd), f(*w), String::new()]),
         Err(why) => r.extend([String::new(), String::new(), why.clone()]),
     }
+    r.push(row.pricing.name().to_string());
     r
 }
 
@@ -404,6 +442,9 @@ pub struct Solved {
     /// The design bought from the catalog, capex $ (`None`: not
     /// purchasable as allocated).
     pub bought_capex_usd: Option<f64>,
+    /// `catalog` or `linear` (`procure::Pricing`): which cost the budget
+    /// bounded.
+    pub priced_by: String,
 }
 
 impl Solved {
@@ -418,7 +459,8 @@ impl Solved {
             workload: fields.get(8)?.clone(),
             iteration_time_ms: num(10)?,
             network_cost_usd: num(12)?,
-            bought_capex_usd: num(fields.len().checked_sub(3)?),
+            bought_capex_usd: num(fields.len().checked_sub(4)?),
+            priced_by: fields.last()?.clone(),
         })
     }
 }

@@ -11,9 +11,10 @@ use crate::io::{Stamp, write_atomic};
 use crate::model::bom::Bom;
 use crate::model::units::{ns_to_ms, usd_to_musd, w_to_kw};
 use crate::optimize::catalog::{Comparison, Goal};
+use crate::optimize::frontier::Axis;
 use crate::optimize::scheduled::FrontierRow;
 use crate::pipeline::coopt::{self, Coopt};
-use crate::pipeline::procure::Procured;
+use crate::pipeline::procure::{Pricing, Procured};
 use crate::pipeline::run::{FixedDesign, FrontierResults, Recommended, ScheduledOptimum, StudyResults, SweepResults};
 use crate::study::Study;
 use serde_json::json;
@@ -367,6 +368,15 @@ fn recommended(study: &Study, r: &StudyResults, doc: &mut Doc, out: &mut Out) ->
         );
     } else {
         doc.heading(2, "Recommended allocation per objective");
+        doc.para(
+            "Costs and powers are the study's linear $ and W per GB/s (`[cost]` tiers), an approximation: a study with `[procurement]` decides and prices by the catalog's bill of materials, and `dimsum bom` prices any of these designs.",
+        );
+    }
+    if !study.derived_tiers.is_empty() {
+        doc.para(format!(
+            "The study names no cost tier for {}: their linear prices are the catalog's cheapest $ and W per GB/s of their parts, which no purchasable design of them undercuts.",
+            study.derived_tiers.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", ")
+        ));
     }
     let mut rows = Vec::new();
     let mut solutions = Vec::new();
@@ -988,7 +998,17 @@ fn frontier(
     )?);
     let axis = f.axis.name();
     let unit = f.axis.unit();
-    doc.heading(2, format!("Frontier: iteration time against {axis}"));
+    if study.procurement.is_some() && f.axis != Axis::TotalBw {
+        doc.heading(
+            2,
+            format!("Continuous frontier (linear $ per GB/s): iteration time against {axis}"),
+        );
+        doc.para(
+            "Every budget on the study's linear prices, each dimension's bandwidth continuous: an approximation beside the catalog frontier above, which is what each budget buys.",
+        );
+    } else {
+        doc.heading(2, format!("Frontier: iteration time against {axis}"));
+    }
     doc.chart(&format!("{axis} frontier"), &format!("frontier-{axis}"));
     if let (Some(first), Some(k), Some(last)) = (f.points.first(), f.points.get(f.knee), f.points.last()) {
         // The high end (optimize::frontier's module doc): the fastest
@@ -1059,7 +1079,7 @@ pub fn frontier_files(
 fn schedule_backed_frontier(
     study: &Study,
     stamp: &Stamp,
-    axis: crate::optimize::frontier::Axis,
+    axis: Axis,
     rows: &[FrontierRow],
     out: &mut Out,
 ) -> Result<Vec<PathBuf>, ReportError> {
@@ -1138,13 +1158,23 @@ fn sweep(study: &Study, s: &SweepResults, doc: &mut Doc) {
         return;
     };
     let mut solved: Vec<_> = s.outcome.solved.iter().collect();
+    let bought = |r: &&crate::pipeline::sweep::Solved| r.bought_capex_usd.unwrap_or(f64::INFINITY);
     solved.sort_by(|a, b| {
         a.iteration_time_ms
             .total_cmp(&b.iteration_time_ms)
+            .then(bought(a).total_cmp(&bought(b)))
             .then(a.network_cost_usd.total_cmp(&b.network_cost_usd))
     });
+    let how = match Pricing::of(study) {
+        Pricing::Catalog => {
+            "each the fastest purchasable design whose bill of materials is within the budget, the procurement budgets and caps kept"
+        }
+        Pricing::Linear => {
+            "each the continuous optimum under the budget on the linear $ per GB/s of `[cost.tiers]`, an approximation; each allocation also bought from the catalog, `bought_*` in the CSV"
+        }
+    };
     doc.para(format!(
-        "{} designs solved; the ten fastest, then cheapest ({} budget in {}; each allocation also bought from the catalog, `bought_*` in the CSV):",
+        "{} designs solved, {how}; the ten fastest, then cheapest as bought ({} budget in {}):",
         s.outcome.items,
         spec.axis.name(),
         spec.axis.unit()
@@ -1193,11 +1223,20 @@ fn coopt_section(study: &Study, stamp: &Stamp, r: &Coopt, doc: &mut Doc, out: &m
         "{} strategies (TP x PP x DP and placement order): {} solved, {} pruned by the compute bound, {} invalid.",
         r.searched, r.solved, r.pruned, r.rejected
     ));
+    doc.para(match r.priced_by {
+        Pricing::Catalog => {
+            "Each strategy's fabric is the fastest purchasable design within the procurement budgets and caps (the catalog MILP); capex from its bill of materials."
+        }
+        Pricing::Linear => {
+            "Each strategy's fabric is the continuous optimum under the study's constraints; cost by the linear $ per GB/s of `[cost.tiers]`, an approximation (a study with `[procurement]` is priced by the catalog)."
+        }
+    });
     let mut rows = Vec::new();
     for row in r.strategies.iter().filter(|x| x.time_ms().is_some()).take(10) {
         if let coopt::Verdict::Solved {
             bw_gbps,
             iteration_time_ms,
+            network_cost_usd,
             ..
         } = &row.verdict
         {
@@ -1209,10 +1248,15 @@ fn coopt_section(study: &Study, stamp: &Stamp, r: &Coopt, doc: &mut Doc, out: &m
                 format!("{iteration_time_ms:.3}"),
                 format!("{:.1}", row.memory_gib.unwrap_or(f64::NAN)),
                 sig3_list(bw_gbps),
+                format!("{:.3}", usd_to_musd(*network_cost_usd)),
                 row.groups(", "),
             ]));
         }
     }
+    let cost = match r.priced_by {
+        Pricing::Catalog => "capex ($M, bought)",
+        Pricing::Linear => "cost ($M, linear)",
+    };
     doc.push(Block::Table(
         header(&[
             "tp",
@@ -1222,6 +1266,7 @@ fn coopt_section(study: &Study, stamp: &Stamp, r: &Coopt, doc: &mut Doc, out: &m
             "iteration (ms)",
             "memory (GiB)",
             "GB/s per NPU",
+            cost,
             "groups (tp, pp, dp)",
         ]),
         rows,

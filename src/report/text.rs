@@ -452,16 +452,18 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
         r.pruned,
         r.rejected
     );
+    let _ = writeln!(s, "each strategy's fabric priced by {}", r.priced_by.label());
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "{:>4} {:>4} {:>5} {:<9} {:>12} {:>10} {:<34} groups (tp | pp | dp)",
-        "tp", "pp", "dp", "order", "time ms", "mem GiB", "GB/s per NPU"
+        "{:>4} {:>4} {:>5} {:<9} {:>12} {:>10} {:<34} {:>8} groups (tp | pp | dp)",
+        "tp", "pp", "dp", "order", "time ms", "mem GiB", "GB/s per NPU", "$M"
     );
     for row in r.strategies.iter().filter(|x| x.time_ms().is_some()).take(top) {
         if let coopt::Verdict::Solved {
             bw_gbps,
             iteration_time_ms,
+            network_cost_usd,
             ..
         } = &row.verdict
         {
@@ -469,7 +471,7 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
             let groups = row.groups(" | ");
             let _ = writeln!(
                 s,
-                "{:>4} {:>4} {:>5} {:<9} {:>12.3} {:>10.1} {:<34} {}",
+                "{:>4} {:>4} {:>5} {:<9} {:>12.3} {:>10.1} {:<34} {:>8.3} {}",
                 row.tp,
                 row.pp,
                 row.dp,
@@ -477,6 +479,7 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
                 iteration_time_ms,
                 row.memory_gib.unwrap_or(f64::NAN),
                 bw.join(", "),
+                crate::model::units::usd_to_musd(*network_cost_usd),
                 groups
             );
         }

@@ -6,8 +6,9 @@
 
 use super::{StudyFile, find_line, zero};
 use crate::error::{InputError, one_of};
+use crate::model::bom::{self, Procurement};
 use crate::model::collective::Algorithm;
-use crate::model::cost::Tier;
+use crate::model::cost::{CostModel, Tier};
 use crate::model::fabric::{Block, Dim, Fabric};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -68,6 +69,38 @@ pub(super) fn fabric(
     fabric_npus_fit(&fabric).map_err(|m| src.at(raw_dims.span(), "fabric.dims", m))?;
     check_tiers(cost, src)?;
     Ok((fabric, algorithms))
+}
+
+/// Every dimension without a tier of its own (no `tier` key and no
+/// `[cost.tiers.<name>]`) gets the tier its catalog parts imply
+/// (`bom::cheapest_tier`), entered into `cost` under the dimension's name;
+/// returns the names of the dimensions so priced.
+pub(super) fn derive_tiers(
+    raw: &RawFabric,
+    fabric: &Fabric,
+    cost: &mut CostModel,
+    parts: &Procurement,
+    src: StudyFile<'_>,
+) -> Result<Vec<String>, InputError> {
+    let mut derived = Vec::new();
+    for (d, dim) in fabric.dims.iter().enumerate() {
+        if cost.tiers.contains_key(&dim.tier) {
+            continue;
+        }
+        let Some(tier) = bom::cheapest_tier(fabric, parts, d) else {
+            return Err(src.at(
+                raw.dims.get_ref()[d].span(),
+                format!("fabric.dims[{d}].tier"),
+                format!(
+                    "dimension `{}` names no cost tier and the catalog sells nothing to build it: add a tier in [cost.tiers] or parts in [procurement.dims.{}]",
+                    dim.name, dim.name
+                ),
+            ));
+        };
+        cost.tiers.insert(dim.tier.clone(), tier);
+        derived.push(dim.name.clone());
+    }
+    Ok(derived)
 }
 
 /// `[[fabric.dims]]` number `i`, given the dimensions before it.
@@ -132,7 +165,9 @@ fn dim(
         ));
     }
     let tier = d.tier.as_ref().map_or(d.name.clone(), |t| t.get_ref().clone());
-    if !cost.tiers.contains_key(&tier) {
+    // A dimension that names no tier and has none under its own name is
+    // priced from the catalog (`Study::parse`); a tier named must exist.
+    if d.tier.is_some() && !cost.tiers.contains_key(&tier) {
         let span = d.tier.as_ref().map_or(sd.span(), |t| t.span());
         let known: Vec<&str> = cost.tiers.keys().map(String::as_str).collect();
         return Err(src.at(

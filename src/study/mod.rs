@@ -108,6 +108,10 @@ pub struct Study {
     pub evaluator_line: Option<usize>,
     /// What the fabric is bought from (`[procurement]`), if the study says.
     pub procurement: Option<Procurement>,
+    /// Dimensions that name no cost tier, whose linear prices in `cost`
+    /// are the catalog's cheapest $ and W per GB/s of their parts
+    /// (`bom::cheapest_tier`).
+    pub derived_tiers: Vec<String>,
 }
 
 impl Study {
@@ -149,6 +153,7 @@ impl Study {
             evaluator: Default::default(),
             evaluator_line: None,
             procurement: None,
+            derived_tiers: Vec::new(),
         })
     }
 
@@ -201,9 +206,10 @@ impl Study {
 
     /// Parses the TOML, then checks the sections in a fixed order (so a file
     /// with several mistakes always reports the same one first): the fabric
-    /// and cost tiers, the generator sections, the workload, `bw`,
+    /// and cost tiers, `[procurement]` (a dimension without a tier is
+    /// priced from its parts), the generator sections, the workload, `bw`,
     /// `[optimize]`, `[[frontier]]`, `[[case]]`, `[[sweep]]`, `[run]`,
-    /// `[evaluator]`, `[procurement]`.
+    /// `[evaluator]`.
     fn parse_with(text: &str, path: &Path, with_sweeps: bool) -> Result<Study, InputError> {
         let raw: RawStudy = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| line_of_offset(text, s.start));
@@ -212,9 +218,15 @@ impl Study {
         let src = StudyFile { text, path };
 
         let (fabric, algorithms) = fabric::fabric(&raw.fabric, &raw.cost, src)?;
-        let cost = CostModel {
+        let procurement = match &raw.procurement {
+            None => None,
+            Some(p) => Some(procurement::procurement_spec(p, &fabric, src)?),
+        };
+        let mut cost = CostModel {
             tiers: raw.cost.tiers.clone(),
         };
+        let parts = procurement.clone().unwrap_or_else(|| Procurement::defaults(&fabric));
+        let derived_tiers = fabric::derive_tiers(&raw.fabric, &fabric, &mut cost, &parts, src)?;
         let generator = workload::generator(raw.model.as_ref(), raw.npu.as_ref(), raw.parallelism.as_ref(), src)?;
         let workload = workload::workload(raw.workload.as_ref(), &generator, &fabric, src)?;
         let bw = match &raw.bw {
@@ -231,10 +243,6 @@ impl Study {
         };
         let objectives = optimize::run_objectives(&raw.run, &optimize, src)?;
         let evaluator = evaluator::evaluator_spec(&raw.evaluator, src)?;
-        let procurement = match &raw.procurement {
-            None => None,
-            Some(p) => Some(procurement::procurement_spec(p, &fabric, src)?),
-        };
         let hash = inputs_hash(text, &named_files(&raw, src, with_sweeps));
 
         let name = raw.name.unwrap_or_else(|| {
@@ -267,6 +275,7 @@ impl Study {
             evaluator,
             evaluator_line: find_line(text, "[evaluator]"),
             procurement,
+            derived_tiers,
         })
     }
 
