@@ -100,6 +100,30 @@ fn eval_json_by_hand() {
     assert_eq!(v["bw_gbps"], serde_json::json!([100.0, 50.0]));
     assert_eq!(v["dims"].as_array().unwrap().len(), 2);
     assert_eq!(v["dims"][0]["bottleneck_of"], 1);
+    // Every collective listed with its coefficients: the one all-reduce,
+    // on the ring 2 (4-1)/4 x 64e6 = 96e6 B after 6 steps x 100 ns; on the
+    // switch LIBRA's second level, 2 (8-1)/8 x 64e6/4 = 28e6 B after 2
+    // steps x 2 hops x 500 ns; combined by max (pipelined).
+    let c = &v["per_collective"];
+    assert_eq!(c.as_array().unwrap().len(), 1);
+    assert_eq!(c[0]["type"], "all-reduce");
+    assert_eq!(c[0]["phase"], "weight-grad");
+    assert_eq!(c[0]["layer"], 0);
+    assert_eq!(c[0]["bytes"], 64e6);
+    assert_eq!(c[0]["group"], serde_json::json!([4, 8]));
+    assert_eq!(c[0]["combine"], "max");
+    assert_eq!(c[0]["coefficients"][0]["bytes"], 96e6);
+    assert_eq!(c[0]["coefficients"][0]["alpha_ns"], 600.0);
+    assert_eq!(c[0]["coefficients"][1]["bytes"], 28e6);
+    assert_eq!(c[0]["coefficients"][1]["alpha_ns"], 2000.0);
+    assert!((c[0]["time_ms"].as_f64().unwrap() - 0.9606).abs() < 1e-12);
+    // The bound: 2 (32-1)/32 x 64e6 B through 100 + 50 GB/s.
+    let lb = 2.0 * 31.0 / 32.0 * 64e6 / 150.0 / 1e6;
+    assert!(
+        (c[0]["lower_bound_ms"].as_f64().unwrap() - lb).abs() < 1e-9,
+        "{}",
+        c[0]["lower_bound_ms"]
+    );
 }
 
 #[test]

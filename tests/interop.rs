@@ -258,8 +258,8 @@ fn malformed_traces_are_refused() {
     // Transfers 0 and 4 both go from NPU 0 to NPU 1: each made to wait for
     // the other (a dependency the receiver's trace can state).
     assert_eq!((s2.transfers[4].src, s2.transfers[4].dst), (0, 1));
-    s2.transfers[0].deps = vec![4];
-    s2.transfers[4].deps = vec![0];
+    s2.transfers[0].deps = vec![4].into();
+    s2.transfers[4].deps = vec![0].into();
     let prefix = dir.path().join("cycle");
     write_traces(&chakra::from_schedule(&s2, 1e3).unwrap(), &prefix);
     let e = chakra::to_schedule(&chakra::read_traces(&prefix).unwrap(), &prefix).unwrap_err();

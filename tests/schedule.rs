@@ -13,7 +13,7 @@ use dimsum::model::workload::{CollectiveKind, Group};
 use dimsum::schedule::bounds;
 use dimsum::schedule::builtin::{self, Algo};
 use dimsum::schedule::simulate::{self, LinkModel, SimOptions, SimResult};
-use dimsum::schedule::{Op, Run, Schedule, Transfer};
+use dimsum::schedule::{Op, Run, Schedule, Transfer, smallvec};
 use proptest::prelude::*;
 use std::path::Path;
 
@@ -244,10 +244,10 @@ fn a_duplicated_reduction_is_named() {
         src: 1,
         dst: 0,
         op: Op::Reduce,
-        chunks: vec![Run::range(0, 1)],
-        deps: vec![last],
-        route: vec![],
-        after: vec![],
+        chunks: smallvec![Run::range(0, 1)],
+        deps: smallvec![last],
+        route: smallvec![],
+        after: smallvec![],
         bytes: None,
         duration_ns: 0.0,
     });
@@ -280,21 +280,21 @@ fn a_missing_dependency_is_caught() {
     );
     // A cycle never runs.
     let (t, mut s) = ring4(AllGather);
-    s.transfers[0].deps = vec![1];
-    s.transfers[1].deps = vec![0];
+    s.transfers[0].deps = vec![1].into();
+    s.transfers[1].deps = vec![0].into();
     let r = run(&s, &t, 4e6, LinkModel::AlphaBeta);
     assert!(!r.valid);
     assert!(r.errors.iter().any(|e| e.contains("dependencies form a cycle")));
     // So does a receive buffer waiting for a transfer that waits for it.
     let (t, mut s) = ring4(AllGather);
-    s.transfers[0].after = vec![1];
-    s.transfers[1].deps = vec![0];
+    s.transfers[0].after = vec![1].into();
+    s.transfers[1].deps = vec![0].into();
     let r = run(&s, &t, 4e6, LinkModel::AlphaBeta);
     assert!(!r.valid);
     assert!(r.errors.iter().any(|e| e.contains("dependencies form a cycle")));
     // An `after` naming a transfer that does not exist is refused.
     let (_, mut s) = ring4(AllGather);
-    s.transfers[0].after = vec![99];
+    s.transfers[0].after = vec![99].into();
     assert!(s.check().unwrap_err().to_string().contains("applied after transfer 99"));
 }
 

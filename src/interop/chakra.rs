@@ -30,7 +30,7 @@
 
 use crate::model::units::us_to_ns;
 use crate::model::workload::CollectiveKind;
-use crate::schedule::{Op, Run, Schedule, Transfer};
+use crate::schedule::{Op, Run, Schedule, SmallVec, Transfer};
 use prost::Message;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -1253,9 +1253,9 @@ fn own_node(node: &Node, rank: usize, npus: i64, count: usize) -> Result<OwnNode
                     stride: c[2] as u32,
                 })
                 .collect(),
-            deps: list("dimsum_deps"),
-            route: list("dimsum_route"),
-            after: list("dimsum_after"),
+            deps: list("dimsum_deps").into(),
+            route: list("dimsum_route").into(),
+            after: list("dimsum_after").into(),
             bytes: None,
             duration_ns: 0.0,
         },
@@ -1364,10 +1364,10 @@ impl Foreign {
             src: r as u32,
             dst,
             op,
-            chunks: Vec::new(),
-            deps: Vec::new(),
-            route: Vec::new(),
-            after: Vec::new(),
+            chunks: SmallVec::new(),
+            deps: SmallVec::new(),
+            route: SmallVec::new(),
+            after: SmallVec::new(),
             bytes,
             duration_ns,
         };

@@ -27,7 +27,7 @@
 //!   chunk identities).
 
 use crate::model::workload::CollectiveKind;
-use crate::schedule::{Op, Run, Schedule, Transfer};
+use crate::schedule::{Op, Run, Schedule, SmallVec, Transfer};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
 
@@ -405,10 +405,10 @@ impl Lines {
                         src: g as u32,
                         dst,
                         op: x.op,
-                        chunks: x.chunks.clone(),
-                        deps: x.deps.clone(),
-                        route: x.route.clone(),
-                        after: x.after.clone(),
+                        chunks: x.chunks.clone().into(),
+                        deps: x.deps.clone().into(),
+                        route: x.route.clone().into(),
+                        after: x.after.clone().into(),
                         bytes: None,
                         duration_ns: 0.0,
                     });
@@ -517,9 +517,9 @@ fn match_sends(gpus: &[Vec<Tb>], mut queue: Queues, s: &mut Schedule, n: u32, k:
                     dst: to,
                     op,
                     chunks,
-                    deps: Vec::new(),
-                    route: Vec::new(),
-                    after: Vec::new(),
+                    deps: SmallVec::new(),
+                    route: SmallVec::new(),
+                    after: SmallVec::new(),
                     bytes: None,
                     duration_ns: 0.0,
                 });
@@ -599,7 +599,7 @@ fn set_dependencies(gpus: &[Vec<Tb>], m: &Matched, s: &mut Schedule) -> Result<(
                     }
                     deps.sort_unstable();
                     deps.dedup();
-                    s.transfers[id as usize].deps = deps;
+                    s.transfers[id as usize].deps = deps.into();
                 }
             }
         }

@@ -4,10 +4,12 @@
 //! This only composes `training` (time), `cost` (dollars, watts) and the
 //! coefficients `collective` produced; it holds no formula of its own.
 
+use crate::model::collective::DimCoeff;
 use crate::model::cost::Linear;
 use crate::model::fabric::{Block, Fabric};
 use crate::model::training::IterationModel;
 use crate::model::units::ns_to_ms;
+use crate::model::workload::{CollectiveKind, PhaseKind};
 use serde::Serialize;
 
 /// One dimension's share of an evaluation.
@@ -60,6 +62,34 @@ pub struct Evaluation {
     pub npus: u64,
     /// Per-dimension breakdown.
     pub dims: Vec<DimFigures>,
+    /// Every collective of the iteration, in workload order.
+    pub per_collective: Vec<CollectiveFigures>,
+}
+
+/// One collective of an evaluation: what it is, its time and bound at the
+/// allocation, and the coefficients that time comes from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CollectiveFigures {
+    /// Index of the layer that issues it.
+    pub layer: usize,
+    /// The phase that issues it.
+    pub phase: PhaseKind,
+    /// Type.
+    #[serde(rename = "type")]
+    pub kind: CollectiveKind,
+    /// Bytes as LIBRA reads them (the buffer; each NPU's part for an
+    /// all-gather).
+    pub bytes: f64,
+    /// Communicator, group size per dimension (-1: not involved).
+    pub group: Vec<i64>,
+    /// Time at the allocation, ms.
+    pub time_ms: f64,
+    /// A time no algorithm beats at the allocation, ms.
+    pub lower_bound_ms: f64,
+    /// How the dimensions' times combine: `max` or `sum`.
+    pub combine: &'static str,
+    /// Per dimension: `alpha_ns + bytes / B` (bytes one NPU moves over it).
+    pub coefficients: Vec<DimCoeff>,
 }
 
 /// Evaluates `bw` (one value per dimension, checked by the caller).
@@ -109,5 +139,21 @@ pub fn evaluate(fabric: &Fabric, iteration: &IterationModel, cost: &Linear, bw: 
         network_power_w: cost.power(bw),
         npus: fabric.npus(),
         dims,
+        per_collective: iteration
+            .collectives
+            .iter()
+            .zip(&times)
+            .map(|(c, t)| CollectiveFigures {
+                layer: c.layer,
+                phase: c.phase,
+                kind: c.comm.kind,
+                bytes: c.comm.bytes,
+                group: c.comm.group.to_libra(),
+                time_ms: ns_to_ms(*t),
+                lower_bound_ms: ns_to_ms(c.coeffs.lower_bound_ns(bw)),
+                combine: if c.coeffs.sequential { "sum" } else { "max" },
+                coefficients: c.coeffs.dims.clone(),
+            })
+            .collect(),
     }
 }

@@ -25,7 +25,7 @@
 
 use crate::model::collective::{self, Coefficients, CollectiveModel};
 use crate::model::fabric::Fabric;
-use crate::model::workload::{PhaseKind, Workload};
+use crate::model::workload::{Comm, PhaseKind, Workload};
 use serde::{Deserialize, Serialize};
 
 /// How phases overlap within an iteration.
@@ -55,6 +55,8 @@ pub struct CollectiveTerm {
     pub layer: usize,
     /// The phase that issues it.
     pub phase: PhaseKind,
+    /// What it is: type, bytes, communicator.
+    pub comm: Comm,
     /// Per-dimension coefficients.
     pub coeffs: Coefficients,
 }
@@ -88,6 +90,7 @@ impl IterationModel {
             .map(|(layer, phase, comm)| CollectiveTerm {
                 layer,
                 phase,
+                comm: comm.clone(),
                 coeffs: collective::coefficients(comm, fabric, model),
             })
             .collect();

@@ -35,7 +35,7 @@
 //! that brought or reduced the data it sends (and, across phases, every
 //! transfer that wrote the sender's part of the buffer).
 
-use super::{Op, Run, Schedule, Transfer};
+use super::{Op, Run, Schedule, SmallVec, Transfer};
 use crate::model::topology::{DimKind, NoRoute, Topology};
 use crate::model::workload::CollectiveKind;
 
@@ -199,10 +199,10 @@ impl Builder<'_> {
             src,
             dst,
             op,
-            chunks,
-            deps,
-            route,
-            after: Vec::new(),
+            chunks: chunks.into(),
+            deps: deps.into(),
+            route: route.into(),
+            after: SmallVec::new(),
             bytes: None,
             duration_ns: 0.0,
         });

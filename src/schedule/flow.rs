@@ -35,7 +35,7 @@
 //! pipeline over its hops; the simulator times and checks it.
 
 use super::product::{self, LinkClasses};
-use super::{MAX_STATE, Op, Run, Schedule, Transfer};
+use super::{MAX_STATE, Op, Run, Schedule, SmallVec, Transfer, smallvec};
 use crate::model::topology::{DimKind, Topology};
 use crate::model::workload::CollectiveKind;
 use good_lp::solvers::highs::highs;
@@ -410,14 +410,14 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32) -> Result<Schedule, 
                     src,
                     dst,
                     op: Op::Send,
-                    chunks: vec![Run {
+                    chunks: smallvec![Run {
                         start: base + c,
                         count: 1,
                         stride: 1,
                     }],
-                    deps: Vec::new(),
-                    route: p.links.clone(),
-                    after: Vec::new(),
+                    deps: SmallVec::new(),
+                    route: p.links.clone().into(),
+                    after: SmallVec::new(),
                     bytes: None,
                     duration_ns: 0.0,
                 });

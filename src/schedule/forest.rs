@@ -48,7 +48,7 @@
 //! for networks of up to [`MAX_NPUS`] NPUs.
 
 use super::cut::{Net, gather_rate_of};
-use super::{MAX_STATE, Op, Run, Schedule, Transfer};
+use super::{MAX_STATE, Op, Run, Schedule, SmallVec, Transfer, smallvec};
 use crate::model::topology::Topology;
 use crate::model::workload::CollectiveKind;
 use std::collections::HashMap;
@@ -810,10 +810,10 @@ fn push(
         src,
         dst,
         op,
-        chunks: vec![chunks],
-        deps,
-        route,
-        after: Vec::new(),
+        chunks: smallvec![chunks],
+        deps: deps.into(),
+        route: route.into(),
+        after: SmallVec::new(),
         bytes: None,
         duration_ns: 0.0,
     });

@@ -61,6 +61,7 @@ pub mod synth;
 
 use crate::model::workload::CollectiveKind;
 use serde::{Deserialize, Serialize};
+pub use smallvec::{SmallVec, smallvec};
 
 /// Most NPU-chunk pairs a schedule may track (the simulator keeps 12 bytes
 /// each: 24 GiB at most would be 2^31; this keeps it near 6 GiB). Builders
@@ -132,6 +133,15 @@ pub enum Op {
     Copy,
 }
 
+/// Transfer or link ids of one transfer: two inline (most transfers wait
+/// for one or two others and cross one or two links), more on the heap.
+/// Held inline, a schedule of millions of transfers makes no allocation
+/// per list (a 2,048-NPU ring all-reduce holds 8.4 million transfers).
+pub type Ids = SmallVec<[u32; 2]>;
+
+/// The chunk runs of one transfer: one inline.
+pub type Runs = SmallVec<[Run; 1]>;
+
 /// One movement of chunks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Transfer {
@@ -142,21 +152,21 @@ pub struct Transfer {
     /// What the receiver does.
     pub op: Op,
     /// The chunks moved.
-    pub chunks: Vec<Run>,
+    pub chunks: Runs,
     /// Transfers that must have arrived before this one starts.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub deps: Vec<u32>,
+    #[serde(default, skip_serializing_if = "SmallVec::is_empty")]
+    pub deps: Ids,
     /// Link ids, in order (empty: routed by the topology).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub route: Vec<u32>,
+    #[serde(default, skip_serializing_if = "SmallVec::is_empty")]
+    pub route: Ids,
     /// Transfers that must have left the receiver (arrived at their own
     /// destinations) before the receiver applies this one: a receive buffer.
     /// This is how an exchange is written (each side sends its vector and
     /// reduces the peer's once its own send is out, as `MPI_Sendrecv` then
     /// a local reduction does); the transfer still starts when its `deps`
     /// allow and its data is read when it arrives.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub after: Vec<u32>,
+    #[serde(default, skip_serializing_if = "SmallVec::is_empty")]
+    pub after: Ids,
     /// Bytes moved, when the chunks are not known (a foreign trace): used
     /// instead of the chunk count times the chunk size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -417,10 +427,10 @@ mod tests {
             src: 0,
             dst: 1,
             op: Op::Send,
-            chunks: vec![Run::range(0, 1)],
-            deps: vec![],
-            route: vec![],
-            after: vec![],
+            chunks: smallvec![Run::range(0, 1)],
+            deps: smallvec![],
+            route: smallvec![],
+            after: smallvec![],
             bytes: None,
             duration_ns: 0.0,
         });
@@ -428,10 +438,10 @@ mod tests {
             src: 1,
             dst: 0,
             op: Op::Reduce,
-            chunks: vec![Run::range(1, 1)],
-            deps: vec![0],
-            route: vec![],
-            after: vec![],
+            chunks: smallvec![Run::range(1, 1)],
+            deps: smallvec![0],
+            route: smallvec![],
+            after: smallvec![],
             bytes: None,
             duration_ns: 0.0,
         });
@@ -445,10 +455,10 @@ mod tests {
         );
         let back: Schedule = serde_json::from_str(&s.to_json()).unwrap();
         assert_eq!(back, s);
-        s.transfers[1].deps = vec![5];
+        s.transfers[1].deps = vec![5].into();
         assert!(s.check().unwrap_err().to_string().starts_with("transfer 1:"));
-        s.transfers[1].deps = vec![];
-        s.transfers[1].chunks = vec![Run::range(1, 2)];
+        s.transfers[1].deps = vec![].into();
+        s.transfers[1].chunks = vec![Run::range(1, 2)].into();
         assert!(s.check().is_err());
     }
 }

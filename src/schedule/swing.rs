@@ -50,7 +50,7 @@
 //! fold costs a whole-vector hop each way on the folded links.
 
 use super::builtin::BuildError;
-use super::{Op, Run, Schedule, Transfer};
+use super::{Op, Run, Schedule, SmallVec, Transfer};
 use crate::model::swing::{CoordSet, Dim, NotButterfly, Reach, arith_runs};
 pub use crate::model::swing::{DimModel, Peers, Variant, dim_model, peer, rho};
 use crate::model::topology::Topology;
@@ -165,10 +165,10 @@ impl Builder<'_> {
             src,
             dst,
             op,
-            chunks,
-            deps: self.tokens[src as usize].clone(),
-            route,
-            after: Vec::new(),
+            chunks: chunks.into(),
+            deps: self.tokens[src as usize].clone().into(),
+            route: route.into(),
+            after: SmallVec::new(),
             bytes: None,
             duration_ns: 0.0,
         });

@@ -93,7 +93,7 @@
 //! transfers as they become ready, may come out a little later).
 
 use super::simulate::LinkModel;
-use super::{Op, Run, Schedule, Transfer};
+use super::{Op, Run, Schedule, SmallVec, Transfer};
 use crate::model::topology::Topology;
 use crate::model::workload::CollectiveKind;
 use rayon::prelude::*;
@@ -1008,9 +1008,9 @@ impl Core<'_> {
                     dst: r.dst,
                     op: Op::Send,
                     chunks: rows[mine].iter().map(|r| Run::range(r.chunk, 1)).collect(),
-                    deps,
-                    route,
-                    after: Vec::new(),
+                    deps: deps.into(),
+                    route: route.into(),
+                    after: SmallVec::new(),
                     bytes: None,
                     duration_ns: 0.0,
                 }
@@ -1114,9 +1114,9 @@ fn reduce_scatter(topo: &Topology, opt: &SynthOptions) -> Result<(Vec<Transfer>,
             dst: x.src,
             op: Op::Reduce,
             chunks: x.chunks.clone(),
-            deps,
-            route,
-            after: Vec::new(),
+            deps: deps.into(),
+            route: route.into(),
+            after: SmallVec::new(),
             bytes: None,
             duration_ns: 0.0,
         });
