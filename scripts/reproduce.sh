@@ -89,10 +89,12 @@ report() { # RELATIVE-PATH MESSAGE
 }
 # Every file regenerated, and every committed file under results/ except
 # results/collectives/synthesis-scaling.md, which is copied from
-# `cargo bench --bench synth` (timings of this machine), not regenerated.
+# `cargo bench --bench synth` (timings of this machine), and
+# results/astra-sim/, which scripts/astra-agreement.sh writes from
+# ASTRA-sim's binaries outside the repository; neither is regenerated.
 files=$({
   (cd "$tmp" && find results studies -type f)
-  find results -type f ! -path results/collectives/synthesis-scaling.md
+  find results -type f ! -path results/collectives/synthesis-scaling.md ! -path 'results/astra-sim/*'
 } | LC_ALL=C sort -u)
 while IFS= read -r f; do
   if [[ ! -e $tmp/$f ]]; then

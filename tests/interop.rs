@@ -564,8 +564,8 @@ weight_grad = { compute_ns = 3000, collective = "all-reduce", bytes = 64e6 }
 "#;
 
 /// `export astra-sim`: the network file read back gives the per-link
-/// bandwidths of LIBRA's conversion (ring 100 / 2 = 50 GB/s, switch 50
-/// GB/s, through ASTRA-sim's 2^30-byte GB), every rank's workload trace is
+/// bandwidths (a ring at its B, 100 GB/s, for ASTRA-sim's one-way native
+/// ring; a switch at B, 50 GB/s; through ASTRA-sim's 2^30-byte GB), every rank's workload trace is
 /// the iteration (compute in whole microseconds, rounded up: 1, 3, 3; the
 /// forward all-gather of 1e6 bytes on dimension b only, the weight-gradient
 /// all-reduce of 64e6 bytes on both), and 8 x 4 = 32 traces are written.
@@ -587,7 +587,7 @@ fn astra_sim_input_set() {
     let topo = Topology::parse_astra(&net, &out.join("network.yml")).unwrap();
     assert_eq!(topo.npus, 32);
     let gbps = |d: u16| topo.links.iter().find(|l| l.dim == Some(d)).unwrap().gbps;
-    approx::assert_relative_eq!(gbps(0), 50.0, max_relative = 1e-12);
+    approx::assert_relative_eq!(gbps(0), 100.0, max_relative = 1e-12);
     approx::assert_relative_eq!(gbps(1), 50.0, max_relative = 1e-12);
     let traces = chakra::read_traces(&out.join("workload")).unwrap();
     assert_eq!(traces.len(), 32);
@@ -626,4 +626,62 @@ fn astra_sim_input_set() {
     let sys: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("system.json")).unwrap()).unwrap();
     assert_eq!(sys["all-reduce-implementation"], serde_json::json!(["ring", "direct"]));
+    // Two dimensions, pipelined: 16 splits pipeline them; reductions free
+    // (dimsum models no reduction memory traffic); no partial group.
+    assert_eq!(sys["preferred-dataset-splits"], 16);
+    assert_eq!(sys["local-mem-bw"], 1_000_000_000u64);
+    let groups = std::fs::read_to_string(out.join("comm_groups.json")).unwrap();
+    assert_eq!(groups, "{}");
+    assert!(n.iter().all(|x| x.get("pg_name").is_none()));
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(readme.contains("--comm-group-configuration="), "{readme}");
+}
+
+/// A group over part of a dimension gets ASTRA-sim communicator groups:
+/// `[2, -1]` on Ring(4) x Switch(8) pairs coordinates {0, 1} and {2, 3} of
+/// the ring under each switch port, 2 x 8 = 16 groups of two ranks, ids
+/// from 1 in order of their first rank (rank 0 -> {0, 1} is 1, rank 2 ->
+/// {2, 3} is 2, rank 4 -> {4, 5} is 3, ...), each rank's trace naming its
+/// own; the forward all-gather over the whole switch dimension needs none.
+#[test]
+fn astra_sim_communicator_groups_for_partial_dimensions() {
+    let dir = tempfile::tempdir().unwrap();
+    let study = dir.path().join("tiny.toml");
+    let text = STUDY.replace("weight_grad = [4, 8]", "weight_grad = [2, -1]");
+    std::fs::write(&study, text).unwrap();
+    let out = dir.path().join("astra");
+    let r = dimsum()
+        .args(["export", "astra-sim"])
+        .arg(&study)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let groups: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("comm_groups.json")).unwrap()).unwrap();
+    let groups = groups.as_object().unwrap();
+    assert_eq!(groups.len(), 16);
+    for (id, ranks) in groups {
+        let id: u64 = id.parse().unwrap();
+        assert_eq!(
+            ranks,
+            &serde_json::json!([2 * (id - 1), 2 * (id - 1) + 1]),
+            "group {id}"
+        );
+    }
+    let traces = chakra::read_traces(&out.join("workload")).unwrap();
+    for (rank, t) in traces.iter().enumerate() {
+        let coll: Vec<_> = t.nodes.iter().filter(|x| x.int("comm_type").is_some()).collect();
+        assert_eq!(
+            coll[0].get("pg_name"),
+            None,
+            "rank {rank}: the all-gather spans its dimension"
+        );
+        assert_eq!(
+            coll[1].get("pg_name"),
+            Some(&Value::StringVal((rank / 2 + 1).to_string())),
+            "rank {rank}"
+        );
+    }
 }

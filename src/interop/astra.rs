@@ -4,14 +4,29 @@
 //! iteration as a Chakra workload, one trace per rank (`workload.<r>.et`).
 //!
 //! - Network: one entry per dimension, `Ring` / `FullyConnected` /
-//!   `Switch`, the NPU count, the per-link bandwidth LIBRA's conversion gives
-//!   for the allocation (ring `B/2` per direction, fully-connected
-//!   `B/(n-1)`, switch `B`) in ASTRA-sim's GB (2^30 bytes) per second, and
-//!   the latency in ns.
+//!   `Switch`, the NPU count, the per-link bandwidth, in ASTRA-sim's GB
+//!   (2^30 bytes) per second, and the latency in ns. Fully-connected
+//!   `B/(n-1)` and switch `B`, LIBRA's conversion. A ring is written at
+//!   `B`, not LIBRA's `B/2` per direction: ASTRA-sim's native ring sends
+//!   one way round with one queue per dimension (its QueueLevelHandler and
+//!   Ring), so a ring described at B/2 per direction would move data at
+//!   half the rate dimsum's ring (both directions, B in all per NPU) does;
+//!   written at B, its one direction carries what dimsum's two do (a 768
+//!   MiB all-reduce on Ring(4) at 200 GB/s: 6.043 ms in both, where B/2
+//!   gave ASTRA-sim 2.00x).
 //! - System: per dimension the native implementation of the study's
 //!   algorithm (`ring`, `direct`, `halvingDoubling`; Swing has no native
 //!   ASTRA-sim implementation and is written as `halvingDoubling`, the
-//!   native butterfly with the same steps, which the README notes).
+//!   native butterfly with the same steps, which the README notes); the
+//!   dataset splits that reproduce the study's time model (`splits`);
+//!   `local-mem-bw` so high that reductions cost nothing, as in dimsum's
+//!   model (ASTRA-sim charges three passes over every reduced chunk).
+//! - Communicator groups (`comm_groups.json`, ids from 1): ASTRA-sim's
+//!   `involved_dim` flags whole dimensions, so a collective whose group
+//!   covers part of a dimension names its rank's group in the node's
+//!   `pg_name` (a string); ASTRA-sim runs such a collective as one ring over
+//!   the group's sorted ranks, which `scripts/astra-agreement.sh` shows
+//!   beside dimsum's per-dimension time.
 //! - Workload: every rank runs the same iteration (the study's workload is
 //!   per NPU): forward over the layers, then input and weight gradients
 //!   from the last layer back, each phase a `COMP_NODE` of its compute time
@@ -23,13 +38,14 @@
 //!   beside the rest of the backward pass in the `overlap` loop.
 
 use super::chakra::{self, BoolList, GlobalMetadata, Node, NodeType, Trace, Value, attr};
-use crate::model::collective::Algorithm;
+use crate::model::collective::{Algorithm, TimeModel};
 use crate::model::fabric::Block;
 use crate::model::fabric::Fabric;
 use crate::model::topology::per_link_gbps;
 use crate::model::training::Loop;
 use crate::model::units::{BYTES_PER_GB, BYTES_PER_GIB, ns_to_us};
-use crate::model::workload::{CollectiveKind, PhaseKind, Workload};
+use crate::model::workload::{CollectiveKind, Group, PhaseKind, Workload};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 /// What an ASTRA-sim input set is written from: a study's name, fabric,
@@ -46,6 +62,9 @@ pub struct Design<'a> {
     pub algorithms: &'a [Algorithm],
     /// Whether weight-gradient collectives overlap the backward pass.
     pub training_loop: Loop,
+    /// How a collective's dimensions combine (the dataset splits that
+    /// reproduce it).
+    pub time_model: TimeModel,
 }
 
 /// The files of an input set, as (name, bytes).
@@ -92,12 +111,20 @@ fn network_yml(design: &Design<'_>, bw: &[f64]) -> String {
     let link: Vec<String> = dims
         .iter()
         .zip(bw)
-        .map(|(d, b)| format!("{}", per_link_gbps(d.block, d.npus, *b) * BYTES_PER_GB / BYTES_PER_GIB))
+        .map(|(d, b)| {
+            // A ring's one direction carries B (module doc).
+            let gbps = match d.block {
+                Block::Ring => *b,
+                block => per_link_gbps(block, d.npus, *b),
+            };
+            format!("{}", gbps * BYTES_PER_GB / BYTES_PER_GIB)
+        })
         .collect();
     let lat: Vec<String> = dims.iter().map(|d| format!("{}", d.latency_ns)).collect();
     format!(
         "# ASTRA-sim analytical network for {} at {:?} GB/s per NPU (dimsum {}).\n\
-         # bandwidth: per link, in ASTRA-sim's GB (2^30 bytes) per second.\n\
+         # bandwidth: per link, in ASTRA-sim's GB (2^30 bytes) per second; a ring's at the NPU's B\n\
+         # (ASTRA-sim's native ring sends one way round: one direction carries both of dimsum's).\n\
          topology: [ {} ]\nnpus_count: [ {} ]\nbandwidth: [ {} ]  # GB/s\nlatency: [ {} ]  # ns\n",
         design.name,
         bw,
@@ -107,6 +134,110 @@ fn network_yml(design: &Design<'_>, bw: &[f64]) -> String {
         link.join(", "),
         lat.join(", ")
     )
+}
+
+/// Dataset splits per collective: 1 runs a collective's dimensions one
+/// after another (the `sequential` model, and any one-dimension fabric,
+/// where splitting only repeats each step's latency per chunk); more
+/// pipeline them, chunk k + 1 on one dimension while chunk k is on the
+/// next, which approaches the slowest dimension's time that the `libra`,
+/// `pipelined` and `nccl` models take (with 16 the other dimensions add
+/// 1/16 of their time, and each chunk pays its steps' latencies).
+fn splits(design: &Design<'_>) -> u32 {
+    match design.time_model {
+        _ if design.fabric.dims.len() == 1 => 1,
+        TimeModel::Sequential => 1,
+        TimeModel::Libra | TimeModel::Pipelined | TimeModel::Nccl => 16,
+    }
+}
+
+/// `local-mem-bw`, GB/s: ASTRA-sim charges every reduction step three
+/// passes over its chunk at this rate (PacketBundle); dimsum's model has no
+/// reduction memory traffic, so the export makes it free.
+const NO_REDUCTION_COST_GBPS: u64 = 1_000_000_000;
+
+/// Whether `group` covers part of some dimension (a size above 1 and below
+/// the dimension's): ASTRA-sim's `involved_dim` flags whole dimensions, so
+/// such a collective needs a communicator group.
+fn partial(group: &Group, fabric: &Fabric) -> bool {
+    group
+        .0
+        .iter()
+        .zip(&fabric.dims)
+        .any(|(p, d)| p.is_some_and(|p| p > 1 && p < d.npus))
+}
+
+/// The ranks of `rank`'s group (LIBRA's placement: on each involved
+/// dimension the aligned block of p coordinates holding the rank's own,
+/// the other coordinates fixed), sorted.
+fn members(fabric: &Fabric, group: &Group, rank: u64) -> Vec<u64> {
+    let Some(own) = fabric.coords(rank) else {
+        return Vec::new();
+    };
+    let mut out = vec![own.clone()];
+    for (d, p) in group.0.iter().enumerate() {
+        let Some(p) = p.filter(|p| *p > 1) else { continue };
+        let start = own[d] / p * p;
+        out = out
+            .into_iter()
+            .flat_map(|c| {
+                (start..start + p).map(move |x| {
+                    let mut c = c.clone();
+                    c[d] = x;
+                    c
+                })
+            })
+            .collect();
+    }
+    let mut ranks: Vec<u64> = out.iter().filter_map(|c| fabric.rank(c)).collect();
+    ranks.sort_unstable();
+    ranks
+}
+
+/// ASTRA-sim's communicator groups for the partial-dimension collectives:
+/// every distinct group of ranks with its id (1, 2, ...; ASTRA-sim refuses
+/// 0), and per partial communicator each rank's id.
+#[derive(Debug, Default)]
+struct CommGroups {
+    /// The groups' sorted ranks; id = index + 1.
+    groups: Vec<Vec<u64>>,
+    /// Per communicator, each rank's group id.
+    of: HashMap<Group, Vec<u32>>,
+}
+
+impl CommGroups {
+    fn new(design: &Design<'_>) -> CommGroups {
+        let fabric = design.fabric;
+        let mut out = CommGroups::default();
+        let mut ids: HashMap<Vec<u64>, u32> = HashMap::new();
+        for (_, _, c) in design.workload.comms() {
+            if !partial(&c.group, fabric) || out.of.contains_key(&c.group) {
+                continue;
+            }
+            let per_rank = (0..fabric.npus())
+                .map(|r| {
+                    let m = members(fabric, &c.group, r);
+                    *ids.entry(m.clone()).or_insert_with(|| {
+                        out.groups.push(m);
+                        out.groups.len() as u32
+                    })
+                })
+                .collect();
+            out.of.insert(c.group.clone(), per_rank);
+        }
+        out
+    }
+
+    /// `comm_groups.json`: `{"id": [ranks], ...}`.
+    fn json(&self) -> String {
+        let map: serde_json::Map<String, serde_json::Value> = self
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| ((i + 1).to_string(), serde_json::json!(g)))
+            .collect();
+        serde_json::to_string_pretty(&serde_json::Value::Object(map)).unwrap_or_default()
+    }
 }
 
 /// `system.json`: native per-dimension implementations.
@@ -127,20 +258,23 @@ fn system_json(design: &Design<'_>) -> String {
         "scheduling-policy": "LIFO",
         "endpoint-delay": 10,
         "active-chunks-per-dimension": 1,
-        "preferred-dataset-splits": 1,
+        "preferred-dataset-splits": splits(design),
         "all-reduce-implementation": algos,
         "all-gather-implementation": algos,
         "reduce-scatter-implementation": algos,
         "all-to-all-implementation": algos.iter().map(|_| "direct").collect::<Vec<_>>(),
         "collective-optimization": "localBWAware",
-        "local-mem-bw": 1600,
+        "local-mem-bw": NO_REDUCTION_COST_GBPS,
         "boost-mode": 0
     });
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
-/// The iteration as one rank's trace (every rank runs the same one).
-fn workload_trace(design: &Design<'_>) -> Result<Trace, WorkloadError> {
+/// The iteration as one rank's trace (every rank runs the same one but for
+/// the communicator group its partial-dimension collectives name), and the
+/// collective nodes that need a group, with their communicator.
+fn workload_trace(design: &Design<'_>) -> Result<(Trace, Vec<(usize, Group)>), WorkloadError> {
+    let mut grouped = Vec::new();
     let ndims = design.fabric.dims.len();
     let mut nodes: Vec<Node> = Vec::new();
     let mut last: Option<u64> = None;
@@ -190,24 +324,31 @@ fn workload_trace(design: &Design<'_>) -> Result<Trace, WorkloadError> {
                 ],
                 ..Default::default()
             });
+            if partial(&c.group, design.fabric) {
+                grouped.push((cid as usize, c.group.clone()));
+            }
             if !(kind == PhaseKind::WeightGrad && overlap) {
                 last = Some(cid);
             }
         }
     }
-    Ok(Trace {
-        metadata: GlobalMetadata {
-            version: chakra::VERSION.into(),
-            attr: vec![attr("dimsum_study", Value::StringVal(design.name.to_string()))],
+    Ok((
+        Trace {
+            metadata: GlobalMetadata {
+                version: chakra::VERSION.into(),
+                attr: vec![attr("dimsum_study", Value::StringVal(design.name.to_string()))],
+            },
+            nodes,
         },
-        nodes,
-    })
+        grouped,
+    ))
 }
 
 /// Every file of the input set for `design` at `bw`, `dir_hint` being where
 /// the README says they are.
 pub(crate) fn input_set(design: &Design<'_>, bw: &[f64], dir_hint: &str) -> Result<Files, WorkloadError> {
-    let trace = workload_trace(design)?.encode();
+    let (trace, grouped) = workload_trace(design)?;
+    let groups = CommGroups::new(design);
     let n = design.fabric.npus();
     let mut files: Files = vec![
         ("network.yml".into(), network_yml(design, bw).into_bytes()),
@@ -217,8 +358,27 @@ pub(crate) fn input_set(design: &Design<'_>, bw: &[f64], dir_hint: &str) -> Resu
             b"{\n  \"memory-type\": \"NO_MEMORY_EXPANSION\"\n}\n".to_vec(),
         ),
     ];
+    files.push(("comm_groups.json".into(), groups.json().into_bytes()));
+    let shared = trace.encode();
     for r in 0..n {
-        files.push((format!("workload.{r}.et"), trace.clone()));
+        let bytes = if grouped.is_empty() {
+            shared.clone()
+        } else {
+            // The rank's own group on every partial-dimension collective
+            // (`pg_name`, a string, as ASTRA-sim reads it).
+            let mut t = trace.clone();
+            for (i, g) in &grouped {
+                let id = groups
+                    .of
+                    .get(g)
+                    .and_then(|ids| ids.get(r as usize))
+                    .copied()
+                    .unwrap_or(0);
+                t.nodes[*i].attr.push(attr("pg_name", Value::StringVal(id.to_string())));
+            }
+            t.encode()
+        };
+        files.push((format!("workload.{r}.et"), bytes));
     }
     let mut readme = String::new();
     let _ = writeln!(
@@ -234,7 +394,25 @@ pub(crate) fn input_set(design: &Design<'_>, bw: &[f64], dir_hint: &str) -> Resu
         "Run (ASTRA-sim 2.0, analytical congestion-unaware network):\n\n```\n\
          AstraSim_Analytical_Congestion_Unaware --workload-configuration={dir_hint}/workload \\\n  \
          --system-configuration={dir_hint}/system.json --network-configuration={dir_hint}/network.yml \\\n  \
-         --remote-memory-configuration={dir_hint}/memory.json\n```\n"
+         --remote-memory-configuration={dir_hint}/memory.json \\\n  \
+         --comm-group-configuration={dir_hint}/comm_groups.json\n```\n"
+    );
+    let _ = writeln!(
+        readme,
+        "How the files describe dimsum's fabric to ASTRA-sim:\n\n\
+         - a ring dimension's links at the NPU's B (ASTRA-sim's native ring sends one way round; dimsum's ring uses both directions at B/2 each);\n\
+         - {} dataset splits per collective (`{}` time model: {});\n\
+         - `local-mem-bw` {} GB/s: dimsum models no reduction memory traffic, so the reductions are free here too;\n\
+         - {} communicator groups in `comm_groups.json` for the collectives over part of a dimension (ASTRA-sim runs each as one ring over the group's ranks; `involved_dim` flags whole dimensions only).\n",
+        splits(design),
+        design.time_model.name(),
+        if splits(design) == 1 {
+            "dimensions one after another"
+        } else {
+            "dimensions pipelined, the slowest setting the pace"
+        },
+        NO_REDUCTION_COST_GBPS,
+        groups.groups.len()
     );
     if design.algorithms.contains(&Algorithm::Swing) {
         let _ = writeln!(

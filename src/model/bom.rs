@@ -563,6 +563,32 @@ pub fn options(fabric: &Fabric, spec: &Procurement, d: usize, zero: bool) -> Vec
     out
 }
 
+/// The linear tier dimension `d`'s parts imply, for a study that names
+/// none: the least dollars and watts per GB/s per NPU over its purchasable
+/// designs (what the catalog MILP's relaxation prices, so it under-prices
+/// every design), all carried as the link's price and energy per bit (a
+/// tier's link counts on every block); `None` where the catalog sells
+/// nothing for the dimension.
+pub fn cheapest_tier(fabric: &Fabric, spec: &Procurement, d: usize) -> Option<Tier> {
+    let npus = fabric.npus() as f64;
+    let sold: Vec<DimOption> = options(fabric, spec, d, false)
+        .into_iter()
+        .filter(|o| o.gbps > 0.0)
+        .collect();
+    let least = |of: fn(&DimOption) -> f64| {
+        sold.iter()
+            .map(|o| of(o) / (o.gbps * npus))
+            .fold(f64::INFINITY, f64::min)
+    };
+    let (usd, w) = (least(|o| o.capex_usd), least(|o| o.power_w));
+    (usd.is_finite() && w.is_finite()).then(|| Tier {
+        link_usd_per_gbps: usd,
+        // W per GB/s = GB/s * 8e9 bit/GB * pJ/bit * 1e-12: invert at 1 GB/s.
+        link_pj_per_bit: w / units::watts(1.0, 1.0),
+        ..Tier::default()
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
@@ -594,30 +620,4 @@ mod tests {
             }
         }
     }
-}
-
-/// The linear tier dimension `d`'s parts imply, for a study that names
-/// none: the least dollars and watts per GB/s per NPU over its purchasable
-/// designs (what the catalog MILP's relaxation prices, so it under-prices
-/// every design), all carried as the link's price and energy per bit (a
-/// tier's link counts on every block); `None` where the catalog sells
-/// nothing for the dimension.
-pub fn cheapest_tier(fabric: &Fabric, spec: &Procurement, d: usize) -> Option<Tier> {
-    let npus = fabric.npus() as f64;
-    let sold: Vec<DimOption> = options(fabric, spec, d, false)
-        .into_iter()
-        .filter(|o| o.gbps > 0.0)
-        .collect();
-    let least = |of: fn(&DimOption) -> f64| {
-        sold.iter()
-            .map(|o| of(o) / (o.gbps * npus))
-            .fold(f64::INFINITY, f64::min)
-    };
-    let (usd, w) = (least(|o| o.capex_usd), least(|o| o.power_w));
-    (usd.is_finite() && w.is_finite()).then(|| Tier {
-        link_usd_per_gbps: usd,
-        // W per GB/s = GB/s * 8e9 bit/GB * pJ/bit * 1e-12: invert at 1 GB/s.
-        link_pj_per_bit: w / units::watts(1.0, 1.0),
-        ..Tier::default()
-    })
 }

@@ -181,6 +181,7 @@ impl Study {
             workload: &self.workload,
             algorithms: &self.collective.algorithms,
             training_loop: self.training_loop,
+            time_model: self.collective.time_model,
         }
     }
 
