@@ -32,6 +32,7 @@ fn main() {
         size_bytes: 1e9,
         model: LinkModel::AlphaBeta,
         record: false,
+        reduce_gbps: None,
     };
     // Throughput.
     let ring = Topology::torus(&[64], true, &[50.0], &[500.0]);

@@ -28,6 +28,7 @@ fn main() {
         size_bytes: 128.0 * 1024.0 * 1024.0,
         model: LinkModel::AlphaBeta,
         record: false,
+        reduce_gbps: None,
     };
     for (shape, variant, multiport) in [
         ([64u32, 64], Variant::Bandwidth, true),

@@ -22,14 +22,14 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# One-collective study: NAME BLOCKS NPUS GBPS TYPE BYTES GROUP LATENCIES_NS
+# One-collective study: NAME BLOCKS NPUS GBPS TYPE BYTES GROUP LATENCIES_NS [REDUCTION_GBPS]
 study() {
   local name=$1 blocks npus lats
   IFS=, read -ra blocks <<<"$2"
   IFS=, read -ra npus <<<"$3"
   IFS=, read -ra lats <<<"$8"
   {
-    printf 'name = "%s"\ntime_model = "pipelined"\nbw = [%s]\n' "$name" "$4"
+    printf 'name = "%s"\ntime_model = "pipelined"\nbw = [%s]\nreduction_memory = %s\n' "$name" "$4" "${9:-false}"
     for i in "${!blocks[@]}"; do
       printf '[[fabric.dims]]\nname = "d%s"\nblock = "%s"\nnpus = %s\nlatency_ns = %s\ntier = "t"\n' \
         "$i" "${blocks[$i]}" "${npus[$i]}" "${lats[$i]}"
@@ -67,6 +67,8 @@ run() {
 run ar-ring4 "$(study ar-ring4 ring 4 200 all-reduce 805306368 4 500)"
 run ag-ring4 "$(study ag-ring4 ring 4 200 all-gather 50331648 4 500)"
 run rs-ring4 "$(study rs-ring4 ring 4 200 reduce-scatter 805306368 4 500)"
+run ar-ring4-memory "$(study ar-ring4-memory ring 4 200 all-reduce 805306368 4 500 1600)"
+run ar-ring4-switch8-memory "$(study ar-ring4-switch8-memory ring,switch 4,8 200,100 all-reduce 805306368 4,8 500,1000 1600)"
 run ar-fc8 "$(study ar-fc8 fully-connected 8 700 all-reduce 805306368 8 500)"
 run ar-switch32 "$(study ar-switch32 switch 32 100 all-reduce 805306368 32 500)"
 run ar-ring4-switch8 "$(study ar-ring4-switch8 ring,switch 4,8 200,100 all-reduce 805306368 4,8 500,1000)"
@@ -188,9 +190,11 @@ lines = [
     "How the export describes dimsum's fabric: a ring dimension's links at the NPU's B "
     "(ASTRA-sim's native ring sends one way round); 16 dataset splits on fabrics of more "
     "than one dimension (pipelined, as dimsum's `libra` / `pipelined` models take the "
-    "slowest dimension), 1 on one dimension; `local-mem-bw` 10^9 GB/s (dimsum models no "
-    "reduction memory traffic yet, so reductions are free in both); communicator groups "
-    "(`comm_groups.json`) for collectives over part of a dimension.",
+    "slowest dimension), 1 on one dimension; `local-mem-bw` the study's memory bandwidth "
+    "for reductions (the `-memory` cases: 1600 GB/s, three passes per reduced byte in both "
+    "dimsum and ASTRA-sim), else 10^9 GB/s where the study's reductions are free "
+    "(`reduction_memory = false`, LIBRA's assumption, which gpt3-4d keeps); communicator "
+    "groups (`comm_groups.json`) for collectives over part of a dimension.",
     "",
     "| case | backend | dimsum (ms) | ASTRA-sim (ms) | ratio | cause of a difference above 2% |",
     "|---|---|---|---|---|---|",

@@ -94,7 +94,7 @@
 //!
 //! let topo = topology::from_spec("ring:8", &[50.0], &[0.0])?;
 //! let s = builtin::build(&topo, CollectiveKind::AllReduce, Algo::Ring, None, 1)?;
-//! let opt = SimOptions { size_bytes: 8e6, model: LinkModel::AlphaBeta, record: false };
+//! let opt = SimOptions { size_bytes: 8e6, model: LinkModel::AlphaBeta, record: false, reduce_gbps: None };
 //! let r = simulate::simulate(&s, &topo, &opt)?;
 //! assert!(r.valid, "{:?}", r.errors);
 //! assert!((r.time_ns - 280_000.0).abs() < 1e-6);

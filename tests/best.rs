@@ -37,6 +37,7 @@ fn best_is_the_fastest_it_tried_and_says_so() {
                 size_bytes: size,
                 model,
                 record: false,
+                reduce_gbps: None,
             };
             let r = simulate(&b.schedule, &t, &sim).unwrap();
             assert!(r.valid);

@@ -126,6 +126,45 @@ fn eval_json_by_hand() {
     );
 }
 
+/// `reduction_memory`: a reduction reads two operands and writes one at
+/// the NPU's memory bandwidth. The same all-reduce with 1600 GB/s of
+/// memory: the ring level reduces half of its 96e6 B, 3 x 48e6 / 1600 =
+/// 90_000 ns more (960_600 -> 1_050_600 ns); the switch level half of its
+/// 28e6 B, 3 x 14e6 / 1600 = 26_250 ns more (562_000 -> 588_250 ns); the
+/// slower stays the ring: iteration 1_050_600 + 6000 ns compute.
+#[test]
+fn reduction_memory_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = BASE.replace("bw = [100, 50]", "bw = [100, 50]\nreduction_memory = 1600");
+    let p = write(&dir, "s.toml", &text);
+    let out = dimsum().args(["eval", "--json"]).arg(&p).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ms = v["iteration_time_ms"].as_f64().unwrap();
+    assert!((ms - 1.0566).abs() < 1e-12, "{ms}");
+    let c = &v["per_collective"][0]["coefficients"];
+    assert!((c[0]["alpha_ns"].as_f64().unwrap() - 90_600.0).abs() < 1e-6);
+    assert!((c[1]["alpha_ns"].as_f64().unwrap() - 28_250.0).abs() < 1e-6);
+    // false, or no [npu] to take the bandwidth from: free, as LIBRA has it.
+    let off = write(
+        &dir,
+        "off.toml",
+        &BASE.replace("bw = [100, 50]", "bw = [100, 50]\nreduction_memory = false"),
+    );
+    let out = dimsum().args(["eval", "--json"]).arg(&off).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!((v["iteration_time_ms"].as_f64().unwrap() - 0.9666).abs() < 1e-12);
+    // A bandwidth that is no bandwidth is refused with its line.
+    let (code, err) = eval_err(&BASE.replace("bw = [100, 50]", "bw = [100, 50]\nreduction_memory = -3"));
+    assert_eq!(code, 2);
+    assert_one_line(&err);
+    // (line 5: the text opens with an empty line, then name, time_model, bw.)
+    assert!(
+        err.contains(":5: reduction_memory:") && err.contains("true, false or a memory bandwidth"),
+        "{err}"
+    );
+}
+
 #[test]
 fn eval_table_and_bw_override() {
     let dir = tempfile::tempdir().unwrap();

@@ -160,7 +160,7 @@ proptest! {
                 // 2-6 NPU networks goes to thousands of chunks (minutes).
                 let opt = Options { size_bytes: size, chunks_per_npu: 2, ..Options::default() };
                 let Ok(s) = algorithm::build(&t, kind, alg, &opt) else { continue };
-                let sim = simulate::simulate(&s, &t, &SimOptions { size_bytes: size, model: LinkModel::AlphaBeta, record: false }).unwrap();
+                let sim = simulate::simulate(&s, &t, &SimOptions { size_bytes: size, model: LinkModel::AlphaBeta, record: false, reduce_gbps: None }).unwrap();
                 if sim.valid {
                     prop_assert!(sim.time_ns >= b.bound_ns * (1.0 - 1e-9), "{kind:?} {alg}: {} < {}", sim.time_ns, b.bound_ns);
                 }

@@ -352,6 +352,7 @@ fn a_catalog_priced_sweep_is_brute_force_over_purchasable_designs() {
             time_model: s.collective.time_model,
             group_bandwidth: s.collective.group_bandwidth,
             algorithms: fabric.dims.iter().map(|d| Algorithm::default_for(d.block)).collect(),
+            reduction_gbps: s.collective.reduction_gbps,
         };
         let it = IterationModel::new(&workload, &fabric, &model, s.training_loop);
         let opts: Vec<Vec<bom::DimOption>> = (0..3).map(|d| bom::options(&fabric, &parts, d, true)).collect();

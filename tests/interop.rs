@@ -349,6 +349,7 @@ fn sim(s: &Schedule, spec: &str, size: f64) -> dimsum::schedule::simulate::SimRe
             size_bytes: size,
             model: dimsum::schedule::simulate::LinkModel::AlphaBeta,
             record: false,
+            reduce_gbps: None,
         },
     )
     .unwrap()
@@ -629,7 +630,7 @@ fn astra_sim_input_set() {
     // Two dimensions, pipelined: 16 splits pipeline them; reductions free
     // (dimsum models no reduction memory traffic); no partial group.
     assert_eq!(sys["preferred-dataset-splits"], 16);
-    assert_eq!(sys["local-mem-bw"], 1_000_000_000u64);
+    assert_eq!(sys["local-mem-bw"], 1e9);
     let groups = std::fs::read_to_string(out.join("comm_groups.json")).unwrap();
     assert_eq!(groups, "{}");
     assert!(n.iter().all(|x| x.get("pg_name").is_none()));

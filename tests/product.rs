@@ -60,6 +60,7 @@ fn replay(t: &Topology, kind: CollectiveKind, k: u32, size: f64) -> (f64, f64) {
             size_bytes: size,
             model: LinkModel::AlphaBeta,
             record: false,
+            reduce_gbps: None,
         },
     )
     .unwrap();

@@ -29,6 +29,7 @@ fn run(s: &Schedule, t: &Topology, size: f64, model: LinkModel) -> SimResult {
             size_bytes: size,
             model,
             record: false,
+            reduce_gbps: None,
         },
     )
     .unwrap()
@@ -69,6 +70,31 @@ fn ring_all_reduce_by_hand() {
     assert!(r2.time_ns >= b.bound_ns);
     // Latency diameter: 4 hops of 500 ns.
     assert_relative_eq!(b.latency_ns, 2000.0);
+}
+
+/// Reductions at the receivers' memory: the same one-way ring all-reduce
+/// on an 8-ring, 8 MB, with 2 GB/s of memory for reductions. Each of the 7
+/// reduce-scatter steps lands a 1 MB chunk that the receiver reads twice
+/// and writes once, 3e6 / 2 = 1_500_000 ns, before it is forwarded; the
+/// all-gather copies. 287_000 + 7 x 1_500_000 = 10_787_000 ns.
+#[test]
+fn a_reduction_costs_three_passes_over_memory() {
+    let t = topo("ring:8", 50.0, 500.0);
+    let one = flat(&t, AllReduce, Algo::Ring, 1);
+    let opt = |m: Option<f64>| SimOptions {
+        size_bytes: 8e6,
+        model: LinkModel::AlphaBeta,
+        record: false,
+        reduce_gbps: m,
+    };
+    let r = simulate::simulate(&one, &t, &opt(Some(2.0))).unwrap();
+    assert!(r.valid, "{:?}", r.errors);
+    assert_relative_eq!(r.time_ns, 287_000.0 + 7.0 * 1_500_000.0, max_relative = 1e-12);
+    // An all-gather reduces nothing.
+    let ag = flat(&t, AllGather, Algo::Ring, 1);
+    let a = simulate::simulate(&ag, &t, &opt(Some(2.0))).unwrap();
+    let b = simulate::simulate(&ag, &t, &opt(None)).unwrap();
+    assert_eq!(a.time_ns, b.time_ns);
 }
 
 /// Direct and halving-doubling all-reduce on a fully-connected 8, 8 MB,

@@ -530,6 +530,7 @@ fn critical_path_tiles_the_time() {
                         size_bytes: 64e6,
                         model,
                         record: false,
+                        reduce_gbps: None,
                     };
                     let r = simulate(sch, &topo, &opt).unwrap();
                     assert!(r.valid, "{spec} {}: {:?}", sch.algorithm, r.errors);

@@ -29,6 +29,7 @@ fn run(s: &Schedule, t: &Topology, size: f64) -> SimResult {
             size_bytes: size,
             model: LinkModel::AlphaBeta,
             record: false,
+            reduce_gbps: None,
         },
     )
     .unwrap()
@@ -267,6 +268,7 @@ fn analytic_swing_coefficients_match_the_simulator() {
             time_model: TimeModel::Pipelined,
             algorithms: vec![Algorithm::Swing],
             group_bandwidth: Default::default(),
+            reduction_gbps: None,
         };
         let t = Topology::from_fabric(&f, &[100.0]);
         for kind in [AllReduce, ReduceScatter, AllGather] {

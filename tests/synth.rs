@@ -24,6 +24,7 @@ fn sim(s: &Schedule, t: &Topology, size: f64, model: LinkModel) -> simulate::Sim
             size_bytes: size,
             model,
             record: false,
+            reduce_gbps: None,
         },
     )
     .unwrap()

@@ -19,8 +19,9 @@
 //!   ASTRA-sim implementation and is written as `halvingDoubling`, the
 //!   native butterfly with the same steps, which the README notes); the
 //!   dataset splits that reproduce the study's time model (`splits`);
-//!   `local-mem-bw` so high that reductions cost nothing, as in dimsum's
-//!   model (ASTRA-sim charges three passes over every reduced chunk).
+//!   `local-mem-bw` the study's reduction memory bandwidth (ASTRA-sim and
+//!   dimsum both charge three passes over every reduced byte), or so high
+//!   that reductions cost nothing where the study's are free.
 //! - Communicator groups (`comm_groups.json`, ids from 1): ASTRA-sim's
 //!   `involved_dim` flags whole dimensions, so a collective whose group
 //!   covers part of a dimension names its rank's group in the node's
@@ -65,6 +66,8 @@ pub struct Design<'a> {
     /// How a collective's dimensions combine (the dataset splits that
     /// reproduce it).
     pub time_model: TimeModel,
+    /// The memory bandwidth reductions run at, GB/s (`None`: free).
+    pub reduction_gbps: Option<f64>,
 }
 
 /// The files of an input set, as (name, bytes).
@@ -152,9 +155,15 @@ fn splits(design: &Design<'_>) -> u32 {
 }
 
 /// `local-mem-bw`, GB/s: ASTRA-sim charges every reduction step three
-/// passes over its chunk at this rate (PacketBundle); dimsum's model has no
-/// reduction memory traffic, so the export makes it free.
-const NO_REDUCTION_COST_GBPS: u64 = 1_000_000_000;
+/// passes over its chunk at this rate (PacketBundle), as dimsum's model
+/// does at the study's `reduction_gbps`; a study whose reductions are free
+/// gets this rate, which makes them free in ASTRA-sim too.
+const NO_REDUCTION_COST_GBPS: f64 = 1e9;
+
+/// `local-mem-bw` for `design`, GB/s.
+fn local_mem_gbps(design: &Design<'_>) -> f64 {
+    design.reduction_gbps.unwrap_or(NO_REDUCTION_COST_GBPS)
+}
 
 /// Whether `group` covers part of some dimension (a size above 1 and below
 /// the dimension's): ASTRA-sim's `involved_dim` flags whole dimensions, so
@@ -264,7 +273,7 @@ fn system_json(design: &Design<'_>) -> String {
         "reduce-scatter-implementation": algos,
         "all-to-all-implementation": algos.iter().map(|_| "direct").collect::<Vec<_>>(),
         "collective-optimization": "localBWAware",
-        "local-mem-bw": NO_REDUCTION_COST_GBPS,
+        "local-mem-bw": local_mem_gbps(design),
         "boost-mode": 0
     });
     serde_json::to_string_pretty(&v).unwrap_or_default()
@@ -402,7 +411,7 @@ pub(crate) fn input_set(design: &Design<'_>, bw: &[f64], dir_hint: &str) -> Resu
         "How the files describe dimsum's fabric to ASTRA-sim:\n\n\
          - a ring dimension's links at the NPU's B (ASTRA-sim's native ring sends one way round; dimsum's ring uses both directions at B/2 each);\n\
          - {} dataset splits per collective (`{}` time model: {});\n\
-         - `local-mem-bw` {} GB/s: dimsum models no reduction memory traffic, so the reductions are free here too;\n\
+         - `local-mem-bw` {} GB/s: {};\n\
          - {} communicator groups in `comm_groups.json` for the collectives over part of a dimension (ASTRA-sim runs each as one ring over the group's ranks; `involved_dim` flags whole dimensions only).\n",
         splits(design),
         design.time_model.name(),
@@ -411,7 +420,12 @@ pub(crate) fn input_set(design: &Design<'_>, bw: &[f64], dir_hint: &str) -> Resu
         } else {
             "dimensions pipelined, the slowest setting the pace"
         },
-        NO_REDUCTION_COST_GBPS,
+        local_mem_gbps(design),
+        if design.reduction_gbps.is_some() {
+            "the NPU's memory bandwidth for reductions, three passes per reduced byte in both"
+        } else {
+            "the study's reductions are free (no memory bandwidth given), so they are free here too"
+        },
         groups.groups.len()
     );
     if design.algorithms.contains(&Algorithm::Swing) {

@@ -35,6 +35,17 @@
 //! its own. `whole-dimension` is LIBRA's assumption, kept by the studies
 //! that reproduce LIBRA's published cases.
 //!
+//! Reductions (`CollectiveModel::reduction_gbps`): adding a received
+//! chunk into the NPU's own reads two operands and writes one, so an NPU
+//! that reduces R bytes moves 3R through its memory, `3 R / M` at memory
+//! bandwidth M, paid after the data arrives (ASTRA-sim charges the same
+//! three passes per reduction step). R per level is what the level's
+//! reduce-scatter receives: LIBRA's bytes for a reduce-scatter, half of
+//! them for an all-reduce (its all-gather half only copies); the `nccl`
+//! model's flat ring reduces `(n-1)/n` of the vector. The time joins
+//! `alpha_d` (it does not depend on B). Without M (no `[npu]`, or
+//! `reduction_memory = false`) reductions are free, LIBRA's assumption.
+//!
 //! Latency: `alpha_d = steps * hops * latency_d`, with steps from the
 //! dimension's algorithm (Thakur, Rabenseifner and Gropp, "Optimization of
 //! collective communication operations in MPICH", IJHPCA 2005):
@@ -242,6 +253,11 @@ pub struct CollectiveModel {
     pub algorithms: Vec<Algorithm>,
     /// What a group spanning part of a dimension gets of its bandwidth.
     pub group_bandwidth: GroupBandwidth,
+    /// The NPU's memory bandwidth for reductions, GB/s: every byte an NPU
+    /// reduces reads two operands and writes one (`3 R / M`, module doc);
+    /// `None`: reductions cost nothing (LIBRA's assumption).
+    #[serde(default)]
+    pub reduction_gbps: Option<f64>,
 }
 
 impl CollectiveModel {
@@ -251,7 +267,15 @@ impl CollectiveModel {
             time_model,
             algorithms: fabric.dims.iter().map(|d| Algorithm::default_for(d.block)).collect(),
             group_bandwidth: GroupBandwidth::default(),
+            reduction_gbps: None,
         }
+    }
+
+    /// The time an NPU's memory takes to reduce `reduced` bytes (three
+    /// passes at `reduction_gbps`; 0 without it), ns.
+    pub fn reduction_ns(&self, reduced: f64) -> f64 {
+        self.reduction_gbps
+            .map_or(0.0, |m| units::transfer_ns(3.0 * reduced, m))
     }
 }
 
@@ -401,7 +425,7 @@ pub fn ring_hop_shares(group: &Group) -> Option<Vec<f64>> {
 
 /// The `nccl` time model's coefficients (see [`TimeModel::Nccl`]), if the
 /// collective is a ring collective over two or more dimensions.
-fn flat_ring(comm: &Comm, fabric: &Fabric) -> Option<Coefficients> {
+fn flat_ring(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Option<Coefficients> {
     let n = comm.group.size() as f64;
     // A ring's traffic per NPU: each of its n - 1 (twice for all-reduce)
     // steps forwards 1/n of the vector; all-gather's bytes are one NPU's share.
@@ -417,6 +441,12 @@ fn flat_ring(comm: &Comm, fabric: &Fabric) -> Option<Coefficients> {
         n - 1.0
     };
     let shares = ring_hop_shares(&comm.group)?;
+    // The reduce-scatter half reduces (n - 1)/n of the vector; the
+    // dimensions combine by max, so each carries it.
+    let reduce = match comm.kind {
+        CollectiveKind::AllReduce | CollectiveKind::ReduceScatter => model.reduction_ns((n - 1.0) / n * comm.bytes),
+        _ => 0.0,
+    };
     let dims = fabric
         .dims
         .iter()
@@ -425,7 +455,7 @@ fn flat_ring(comm: &Comm, fabric: &Fabric) -> Option<Coefficients> {
             if *share > 0.0 {
                 DimCoeff {
                     // Every step waits for its slowest hop.
-                    alpha_ns: steps * dim.block.hops_per_step() * dim.latency_ns,
+                    alpha_ns: steps * dim.block.hops_per_step() * dim.latency_ns + reduce,
                     bytes: total * share,
                 }
             } else {
@@ -459,7 +489,7 @@ pub fn min_bytes(kind: CollectiveKind, size: f64, group: &Group) -> f64 {
 /// been checked against the fabric (`Group::check`).
 pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Coefficients {
     if model.time_model == TimeModel::Nccl
-        && let Some(c) = flat_ring(comm, fabric)
+        && let Some(c) = flat_ring(comm, fabric, model)
     {
         return c;
     }
@@ -471,6 +501,13 @@ pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Co
         .map(|(d, dim)| {
             let p = comm.group.0.get(d).copied().flatten().unwrap_or(1);
             let mut b = bytes.get(d).copied().unwrap_or(0.0);
+            // What this level reduces: every byte a reduce-scatter receives,
+            // the first half of an all-reduce's (LIBRA's bytes).
+            let reduced = match comm.kind {
+                CollectiveKind::ReduceScatter => b,
+                CollectiveKind::AllReduce => b / 2.0,
+                _ => 0.0,
+            };
             let mut hops = model.algorithms[d].steps(comm.kind, p) * dim.block.hops_per_step();
             if model.algorithms[d] == Algorithm::Swing
                 && p > 1
@@ -490,7 +527,7 @@ pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Co
             let alpha_ns = match model.time_model {
                 TimeModel::Libra => 0.0,
                 TimeModel::Pipelined | TimeModel::Sequential | TimeModel::Nccl => hops * dim.latency_ns,
-            };
+            } + model.reduction_ns(reduced);
             DimCoeff { alpha_ns, bytes: b }
         })
         .collect();

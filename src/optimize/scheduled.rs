@@ -374,6 +374,8 @@ pub struct Backed {
     fabric: Fabric,
     spec: Spec,
     algorithms: Vec<Algorithm>,
+    /// The NPUs' memory bandwidth for reductions (the analytic model's).
+    reduction_gbps: Option<f64>,
     analytic: IterationModel,
     /// Distinct collectives and how often each occurs.
     distinct: Vec<(Comm, usize)>,
@@ -423,6 +425,7 @@ impl Backed {
             fabric: fabric.clone(),
             spec: spec.clone(),
             algorithms: model.algorithms.clone(),
+            reduction_gbps: model.reduction_gbps,
             analytic,
             distinct,
             index,
@@ -576,6 +579,7 @@ impl Backed {
                 size_bytes: schedule_size(comm),
                 model: self.spec.link_model,
                 record: false,
+                reduce_gbps: self.reduction_gbps,
             };
             let replay_err = |m: String| ScheduledError::Replay {
                 algorithm: schedule.algorithm.clone(),

@@ -188,6 +188,7 @@ fn problem(study: &Study, fabric: &Fabric, workload: &crate::model::workload::Wo
         time_model: study.collective.time_model,
         group_bandwidth: study.collective.group_bandwidth,
         algorithms: study.collective.algorithms.clone(),
+        reduction_gbps: study.collective.reduction_gbps,
     };
     let it = IterationModel::new(workload, fabric, &model, study.training_loop);
     let cons = study.constraints(&[]).map_err(|e| e.to_string())?;

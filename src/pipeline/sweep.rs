@@ -250,6 +250,7 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
         time_model: study.collective.time_model,
         group_bandwidth: study.collective.group_bandwidth,
         algorithms: fabric.dims.iter().map(|d| Algorithm::default_for(d.block)).collect(),
+        reduction_gbps: study.collective.reduction_gbps,
     };
     let it = IterationModel::new(&workload, &fabric, &model, study.training_loop);
     let cost = crate::model::cost::Linear::new(&fabric, &study.cost);

@@ -239,6 +239,7 @@ pub fn build(
                 size_bytes: opt.size_bytes,
                 model: opt.link_model,
                 record: false,
+                reduce_gbps: None,
             };
             let replayed = |c: &synth::Synthesized| match simulate(&c.schedule, topo, &sim) {
                 Ok(r) if r.valid => r.time_ns,
@@ -341,6 +342,7 @@ pub fn best(topo: &Topology, kind: CollectiveKind, opt: &Options) -> Result<Best
         size_bytes: opt.size_bytes,
         model: opt.link_model,
         record: false,
+        reduce_gbps: None,
     };
     let each = Options {
         dim_algorithms: None,

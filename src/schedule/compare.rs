@@ -96,6 +96,7 @@ pub fn compare(
                     size_bytes: size,
                     model,
                     record: false,
+                    reduce_gbps: None,
                 };
                 let sim = simulate::simulate(&s, topo, &opt).map_err(|e| fail(e.into()))?;
                 rows.push(Row {

@@ -39,7 +39,7 @@
 //! s.check()?; // every chunk reaches every NPU it must
 //! let back: Schedule = serde_json::from_str(&s.to_json())?;
 //! assert_eq!(back.transfers.len(), s.transfers.len());
-//! let opt = SimOptions { size_bytes: 16e6, model: LinkModel::AlphaBeta, record: false };
+//! let opt = SimOptions { size_bytes: 16e6, model: LinkModel::AlphaBeta, record: false, reduce_gbps: None };
 //! let r = simulate(&s, &topo, &opt)?;
 //! assert!(r.valid && r.time_ns >= lower_bounds(&topo, CollectiveKind::AllGather, 16e6).bound_ns);
 //! # Ok::<(), Box<dyn std::error::Error>>(())

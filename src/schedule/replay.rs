@@ -53,6 +53,7 @@ impl Replay {
             size_bytes: size,
             model,
             record,
+            reduce_gbps: None,
         };
         let sim = simulate::simulate(&schedule, &topo, &opt)?;
         replayed();

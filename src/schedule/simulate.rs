@@ -35,6 +35,7 @@
 
 use crate::error::Named;
 use crate::model::topology::{Link, NONE, Topology};
+use crate::model::units;
 use crate::model::workload::CollectiveKind;
 use crate::schedule::{Op, Schedule, Transfer};
 use serde::Serialize;
@@ -206,6 +207,11 @@ pub struct SimOptions {
     pub model: LinkModel,
     /// Keep every hop for a timeline.
     pub record: bool,
+    /// The receivers' memory bandwidth for reductions, GB/s: a reduce
+    /// transfer's data is usable `3 bytes / M` after it lands (two operands
+    /// read, one written), each NPU's reductions one after another; `None`:
+    /// reductions are free.
+    pub reduce_gbps: Option<f64>,
 }
 
 use super::MAX_STATE;
@@ -796,6 +802,15 @@ fn replay(input: &Input) -> Replay {
     // Receive buffers: arrived, and what is held back.
     let mut wire = vec![false; nt];
     let mut held: HashMap<usize, Held> = HashMap::new();
+    // When each NPU's memory is free of reductions again, ns.
+    let mut memory_free = vec![
+        0.0f64;
+        if input.opt.reduce_gbps.is_some() {
+            s.npus as usize
+        } else {
+            0
+        }
+    ];
 
     // Puts transfer `t` on hop `h` of its route at `now`.
     macro_rules! hop {
@@ -859,8 +874,18 @@ fn replay(input: &Input) -> Replay {
     while let Some(Reverse(k)) = heap.pop() {
         let (now, t32, h) = (f64::from_bits((k >> 64) as u64), (k >> 32) as u32, k as u32);
         let t = t32 as usize;
-        if h < routes.at[t + 1] - routes.at[t] {
+        let hops = routes.at[t + 1] - routes.at[t];
+        if h < hops {
             hop!(t, h, now);
+            continue;
+        }
+        // A reduction, landed: its data is usable once the receiver's
+        // memory has read both operands and written the sum.
+        if let (Some(m), Op::Reduce, true) = (input.opt.reduce_gbps, s.transfers[t].op, h == hops && hops > 0) {
+            let dst = s.transfers[t].dst as usize;
+            let start = now.max(memory_free[dst]);
+            memory_free[dst] = start + units::transfer_ns(3.0 * bytes[t], m);
+            heap.push(Reverse(key(memory_free[dst], t, hops + 1)));
             continue;
         }
         wire[t] = true;

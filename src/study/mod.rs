@@ -182,6 +182,7 @@ impl Study {
             algorithms: &self.collective.algorithms,
             training_loop: self.training_loop,
             time_model: self.collective.time_model,
+            reduction_gbps: self.collective.reduction_gbps,
         }
     }
 
@@ -244,6 +245,7 @@ impl Study {
         };
         let objectives = optimize::run_objectives(&raw.run, &optimize, src)?;
         let evaluator = evaluator::evaluator_spec(&raw.evaluator, src)?;
+        let reduction_gbps = reduction_gbps(raw.reduction_memory.as_ref(), generator.npu.as_ref(), src)?;
         let hash = inputs_hash(text, &named_files(&raw, src, with_sweeps));
 
         let name = raw.name.unwrap_or_else(|| {
@@ -261,6 +263,7 @@ impl Study {
                 time_model: raw.time_model.unwrap_or(TimeModel::Libra),
                 algorithms,
                 group_bandwidth: raw.group_bandwidth.unwrap_or_default(),
+                reduction_gbps,
             },
             training_loop: raw.training_loop.unwrap_or(Loop::NoOverlap),
             bw,
@@ -425,6 +428,34 @@ fn zero() -> Spanned<f64> {
 
 /// The whole file as serde reads it; each section's struct lives with the
 /// module that checks it.
+/// `reduction_memory`: `true` (the default: the `[npu]`'s HBM bandwidth,
+/// if the study has one), `false`, or the memory bandwidth in GB/s.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawReduction {
+    On(bool),
+    Gbps(f64),
+}
+
+/// The memory bandwidth reductions run at (`CollectiveModel::reduction_gbps`).
+fn reduction_gbps(
+    raw: Option<&Spanned<RawReduction>>,
+    npu: Option<&crate::model::transformer::Npu>,
+    src: StudyFile<'_>,
+) -> Result<Option<f64>, InputError> {
+    let from_npu = npu.map(|n| n.device.hbm_gbps).filter(|m| *m > 0.0);
+    match raw.map(|r| (r.get_ref(), r.span())) {
+        None | Some((RawReduction::On(true), _)) => Ok(from_npu),
+        Some((RawReduction::On(false), _)) => Ok(None),
+        Some((RawReduction::Gbps(m), _)) if m.is_finite() && *m > 0.0 => Ok(Some(*m)),
+        Some((RawReduction::Gbps(m), span)) => Err(src.at(
+            span,
+            "reduction_memory",
+            format!("{m} is not allowed: use true, false or a memory bandwidth in GB/s > 0"),
+        )),
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawStudy {
@@ -432,6 +463,7 @@ struct RawStudy {
     description: Option<String>,
     time_model: Option<TimeModel>,
     group_bandwidth: Option<GroupBandwidth>,
+    reduction_memory: Option<Spanned<RawReduction>>,
     training_loop: Option<Loop>,
     bw: Option<Spanned<Vec<f64>>>,
     fabric: fabric::RawFabric,

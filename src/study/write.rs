@@ -23,6 +23,14 @@ impl Study {
         }
         let _ = writeln!(s, "time_model = {}", quote(self.collective.time_model.name()));
         let _ = writeln!(s, "group_bandwidth = {}", quote(self.collective.group_bandwidth.name()));
+        match self.collective.reduction_gbps {
+            Some(m) => {
+                let _ = writeln!(s, "reduction_memory = {}", fmt_f64(m));
+            }
+            None => {
+                let _ = writeln!(s, "reduction_memory = false");
+            }
+        }
         let _ = writeln!(s, "training_loop = {}", quote(self.training_loop.name()));
         if let Some(bw) = &self.bw {
             let _ = writeln!(s, "bw = [{}]", join(bw.iter().map(|b| fmt_f64(*b))));

@@ -51,6 +51,7 @@ pub fn replay(t: &Topology, kind: CollectiveKind, algorithm: Algorithm, k: u32, 
             size_bytes: size,
             model: LinkModel::AlphaBeta,
             record: false,
+            reduce_gbps: None,
         },
     )
     .unwrap();
