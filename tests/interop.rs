@@ -628,7 +628,8 @@ fn astra_sim_input_set() {
         serde_json::from_str(&std::fs::read_to_string(out.join("system.json")).unwrap()).unwrap();
     assert_eq!(sys["all-reduce-implementation"], serde_json::json!(["ring", "direct"]));
     // Two dimensions, pipelined: 16 splits pipeline them; reductions free
-    // (dimsum models no reduction memory traffic); no partial group.
+    // (the study has no [npu] to take a memory bandwidth from); no partial
+    // group.
     assert_eq!(sys["preferred-dataset-splits"], 16);
     assert_eq!(sys["local-mem-bw"], 1e9);
     let groups = std::fs::read_to_string(out.join("comm_groups.json")).unwrap();

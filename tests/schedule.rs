@@ -90,6 +90,14 @@ fn a_reduction_costs_three_passes_over_memory() {
     let r = simulate::simulate(&one, &t, &opt(Some(2.0))).unwrap();
     assert!(r.valid, "{:?}", r.errors);
     assert_relative_eq!(r.time_ns, 287_000.0 + 7.0 * 1_500_000.0, max_relative = 1e-12);
+    // The critical path holds the seven reductions apart from the
+    // network's latency and serialization, and the pieces tile the time.
+    assert_relative_eq!(r.reduce_ns_on_path, 7.0 * 1_500_000.0, max_relative = 1e-12);
+    let pieces: f64 = r.alpha_ns_per_dim.iter().sum::<f64>()
+        + r.beta_ns_per_dim.iter().sum::<f64>()
+        + r.local_ns_on_path
+        + r.reduce_ns_on_path;
+    assert_relative_eq!(pieces, r.time_ns, max_relative = 1e-12);
     // An all-gather reduces nothing.
     let ag = flat(&t, AllGather, Algo::Ring, 1);
     let a = simulate::simulate(&ag, &t, &opt(Some(2.0))).unwrap();

@@ -125,6 +125,9 @@ pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<
         restarts: args.restarts,
         size_bytes: size,
         link_model: link_model(&args.link_model)?,
+        // `collective` replays the network alone (its topologies carry no
+        // NPU memory).
+        reduce_gbps: None,
     };
     algorithm::build(topo, kind, algorithm, &opt).map_err(|e| {
         let flag = match e {

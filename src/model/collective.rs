@@ -43,8 +43,12 @@
 //! reduce-scatter receives: LIBRA's bytes for a reduce-scatter, half of
 //! them for an all-reduce (its all-gather half only copies); the `nccl`
 //! model's flat ring reduces `(n-1)/n` of the vector. The time joins
-//! `alpha_d` (it does not depend on B). Without M (no `[npu]`, or
-//! `reduction_memory = false`) reductions are free, LIBRA's assumption.
+//! `alpha_d` (it does not depend on B), so under the max-combining models
+//! the levels' reductions overlap as their transfers do (ASTRA-sim's
+//! pipelined dataset splits charge them the same way), though one memory
+//! serves them all: a lower estimate where several levels reduce much.
+//! Without M (no `[npu]`, or `reduction_memory = false`) reductions are
+//! free, LIBRA's assumption.
 //!
 //! Latency: `alpha_d = steps * hops * latency_d`, with steps from the
 //! dimension's algorithm (Thakur, Rabenseifner and Gropp, "Optimization of

@@ -86,7 +86,8 @@ pub struct CollectiveFigures {
     pub time_ms: f64,
     /// A time no algorithm beats at the allocation, ms.
     pub lower_bound_ms: f64,
-    /// How the dimensions' times combine: `max` or `sum`.
+    /// How the dimensions' times combine: `max` or `sum` (the analytic
+    /// model has no further envelopes; measured coefficients do).
     pub combine: &'static str,
     /// Per dimension: `alpha_ns + bytes / B` (bytes one NPU moves over it).
     pub coefficients: Vec<DimCoeff>,

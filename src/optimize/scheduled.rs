@@ -530,6 +530,7 @@ impl Backed {
                     link_model: self.spec.link_model,
                     seed: self.spec.seed,
                     restarts: self.spec.restarts.max(1),
+                    reduce_gbps: self.reduction_gbps,
                     ..Default::default()
                 };
                 crate::schedule::algorithm::build(&topo_at(&at), comm.kind, other, &opt)
@@ -591,15 +592,21 @@ impl Backed {
                 return Err(replay_err(r.errors.first().cloned().unwrap_or_default()));
             }
             self.replayed.fetch_add(1, Ordering::Relaxed);
+            // The critical path's pieces, scaled to the replayed time (waits
+            // for receive buffers are spread over them); its reductions at
+            // the receivers' memory do not depend on B and join alpha as
+            // they are.
             let raw: f64 =
                 r.alpha_ns_per_dim.iter().sum::<f64>() + r.beta_ns_per_dim.iter().sum::<f64>() + r.local_ns_on_path;
-            let scale = if raw > 0.0 { r.time_ns / raw } else { 0.0 };
+            let network = (r.time_ns - r.reduce_ns_on_path).max(0.0);
+            let scale = if raw > 0.0 { network / raw } else { 0.0 };
             let mut dims = vec![DimCoeff::default(); ndims];
             for (j, &d) in map.iter().enumerate() {
                 dims[d] = DimCoeff {
                     alpha_ns: scale
                         * (r.alpha_ns_per_dim.get(j).copied().unwrap_or(0.0)
-                            + if j == 0 { r.local_ns_on_path } else { 0.0 }),
+                            + if j == 0 { r.local_ns_on_path } else { 0.0 })
+                        + if j == 0 { r.reduce_ns_on_path } else { 0.0 },
                     bytes: scale * r.beta_ns_per_dim.get(j).copied().unwrap_or(0.0) * bw[d],
                 };
             }

@@ -159,6 +159,9 @@ pub struct Options {
     pub size_bytes: f64,
     /// Best: the link model the candidates are replayed in.
     pub link_model: LinkModel,
+    /// Best and TACOS's chunk choice: the receivers' memory bandwidth for
+    /// reductions in the replays that choose (`SimOptions::reduce_gbps`).
+    pub reduce_gbps: Option<f64>,
 }
 
 impl Default for Options {
@@ -171,6 +174,7 @@ impl Default for Options {
             restarts: 1,
             size_bytes: 1e6,
             link_model: LinkModel::AlphaBeta,
+            reduce_gbps: None,
         }
     }
 }
@@ -239,7 +243,7 @@ pub fn build(
                 size_bytes: opt.size_bytes,
                 model: opt.link_model,
                 record: false,
-                reduce_gbps: None,
+                reduce_gbps: opt.reduce_gbps,
             };
             let replayed = |c: &synth::Synthesized| match simulate(&c.schedule, topo, &sim) {
                 Ok(r) if r.valid => r.time_ns,
@@ -342,7 +346,7 @@ pub fn best(topo: &Topology, kind: CollectiveKind, opt: &Options) -> Result<Best
         size_bytes: opt.size_bytes,
         model: opt.link_model,
         record: false,
-        reduce_gbps: None,
+        reduce_gbps: opt.reduce_gbps,
     };
     let each = Options {
         dim_algorithms: None,

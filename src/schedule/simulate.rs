@@ -135,11 +135,16 @@ pub struct SimResult {
     /// the critical path's hops on the dimension's links, ns. With
     /// `alpha_ns_per_dim` this splits the completion time by dimension: the
     /// measured `bytes_d / B_d` of the time-coefficient contract (see
-    /// `scheduled`). With `local_ns_on_path` they sum to the time, except
-    /// for time spent waiting for receive buffers.
+    /// `scheduled`). With `local_ns_on_path` and `reduce_ns_on_path` they
+    /// sum to the time, except for time spent waiting for receive buffers.
     pub beta_ns_per_dim: Vec<f64>,
     /// Local operations (copies, compute of a trace) on the critical path, ns.
     pub local_ns_on_path: f64,
+    /// Reductions at the receivers' memory on the critical path (from a
+    /// reduce transfer's arrival on the wire to its data being usable,
+    /// waits for the memory included), ns: with the pieces above they sum
+    /// to the time, but for waits for receive buffers.
+    pub reduce_ns_on_path: f64,
     /// Every hop, if recorded.
     #[serde(skip)]
     pub timeline: Vec<Hop>,
@@ -765,6 +770,9 @@ struct Replay {
     links: Links,
     /// The chunks' values at the end.
     state: State,
+    /// Per transfer, its reduction at the receiver's memory, waits
+    /// included, ns (empty when reductions are free).
+    reduce_ns: Vec<f64>,
     errors: Vec<String>,
     error_count: u64,
     chunk_moves: u64,
@@ -802,15 +810,11 @@ fn replay(input: &Input) -> Replay {
     // Receive buffers: arrived, and what is held back.
     let mut wire = vec![false; nt];
     let mut held: HashMap<usize, Held> = HashMap::new();
-    // When each NPU's memory is free of reductions again, ns.
-    let mut memory_free = vec![
-        0.0f64;
-        if input.opt.reduce_gbps.is_some() {
-            s.npus as usize
-        } else {
-            0
-        }
-    ];
+    // When each NPU's memory is free of reductions again, ns, and each
+    // transfer's time from the wire to its data being usable.
+    let reducing = input.opt.reduce_gbps.is_some();
+    let mut memory_free = vec![0.0f64; if reducing { s.npus as usize } else { 0 }];
+    let mut reduce_ns = vec![0.0f64; if reducing { nt } else { 0 }];
 
     // Puts transfer `t` on hop `h` of its route at `now`.
     macro_rules! hop {
@@ -885,6 +889,7 @@ fn replay(input: &Input) -> Replay {
             let dst = s.transfers[t].dst as usize;
             let start = now.max(memory_free[dst]);
             memory_free[dst] = start + units::transfer_ns(3.0 * bytes[t], m);
+            reduce_ns[t] = memory_free[dst] - now;
             heap.push(Reverse(key(memory_free[dst], t, hops + 1)));
             continue;
         }
@@ -910,6 +915,7 @@ fn replay(input: &Input) -> Replay {
         cause,
         links,
         state,
+        reduce_ns,
         errors,
         error_count,
         chunk_moves,
@@ -1079,6 +1085,7 @@ struct CriticalPath {
     alpha_ns_per_dim: Vec<f64>,
     beta_ns_per_dim: Vec<f64>,
     local_ns: f64,
+    reduce_ns: f64,
 }
 
 /// The critical path, walked back from the last arrival. A transfer on it
@@ -1102,6 +1109,7 @@ fn critical_path(input: &Input, r: &mut Replay) -> CriticalPath {
     let mut alpha_ns_per_dim = vec![0.0; ndims];
     let mut beta_ns_per_dim = vec![0.0; ndims];
     let mut local_ns = 0.0;
+    let mut reduce_ns = 0.0;
     let (issue, arrive, cause) = (&r.issue, &r.arrive, &r.cause);
     // (transfer, the hop whose link the next step waited for; None: arrival)
     let mut cur: Option<(usize, Option<usize>)> = (0..nt)
@@ -1113,6 +1121,10 @@ fn critical_path(input: &Input, r: &mut Replay) -> CriticalPath {
         let hops = routes.of(t);
         if hops.is_empty() {
             local_ns += s.transfers[t].duration_ns;
+        }
+        // The next step waited for its data: its reduction too.
+        if until.is_none() {
+            reduce_ns += r.reduce_ns.get(t).copied().unwrap_or(0.0);
         }
         let block = blocks_of(t)
             .iter()
@@ -1156,6 +1168,7 @@ fn critical_path(input: &Input, r: &mut Replay) -> CriticalPath {
         alpha_ns_per_dim,
         beta_ns_per_dim,
         local_ns,
+        reduce_ns,
     }
 }
 
@@ -1187,6 +1200,7 @@ fn result(input: &Input, r: Replay, path: CriticalPath) -> SimResult {
         alpha_ns_per_dim: path.alpha_ns_per_dim,
         beta_ns_per_dim: path.beta_ns_per_dim,
         local_ns_on_path: path.local_ns,
+        reduce_ns_on_path: path.reduce_ns,
         timeline: r.links.timeline,
         transfer_times: r.issue.into_iter().zip(r.arrive).collect(),
     }
