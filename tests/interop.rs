@@ -564,17 +564,12 @@ input_grad = { compute_ns = 2500 }
 weight_grad = { compute_ns = 3000, collective = "all-reduce", bytes = 64e6 }
 "#;
 
-/// `export astra-sim`: the network file read back gives the per-link
-/// bandwidths (a ring at its B, 100 GB/s, for ASTRA-sim's one-way native
-/// ring; a switch at B, 50 GB/s; through ASTRA-sim's 2^30-byte GB), every rank's workload trace is
-/// the iteration (compute in whole microseconds, rounded up: 1, 3, 3; the
-/// forward all-gather of 1e6 bytes on dimension b only, the weight-gradient
-/// all-reduce of 64e6 bytes on both), and 8 x 4 = 32 traces are written.
-#[test]
-fn astra_sim_input_set() {
+/// `dimsum export astra-sim` of the study `text` into a temporary
+/// directory: the directory (kept alive) and the input set's folder.
+fn export_astra_sim(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let study = dir.path().join("tiny.toml");
-    std::fs::write(&study, STUDY).unwrap();
+    std::fs::write(&study, text).unwrap();
     let out = dir.path().join("astra");
     let r = dimsum()
         .args(["export", "astra-sim"])
@@ -584,6 +579,18 @@ fn astra_sim_input_set() {
         .output()
         .unwrap();
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    (dir, out)
+}
+
+/// `export astra-sim`: the network file read back gives the per-link
+/// bandwidths (a ring at its B, 100 GB/s, for ASTRA-sim's one-way native
+/// ring; a switch at B, 50 GB/s; through ASTRA-sim's 2^30-byte GB), every rank's workload trace is
+/// the iteration (compute in whole microseconds, rounded up: 1, 3, 3; the
+/// forward all-gather of 1e6 bytes on dimension b only, the weight-gradient
+/// all-reduce of 64e6 bytes on both), and 8 x 4 = 32 traces are written.
+#[test]
+fn astra_sim_input_set() {
+    let (_dir, out) = export_astra_sim(STUDY);
     let net = std::fs::read_to_string(out.join("network.yml")).unwrap();
     let topo = Topology::parse_astra(&net, &out.join("network.yml")).unwrap();
     assert_eq!(topo.npus, 32);
@@ -647,19 +654,7 @@ fn astra_sim_input_set() {
 /// own; the forward all-gather over the whole switch dimension needs none.
 #[test]
 fn astra_sim_communicator_groups_for_partial_dimensions() {
-    let dir = tempfile::tempdir().unwrap();
-    let study = dir.path().join("tiny.toml");
-    let text = STUDY.replace("weight_grad = [4, 8]", "weight_grad = [2, -1]");
-    std::fs::write(&study, text).unwrap();
-    let out = dir.path().join("astra");
-    let r = dimsum()
-        .args(["export", "astra-sim"])
-        .arg(&study)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let (_dir, out) = export_astra_sim(&STUDY.replace("weight_grad = [4, 8]", "weight_grad = [2, -1]"));
     let groups: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("comm_groups.json")).unwrap()).unwrap();
     let groups = groups.as_object().unwrap();
