@@ -563,6 +563,17 @@ pub fn options(fabric: &Fabric, spec: &Procurement, d: usize, zero: bool) -> Vec
     out
 }
 
+/// The least `of(option)` per GB/s per NPU over the designs that buy
+/// bandwidth (infinite where none does): the catalog's cheapest linear
+/// price of a dimension.
+pub(crate) fn cheapest_per_gbps(options: &[DimOption], npus: f64, of: impl Fn(&DimOption) -> f64) -> f64 {
+    options
+        .iter()
+        .filter(|x| x.gbps > 0.0)
+        .map(|x| of(x) / (x.gbps * npus))
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// The linear tier dimension `d`'s parts imply, for a study that names
 /// none: the least dollars and watts per GB/s per NPU over its purchasable
 /// designs (what the catalog MILP's relaxation prices, so it under-prices
@@ -571,16 +582,9 @@ pub fn options(fabric: &Fabric, spec: &Procurement, d: usize, zero: bool) -> Vec
 /// nothing for the dimension.
 pub fn cheapest_tier(fabric: &Fabric, spec: &Procurement, d: usize) -> Option<Tier> {
     let npus = fabric.npus() as f64;
-    let sold: Vec<DimOption> = options(fabric, spec, d, false)
-        .into_iter()
-        .filter(|o| o.gbps > 0.0)
-        .collect();
-    let least = |of: fn(&DimOption) -> f64| {
-        sold.iter()
-            .map(|o| of(o) / (o.gbps * npus))
-            .fold(f64::INFINITY, f64::min)
-    };
-    let (usd, w) = (least(|o| o.capex_usd), least(|o| o.power_w));
+    let sold = options(fabric, spec, d, false);
+    let usd = cheapest_per_gbps(&sold, npus, |o| o.capex_usd);
+    let w = cheapest_per_gbps(&sold, npus, |o| o.power_w);
     (usd.is_finite() && w.is_finite()).then(|| Tier {
         link_usd_per_gbps: usd,
         // W per GB/s = GB/s * 8e9 bit/GB * pJ/bit * 1e-12: invert at 1 GB/s.

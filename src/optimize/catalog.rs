@@ -24,7 +24,7 @@
 
 use super::expr::{Constraint, Sense, Unit};
 use super::{MIP_REL_GAP, OptError, Problem};
-use crate::model::bom::DimOption;
+use crate::model::bom::{self, DimOption};
 use crate::model::collective::{Coefficients, DimCoeff};
 use crate::model::training::IterationModel;
 use crate::model::units::{ns_to_ms, usd_to_musd, w_to_kw};
@@ -399,18 +399,9 @@ fn cheapest_usd_per_gbps(options: &[Vec<DimOption>], npus: f64) -> Vec<f64> {
     cheapest_per_gbps(options, npus, |o| o.capex_usd)
 }
 
-/// Per dimension, the least `of(option)` per GB/s per NPU over the
-/// options that buy bandwidth (infinite where none does).
+/// Per dimension, `bom::cheapest_per_gbps`.
 fn cheapest_per_gbps(options: &[Vec<DimOption>], npus: f64, of: impl Fn(&DimOption) -> f64) -> Vec<f64> {
-    options
-        .iter()
-        .map(|o| {
-            o.iter()
-                .filter(|x| x.gbps > 0.0)
-                .map(|x| of(x) / (x.gbps * npus))
-                .fold(f64::INFINITY, f64::min)
-        })
-        .collect()
+    options.iter().map(|o| bom::cheapest_per_gbps(o, npus, &of)).collect()
 }
 
 /// A purchasable design and its figures.

@@ -258,7 +258,12 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
         None => vec![0.0; fabric.ndims()],
     };
     let priced_by = Pricing::of(study);
+    // The parts of the study's one fabric, for every strategy.
     let parts = study.procurement();
+    let options = match priced_by {
+        Pricing::Catalog => procure::dim_options(fabric, &parts),
+        Pricing::Linear => Vec::new(),
+    };
     let solve = |p: &Problem| -> Verdict {
         let solved = match priced_by {
             Pricing::Linear => optimize::solve(p, Objective::Perf).map(|s| {
@@ -270,7 +275,7 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
                     s.network_power_w,
                 )
             }),
-            Pricing::Catalog => procure::fastest_bought(p, fabric, &parts, parts.budget_usd, parts.budget_w)
+            Pricing::Catalog => procure::fastest_bought(p, options.clone(), parts.budget_usd, parts.budget_w)
                 .map(|s| (s.bw_gbps, s.iteration_time_ms, s.mip_rel_gap, s.capex_usd, s.power_w)),
         };
         match solved {

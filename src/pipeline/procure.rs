@@ -86,19 +86,15 @@ impl Pricing {
     }
 }
 
-/// The fastest purchasable design of `problem` on `fabric` (the catalog
-/// MILP over `spec`'s parts, within `fabric`'s caps, the problem's GB/s
-/// constraints and the budgets given).
+/// The fastest purchasable design of `problem` over `options` (a
+/// dimension's each, [`dim_options`]): the catalog MILP within the
+/// problem's GB/s constraints (its caps among them) and the budgets given.
 pub fn fastest_bought(
     problem: &Problem,
-    fabric: &Fabric,
-    spec: &Procurement,
+    options: Vec<Vec<DimOption>>,
     budget_usd: Option<f64>,
     budget_w: Option<f64>,
 ) -> Result<CatalogSolution, OptError> {
-    let options = (0..fabric.ndims())
-        .map(|d| bom::options(fabric, spec, d, true))
-        .collect();
     let budget_usd = match (budget_usd, budget_w) {
         (None, None) => Some(UNLIMITED_USD),
         (b, _) => b,
@@ -107,12 +103,17 @@ pub fn fastest_bought(
     catalog::solve(&cp, Goal::Perf)
 }
 
+/// Every purchasable design of every dimension of `fabric` from `spec`'s
+/// parts (none bought included).
+pub fn dim_options(fabric: &Fabric, spec: &Procurement) -> Vec<Vec<DimOption>> {
+    (0..fabric.ndims())
+        .map(|d| bom::options(fabric, spec, d, true))
+        .collect()
+}
+
 /// Every purchasable design of every dimension of `study`.
 fn options(study: &Study) -> Vec<Vec<DimOption>> {
-    let spec = study.procurement();
-    (0..study.fabric.ndims())
-        .map(|d| bom::options(&study.fabric, &spec, d, true))
-        .collect()
+    dim_options(&study.fabric, &study.procurement())
 }
 
 /// The catalog-constrained optimum of `goal` under the budgets given (no

@@ -298,7 +298,7 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
                 Axis::Power => w = Some(rhs),
                 Axis::TotalBw => p.constraints.push(budget),
             }
-            procure::fastest_bought(&p, &fabric, &parts, usd, w)
+            procure::fastest_bought(&p, procure::dim_options(&fabric, &parts), usd, w)
                 .map(|s| (s.bw_gbps, s.iteration_time_ms, s.mip_rel_gap))
         }
     };

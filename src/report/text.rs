@@ -5,7 +5,7 @@
 use super::{sig3, sig3_list};
 use crate::model::bom::Bom;
 use crate::model::eval::Evaluation;
-use crate::model::units::ns_to_ms;
+use crate::model::units::{ns_to_ms, usd_to_musd};
 use crate::optimize::catalog::Comparison;
 use crate::optimize::scheduled::{CollectiveFigures, FixedPoint};
 use crate::optimize::{Problem, Solution};
@@ -479,7 +479,7 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
                 iteration_time_ms,
                 row.memory_gib.unwrap_or(f64::NAN),
                 bw.join(", "),
-                crate::model::units::usd_to_musd(*network_cost_usd),
+                usd_to_musd(*network_cost_usd),
                 groups
             );
         }

@@ -885,7 +885,11 @@ fn replay(input: &Input) -> Replay {
         }
         // A reduction, landed: its data is usable once the receiver's
         // memory has read both operands and written the sum.
-        if let (Some(m), Op::Reduce, true) = (input.opt.reduce_gbps, s.transfers[t].op, h == hops && hops > 0) {
+        if h == hops
+            && hops > 0
+            && s.transfers[t].op == Op::Reduce
+            && let Some(m) = input.opt.reduce_gbps
+        {
             let dst = s.transfers[t].dst as usize;
             let start = now.max(memory_free[dst]);
             memory_free[dst] = start + units::transfer_ns(3.0 * bytes[t], m);

@@ -428,30 +428,32 @@ fn zero() -> Spanned<f64> {
 
 /// The whole file as serde reads it; each section's struct lives with the
 /// module that checks it.
-/// `reduction_memory`: `true` (the default: the `[npu]`'s HBM bandwidth,
+/// The memory bandwidth reductions run at (`CollectiveModel::reduction_gbps`):
+/// `reduction_memory` is `true` (the default: the `[npu]`'s HBM bandwidth,
 /// if the study has one), `false`, or the memory bandwidth in GB/s.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawReduction {
-    On(bool),
-    Gbps(f64),
-}
-
-/// The memory bandwidth reductions run at (`CollectiveModel::reduction_gbps`).
 fn reduction_gbps(
-    raw: Option<&Spanned<RawReduction>>,
+    raw: Option<&Spanned<toml::Value>>,
     npu: Option<&crate::model::transformer::Npu>,
     src: StudyFile<'_>,
 ) -> Result<Option<f64>, InputError> {
     let from_npu = npu.map(|n| n.device.hbm_gbps).filter(|m| *m > 0.0);
-    match raw.map(|r| (r.get_ref(), r.span())) {
-        None | Some((RawReduction::On(true), _)) => Ok(from_npu),
-        Some((RawReduction::On(false), _)) => Ok(None),
-        Some((RawReduction::Gbps(m), _)) if m.is_finite() && *m > 0.0 => Ok(Some(*m)),
-        Some((RawReduction::Gbps(m), span)) => Err(src.at(
-            span,
+    let Some(raw) = raw else { return Ok(from_npu) };
+    let gbps = match raw.get_ref() {
+        toml::Value::Boolean(true) => return Ok(from_npu),
+        toml::Value::Boolean(false) => return Ok(None),
+        toml::Value::Integer(m) => Some(*m as f64),
+        toml::Value::Float(m) => Some(*m),
+        _ => None,
+    };
+    match gbps {
+        Some(m) if m.is_finite() && m > 0.0 => Ok(Some(m)),
+        _ => Err(src.at(
+            raw.span(),
             "reduction_memory",
-            format!("{m} is not allowed: use true, false or a memory bandwidth in GB/s > 0"),
+            format!(
+                "{} is not allowed: use true, false or a memory bandwidth in GB/s > 0",
+                raw.get_ref()
+            ),
         )),
     }
 }
@@ -463,7 +465,7 @@ struct RawStudy {
     description: Option<String>,
     time_model: Option<TimeModel>,
     group_bandwidth: Option<GroupBandwidth>,
-    reduction_memory: Option<Spanned<RawReduction>>,
+    reduction_memory: Option<Spanned<toml::Value>>,
     training_loop: Option<Loop>,
     bw: Option<Spanned<Vec<f64>>>,
     fabric: fabric::RawFabric,
