@@ -682,3 +682,145 @@ fn astra_sim_communicator_groups_for_partial_dimensions() {
         );
     }
 }
+
+/// A Ring(4) x FullyConnected(8) study at 200 and 700 GB/s per NPU whose
+/// tensor-parallel all-reduce covers [4, 4] and data-parallel all-reduce
+/// [-1, GROUP] (GROUP NPUs of the fully-connected dimension).
+fn tp_dp_study(dp: &str) -> String {
+    format!(
+        r#"
+name = "tp-dp"
+time_model = "pipelined"
+bw = [200, 700]
+
+[[fabric.dims]]
+name = "chiplet"
+block = "ring"
+npus = 4
+latency_ns = 500
+tier = "t"
+
+[[fabric.dims]]
+name = "package"
+block = "fully-connected"
+npus = 8
+latency_ns = 500
+tier = "t"
+
+[cost.tiers.t]
+link_usd_per_gbps = 1.0
+
+[workload]
+[[workload.layers]]
+name = "l0"
+forward = {{ compute_ns = 0, collective = "all-reduce", bytes = 1e6, group = [4, 4] }}
+input_grad = {{ compute_ns = 0 }}
+weight_grad = {{ compute_ns = 0, collective = "all-reduce", bytes = 2e6, group = [-1, {dp}] }}
+"#
+    )
+}
+
+/// The exported network's (topology, npus, per-link GB/s in 10^9 B/s) read
+/// from `network.yml`'s own lines.
+fn network_lines(out: &Path) -> (Vec<String>, Vec<u32>, Vec<f64>) {
+    let net = std::fs::read_to_string(out.join("network.yml")).unwrap();
+    let list = |key: &str| -> Vec<String> {
+        let line = net.lines().find(|l| l.starts_with(key)).unwrap();
+        let v = line[key.len()..].split('#').next().unwrap();
+        v.trim()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .split(',')
+            .map(|x| x.trim().to_string())
+            .collect()
+    };
+    let gib = (1u64 << 30) as f64 / 1e9;
+    (
+        list("topology:"),
+        list("npus_count:").iter().map(|x| x.parse().unwrap()).collect(),
+        list("bandwidth:")
+            .iter()
+            .map(|x| x.parse::<f64>().unwrap() * gib)
+            .collect(),
+    )
+}
+
+/// The involved_dim flags of each rank-`rank` collective, in trace order.
+fn involved(out: &Path, rank: usize) -> Vec<Vec<bool>> {
+    let traces = chakra::read_traces(&out.join("workload")).unwrap();
+    traces[rank]
+        .nodes
+        .iter()
+        .filter_map(|x| match x.get("involved_dim") {
+            Some(Value::BoolList(b)) => Some(b.values.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Tensor parallelism on 4 of the fully-connected 8 and data parallelism
+/// on the other factor, 2: the dimension is written as FullyConnected(4) x
+/// FullyConnected(2), each at the dimension's per-link bandwidth, 700 / 7
+/// = 100 GB/s (so the 4-group has its 3 links, 300 GB/s, and the 2-group
+/// its one, 100 GB/s: dimsum's links model, B (p-1)/(n-1)); the ring stays
+/// at B = 200. Each collective flags whole sub-dimensions, so no
+/// communicator group is written: the backward (data-parallel) all-reduce
+/// involves the second sub-dimension only, the forward one the ring and
+/// the first. 4 x 8 = 32 traces, the fabric's rank count.
+#[test]
+fn astra_sim_partial_fully_connected_groups_become_sub_dimensions() {
+    let (_dir, out) = export_astra_sim(&tp_dp_study("2"));
+    let (topo, npus, gbps) = network_lines(&out);
+    assert_eq!(topo, ["Ring", "FullyConnected", "FullyConnected"]);
+    assert_eq!(npus, [4, 4, 2]);
+    for (g, want) in gbps.iter().zip([200.0, 100.0, 100.0]) {
+        approx::assert_relative_eq!(*g, want, max_relative = 1e-9);
+    }
+    assert_eq!(
+        involved(&out, 31),
+        vec![vec![true, true, false], vec![false, false, true]]
+    );
+    assert_eq!(std::fs::read_to_string(out.join("comm_groups.json")).unwrap(), "{}");
+    assert_eq!(chakra::read_traces(&out.join("workload")).unwrap().len(), 32);
+    let sys: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("system.json")).unwrap()).unwrap();
+    assert_eq!(
+        sys["all-reduce-implementation"],
+        serde_json::json!(["ring", "direct", "direct"])
+    );
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(
+        readme.contains("`package` (fully-connected 8) is written as 4 x 2"),
+        "{readme}"
+    );
+    // A data-parallel group of 4 too: one size on the dimension, both
+    // groups on the first sub-dimension (the same 3 links each, as dimsum
+    // times them), the rest of the dimension (2) a sub-dimension no
+    // collective involves.
+    let (_dir, out) = export_astra_sim(&tp_dp_study("4"));
+    assert_eq!(network_lines(&out).1, [4, 4, 2]);
+    assert_eq!(
+        involved(&out, 0),
+        vec![vec![true, true, false], vec![false, true, false]]
+    );
+}
+
+/// A data-parallel group over the whole fully-connected 8 leaves the
+/// dimension whole (its all-reduce needs the direct links between every
+/// pair), and the tensor-parallel
+/// all-reduce over 4 of it takes communicator groups: ranks r with the
+/// same chiplet block and package coordinates {0..3} or {4..7}, 32 / 16 =
+/// 2 groups.
+#[test]
+fn astra_sim_partial_groups_beside_a_whole_one_keep_communicator_groups() {
+    let (_dir, out) = export_astra_sim(&tp_dp_study("8"));
+    let (topo, npus, _) = network_lines(&out);
+    assert_eq!(topo, ["Ring", "FullyConnected"]);
+    assert_eq!(npus, [4, 8]);
+    let groups: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("comm_groups.json")).unwrap()).unwrap();
+    let groups = groups.as_object().unwrap();
+    assert_eq!(groups.len(), 2);
+    assert_eq!(groups["1"], serde_json::json!((0..16).collect::<Vec<u32>>()));
+    assert_eq!(groups["2"], serde_json::json!((16..32).collect::<Vec<u32>>()));
+}

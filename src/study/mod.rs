@@ -183,6 +183,7 @@ impl Study {
             training_loop: self.training_loop,
             time_model: self.collective.time_model,
             reduction_gbps: self.collective.reduction_gbps,
+            group_bandwidth: self.collective.group_bandwidth,
         }
     }
 
