@@ -67,6 +67,53 @@ impl fmt::Display for InputError {
     }
 }
 
+/// A TOML file's syntax or type error as an [`InputError`]: the line of its
+/// span; the field, when the message does not name one, as the table the
+/// line sits in and the key it sets (`fabric.dims.block`); and for an
+/// empty message (the toml crate gives none for a control character) what
+/// TOML allows.
+pub(crate) fn toml_error(text: &str, path: &Path, e: &toml::de::Error) -> InputError {
+    let line = e.span().map(|s| line_of_offset(text, s.start));
+    let mut message = e.message().trim().replace('\n', " ");
+    let at = line.and_then(|l| text.lines().nth(l - 1)).unwrap_or("");
+    if message.is_empty() {
+        message = match at.bytes().position(|b| b.is_ascii_control() && b != b'\t') {
+            Some(i) => format!(
+                "byte 0x{:02x} at column {}: TOML allows no control character but tab, even in a comment",
+                at.as_bytes()[i],
+                i + 1
+            ),
+            None => "not valid TOML here".to_string(),
+        };
+    }
+    let key = at.split_once('=').map(|(k, _)| k.trim()).filter(|k| {
+        !k.is_empty() && !k.starts_with('#') && !k.starts_with('[') && !message.contains(&format!("`{k}`"))
+    });
+    let field = match (key, line) {
+        (Some(k), Some(l)) => {
+            let table = text
+                .lines()
+                .take(l - 1)
+                .filter_map(|x| x.trim().strip_prefix('['))
+                .last()
+                .map(|h| {
+                    h.trim_start_matches('[')
+                        .split(']')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .to_string()
+                });
+            match table {
+                Some(t) if !t.is_empty() => format!("{t}.{k}"),
+                _ => k.to_string(),
+            }
+        }
+        _ => String::new(),
+    };
+    InputError::at(path, line, field, message)
+}
+
 /// 1-based line number of byte offset `offset` in `text`.
 pub(crate) fn line_of_offset(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());

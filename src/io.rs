@@ -1,7 +1,10 @@
-//! The files dimsum writes: atomic writes (a temporary file beside the
-//! target, then a rename, so a failed run never leaves a half-written
-//! result) and the stamp every result carries (dimsum's version and an
-//! FNV-1a hash of the inputs it came from).
+//! The files dimsum writes and reads: atomic writes (a temporary file
+//! beside the target, then a rename, so a failed run never leaves a
+//! half-written result), reads bounded in size (an input larger than its
+//! reader's limit, or endless like `/dev/urandom`, is refused with the
+//! limit named, and text stops at its first byte that is not UTF-8) and
+//! the stamp every result carries (dimsum's version and an FNV-1a hash of
+//! the inputs it came from).
 //!
 //! This is the bottom layer beside `error`: the model, the study and the
 //! reports all write through it and it depends on nothing in the crate.
@@ -86,6 +89,77 @@ pub fn create_dir(dir: &Path) -> Result<(), WriteError> {
     })
 }
 
+/// The most bytes a hand-written input (study, catalog, LIBRA text,
+/// network.yml, edge list, validation file) may hold: 64 MiB, far above
+/// any real one.
+pub const MAX_TEXT_BYTES: u64 = 64 << 20;
+
+/// A size limit as people write it (`64 MiB`, `4 GiB`).
+pub fn limit_name(bytes: u64) -> String {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
+        format!("{} GiB", bytes >> 30)
+    } else {
+        format!("{} MiB", bytes >> 20)
+    }
+}
+
+/// Reads the file at `path`, refusing it once it holds more than `limit`
+/// bytes (so an endless device ends the read); the error says the limit.
+pub fn read_limited(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    read_chunks(path, limit, false)
+}
+
+/// Reads the text file at `path` as [`read_limited`] does, and refuses it
+/// at its first byte that is not UTF-8 (named by its offset), without
+/// reading further.
+pub fn read_text(path: &Path, limit: u64) -> std::io::Result<String> {
+    let bytes = read_chunks(path, limit, true)?;
+    String::from_utf8(bytes).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("byte {} is not UTF-8 text", e.utf8_error().valid_up_to()),
+        )
+    })
+}
+
+fn read_chunks(path: &Path, limit: u64, text: bool) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut f = std::fs::File::open(path)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut valid = 0usize;
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if out.len() as u64 + n as u64 > limit {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("larger than the {} this input may hold", limit_name(limit)),
+            ));
+        }
+        out.extend_from_slice(&buf[..n]);
+        if text {
+            match std::str::from_utf8(&out[valid..]) {
+                Ok(_) => valid = out.len(),
+                Err(e) => {
+                    if e.error_len().is_some() {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            format!("byte {} is not UTF-8 text", valid + e.valid_up_to()),
+                        ));
+                    }
+                    valid += e.valid_up_to();
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// `dir/.name.tag.ext` beside `path` (the extension kept, for plotters).
 pub(crate) fn temp_path(path: &Path, tag: &str) -> PathBuf {
     let name = path
@@ -110,6 +184,32 @@ mod tests {
         // (the published test vectors).
         assert_eq!(fnv1a64(b""), "cbf29ce484222325");
         assert_eq!(fnv1a64(b"a"), "af63dc4c8601ec8c");
+    }
+
+    /// An endless device is refused at the limit, text at its first
+    /// non-UTF-8 byte (`ab\u{e9}x` written as Latin-1: a, b, then 0xE9 at
+    /// offset 2, which 'x' cannot continue), and a file of exactly the
+    /// limit is read (`h\u{e9}` is 1 + 2 bytes).
+    #[test]
+    fn reads_are_bounded_and_text_is_utf8() {
+        let e = read_limited(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("1 MiB"), "{e}");
+        let e = read_text(Path::new("/dev/urandom"), 1 << 30).unwrap_err();
+        assert!(e.to_string().contains("not UTF-8"), "{e}");
+        let dir = tempfile_dir("read");
+        let p = dir.join("latin1.txt");
+        std::fs::write(&p, b"ab\xe9x").unwrap();
+        assert_eq!(read_text(&p, 100).unwrap_err().to_string(), "byte 2 is not UTF-8 text");
+        std::fs::write(&p, "h\u{e9}").unwrap();
+        assert_eq!(read_text(&p, 3).unwrap(), "h\u{e9}");
+        assert!(read_text(&p, 2).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn tempfile_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("dimsum-io-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
     }
 
     #[test]

@@ -19,10 +19,22 @@ fn main() -> ExitCode {
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            // One line, as every other error: clap's message without its
+            // usage and help lines.
+            let text = e.render().to_string();
+            let lines: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .filter(|l| !l.is_empty())
+                .collect();
+            eprintln!("{}", lines.join(" "));
+            return ExitCode::from(2);
+        }
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
         }
     };
     match run(cli) {

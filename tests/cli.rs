@@ -231,7 +231,7 @@ fn zero_npus_is_rejected() {
     assert_eq!(code, 2);
     assert_one_line(&err);
     assert!(
-        err.contains(":16:") && err.contains("fabric.dims[1].npus") && err.contains("at least 2"),
+        err.contains(":16:") && err.contains("fabric.dims[1].npus") && err.contains("from 2 to 4294967295"),
         "{err}"
     );
 }

@@ -40,22 +40,22 @@ pub struct CollectiveArgs {
     pub dim_algorithms: Option<String>,
     /// The collective's whole buffer: the all-gather output, the reduce-scatter input,
     /// the all-reduce vector, one NPU's all-to-all send buffer (e.g. 1GiB, 64MB, 1048576).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub size: Option<String>,
     /// Chunks per NPU shard: more chunks pipeline across steps and dimensions
     /// (tacos, forest and flow: the default, 1, lets them choose; give 2 or more to fix it).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
     pub chunks_per_npu: u32,
     /// Link bandwidth of ring/fc/switch/torus/mesh topologies, one value or one per
     /// dimension (GB/s, or with a unit: 50GiB/s; default 50).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub link_gbps: Option<String>,
     /// Link latency of ring/fc/switch/torus/mesh topologies, one value or one per
     /// dimension (us, or with a unit: 500ns; default 0.5).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub link_latency_us: Option<String>,
     /// For fabric: topologies, GB/s per NPU per dimension (default: the study's `bw`).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub bw: Option<String>,
     /// alpha-beta (a link is busy for size/bandwidth) or tacos (latency + size/bandwidth).
     #[arg(long, default_value = "alpha-beta")]
@@ -65,10 +65,10 @@ pub struct CollectiveArgs {
     #[arg(long)]
     pub single_port: bool,
     /// Seed of the tacos synthesis.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
     pub seed: u64,
     /// tacos: synthesize with this many seeds (from --seed, in parallel) and keep the fastest.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1)]
     pub restarts: u32,
     /// Replay this schedule (JSON, as --schedule-out writes) instead of building one.
     #[arg(long)]
@@ -96,10 +96,15 @@ pub fn link_model(name: &str) -> Result<LinkModel, InputError> {
 }
 
 /// Builds the schedule the arguments ask for (`size` matters to synthesis
-/// only).
-pub fn schedule_of(args: &CollectiveArgs, topo: &Topology, size: f64) -> Result<Schedule, InputError> {
-    if let Some(path) = &args.schedule_in {
-        return Schedule::load(path);
+/// only), or returns the one read from `--schedule-in`.
+pub fn schedule_of(
+    args: &CollectiveArgs,
+    topo: &Topology,
+    size: f64,
+    loaded: Option<Schedule>,
+) -> Result<Schedule, InputError> {
+    if let Some(s) = loaded {
+        return Ok(s);
     }
     let kind = collective_kind(&args.collective)?;
     let algorithm = match &args.algorithm {
@@ -184,10 +189,26 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
         args.link_latency_us.as_deref(),
         args.bw.as_deref(),
     )?;
-    let size = match &args.size {
-        Some(s) => units::parse_bytes(s).map_err(|m| InputError::arg("--size", m.to_string()))?,
-        None => return Err(InputError::arg("--size", "give the collective's buffer, e.g. --size 64MiB").into()),
+    let given = match &args.size {
+        Some(s) => match units::parse_bytes(s).map_err(|m| InputError::arg("--size", m.to_string()))? {
+            v if v < 1.0 => return Err(InputError::arg("--size", "a collective moves at least 1 byte").into()),
+            v => Some(v),
+        },
+        None => None,
     };
+    // A schedule file records the buffer it was built for.
+    let loaded = match &args.schedule_in {
+        Some(path) => Some(Schedule::load(path)?),
+        None => None,
+    };
+    let size = match (&loaded, given) {
+        (Some(s), given) => s.size_to_use(given).map_err(|m| InputError::arg("--size", m))?,
+        (None, Some(v)) => v,
+        (None, None) => {
+            return Err(InputError::arg("--size", "give the collective's buffer, e.g. --size 64MiB").into());
+        }
+    };
+    let mut loaded = Some(loaded);
     let model = link_model(&args.link_model)?;
     let forest = args.algorithm.as_deref().and_then(|a| a.parse::<Algorithm>().ok()) == Some(Algorithm::Forest);
     if forest && args.schedule_in.is_none() && product::needs_rounds(&topo, collective_kind(&args.collective)?) {
@@ -199,7 +220,7 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
     let task = "collective: schedule, replay, bounds";
     let stage = AtomicUsize::new(0);
     let out = dimsum::pipeline::run::ticking(&|| bars.update(task, stage.load(Ordering::Relaxed), 3), || {
-        schedule_of(args, &topo, size).and_then(|schedule| {
+        schedule_of(args, &topo, size, loaded.take().flatten()).and_then(|schedule| {
             stage.store(1, Ordering::Relaxed);
             Replay::staged(topo, schedule, size, model, args.charts.is_some(), &|| {
                 stage.store(2, Ordering::Relaxed)

@@ -32,7 +32,7 @@ pub struct CompareArgs {
     )]
     pub baselines: String,
     /// Vector sizes: a comma-separated list, or FROM..TO for every power of 4 from FROM to TO.
-    #[arg(long, default_value = "32B..128MiB")]
+    #[arg(long, allow_hyphen_values = true, default_value = "32B..128MiB")]
     pub sizes: String,
     /// all-gather, reduce-scatter or all-reduce.
     #[arg(long, default_value = "all-reduce")]

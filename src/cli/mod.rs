@@ -138,7 +138,7 @@ pub struct OptimizeArgs {
     #[arg(long = "constraint", allow_hyphen_values = true)]
     pub constraints: Vec<String>,
     /// Iteration-time target for min-cost and min-power, ms.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub target_ms: Option<f64>,
     /// Ignore the study's `[optimize]` constraints (keep the fabric's bounds).
     #[arg(long)]
@@ -148,10 +148,10 @@ pub struct OptimizeArgs {
     #[arg(long)]
     pub catalog: bool,
     /// Capex budget for --catalog, $ (default: the study's [procurement] budget_usd).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub budget_usd: Option<f64>,
     /// Power budget for --catalog, W (default: the study's [procurement] budget_w).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub budget_w: Option<f64>,
     /// How collectives are timed.
     #[command(flatten)]
@@ -169,7 +169,7 @@ pub struct FrontierArgs {
     /// Study file (TOML).
     pub study: PathBuf,
     /// Number of budgets (default: the study's first frontier's, else 40).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub points: Option<usize>,
     /// cost, power or total-bw (default: the study's first frontier's, else cost).
     #[arg(long)]
@@ -252,8 +252,8 @@ pub struct MergeArgs {
 pub struct CooptArgs {
     /// Study file with [model], [npu] and [parallelism].
     pub study: PathBuf,
-    /// How many strategies to list.
-    #[arg(long, default_value_t = 10)]
+    /// How many strategies to list, in the table and in the JSON.
+    #[arg(long, allow_negative_numbers = true, default_value_t = 10)]
     pub top: usize,
     /// Print one JSON object instead of a table.
     #[arg(long)]
@@ -267,7 +267,7 @@ pub struct ExportAstraSimArgs {
     /// Study file (TOML).
     pub study: PathBuf,
     /// GB/s per NPU per dimension (default: the study's `bw`).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub bw: Option<String>,
     /// Output directory.
     #[arg(long)]
@@ -292,9 +292,10 @@ pub struct ExportChakraArgs {
     /// Output prefix, e.g. out/ring (writes out/ring.0.et, ...).
     #[arg(long)]
     pub prefix: PathBuf,
-    /// The collective's buffer, for comm_size (e.g. 64MiB).
-    #[arg(long)]
-    pub size: String,
+    /// The collective's buffer, for comm_size (e.g. 64MiB; default: the
+    /// one the schedule file records, which a given value must match).
+    #[arg(long, allow_hyphen_values = true)]
+    pub size: Option<String>,
 }
 
 /// LIBRA's four input files.
@@ -643,7 +644,7 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
     progress.finish();
     let secs = started.elapsed().as_secs_f64();
     if json {
-        println!("{}", report::json::coopt(&study, &r, secs));
+        println!("{}", report::json::coopt(&study, &r, secs, top));
         return Ok(());
     }
     print!("{}", report::text::coopt(&study, &r, secs, top));
@@ -666,7 +667,10 @@ fn export_msccl(a: ExportMscclArgs) -> anyhow::Result<()> {
 }
 
 fn export_chakra(a: ExportChakraArgs) -> anyhow::Result<()> {
-    let size = units::parse_bytes(&a.size).map_err(|m| InputError::arg("--size", m.to_string()))?;
+    let size = match &a.size {
+        Some(s) => Some(units::parse_bytes(s).map_err(|m| InputError::arg("--size", m.to_string()))?),
+        None => None,
+    };
     let t = convert::export_chakra(&a.schedule, &a.prefix, size).map_err(lift)?;
     println!(
         "{} traces ({:.1} MB) written to {}.*.et",

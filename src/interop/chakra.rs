@@ -38,6 +38,9 @@ use std::path::{Path, PathBuf};
 /// The schema version written in `GlobalMetadata.version`.
 pub const VERSION: &str = "0.0.4";
 
+/// The most bytes one rank's trace may hold when read: 1 GiB.
+pub const MAX_TRACE_BYTES: u64 = 1 << 30;
+
 /// `GlobalMetadata`.
 #[derive(Clone, PartialEq, Message)]
 pub struct GlobalMetadata {
@@ -418,7 +421,7 @@ pub fn read_traces(prefix: &Path) -> Result<Vec<Trace>, TraceError> {
     let mut out = Vec::new();
     loop {
         let path = rank_path(prefix, out.len() as u32);
-        match std::fs::read(&path) {
+        match crate::io::read_limited(&path, MAX_TRACE_BYTES) {
             Ok(bytes) => out.push(Trace::decode(&bytes, &path)?),
             Err(_) if !out.is_empty() => return Ok(out),
             Err(e) => return Err(err(&path, format!("cannot read rank 0's trace: {e}"))),
@@ -534,9 +537,17 @@ fn comm_size(t: &Transfer, chunk_bytes: f64) -> i64 {
     (t.chunk_count() as f64 * chunk_bytes).round() as i64
 }
 
-/// The schedule's header, as `GlobalMetadata` attributes.
-fn header(s: &Schedule) -> Vec<AttributeProto> {
+/// The schedule's header, as `GlobalMetadata` attributes, with the
+/// buffer its traces move (`dimsum_size_bytes`, a string that reads back
+/// exactly: the schedule's own size when it has one, else `chunk_bytes`
+/// times its chunks).
+fn header(s: &Schedule, chunk_bytes: f64) -> Vec<AttributeProto> {
+    let size = s
+        .size_bytes
+        .filter(|b| (s.chunk_bytes(*b) - chunk_bytes).abs() <= 1e-9 * chunk_bytes.abs())
+        .unwrap_or(chunk_bytes * f64::from(s.npus) * f64::from(s.chunks_per_npu));
     vec![
+        attr("dimsum_size_bytes", Value::StringVal(format!("{size}"))),
         attr("dimsum_format", Value::StringVal(s.format.clone())),
         attr("dimsum_algorithm", Value::StringVal(s.algorithm.clone())),
         attr("dimsum_topology", Value::StringVal(s.topology.clone())),
@@ -556,7 +567,7 @@ pub fn from_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Trace>, Write
     for i in 0..s.transfers.len() {
         push_transfer(&mut nodes, s, &ids, i, chunk_bytes);
     }
-    let header = header(s);
+    let header = header(s, chunk_bytes);
     Ok(nodes
         .into_iter()
         .map(|nodes| Trace {
@@ -810,7 +821,7 @@ pub fn encode_schedule(s: &Schedule, chunk_bytes: f64) -> Result<Vec<Vec<u8>>, W
     let by_rank = ByRank::of(s);
     let ids = NodeIds::of(s);
     check_deps(s)?;
-    let meta = metadata_bytes(s);
+    let meta = metadata_bytes(s, chunk_bytes);
     let out: Vec<Vec<u8>> = (0..s.npus as usize)
         .into_par_iter()
         .map(|r| RankEncoder::encode(s, &ids, chunk_bytes, &meta, r, by_rank.rank(r)))
@@ -859,10 +870,10 @@ impl ByRank {
 }
 
 /// The framed `GlobalMetadata` every rank's file starts with.
-fn metadata_bytes(s: &Schedule) -> Vec<u8> {
+fn metadata_bytes(s: &Schedule, chunk_bytes: f64) -> Vec<u8> {
     let mut m = Vec::new();
     wire::bytes(&mut m, 1, VERSION.as_bytes());
-    for a in header(s) {
+    for a in header(s, chunk_bytes) {
         // GlobalMetadata's attributes are field 2, not 10.
         let mut b = Vec::new();
         match a.value {
@@ -1143,6 +1154,14 @@ fn own_header(traces: &[Trace], prefix: &Path) -> Result<(Schedule, i64, usize),
     );
     s.format = format;
     s.topology = text("dimsum_topology")?;
+    // Traces written before dimsum recorded the buffer have no size.
+    s.size_bytes = match meta_get(m, "dimsum_size_bytes") {
+        Some(Value::StringVal(v)) => Some(
+            v.parse::<f64>()
+                .map_err(|_| err(&path0, format!("dimsum_size_bytes `{v}` is not a number of bytes")))?,
+        ),
+        _ => None,
+    };
     Ok((s, npus, count))
 }
 

@@ -73,7 +73,8 @@ const FIELD_NAMES: [&str; 12] = [
 const COMM_TYPES: [&str; 5] = ["NONE", "ALLREDUCE", "REDUCESCATTER", "ALLGATHER", "ALLTOALL"];
 
 fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
-    std::fs::read_to_string(path).map_err(|e| InputError::at(path, None, "", format!("cannot read the {what}: {e}")))
+    crate::io::read_text(path, crate::io::MAX_TEXT_BYTES)
+        .map_err(|e| InputError::at(path, None, "", format!("cannot read the {what}: {e}")))
 }
 
 /// Reads an ASTRA-sim 1.0 workload text file.
@@ -371,7 +372,10 @@ pub fn read_network(path: &Path) -> Result<Fabric, InputError> {
                 path,
                 key_line(&text, "NpusCount"),
                 format!("NpusCount[{d}]"),
-                format!("{} NPUs is not allowed: a dimension has at least 2 NPUs", npus[d]),
+                format!(
+                    "{} NPUs is not allowed: a dimension has from 2 to 4294967295 NPUs",
+                    npus[d]
+                ),
             ));
         }
         let tier = tiers[d]
@@ -542,7 +546,7 @@ pub(crate) fn read_inputs(
     let hash = crate::io::fnv1a64(
         &[network, workload, communicator, cost]
             .iter()
-            .flat_map(|f| std::fs::read(f).unwrap_or_default())
+            .flat_map(|f| crate::io::read_limited(f, crate::io::MAX_TEXT_BYTES).unwrap_or_default())
             .collect::<Vec<u8>>(),
     );
     Ok(Inputs {

@@ -430,6 +430,9 @@ impl Lines {
 }
 
 /// The step types MSCCL-IR has.
+/// The most bytes an MSCCL-IR file may hold when read: 1 GiB.
+pub const MAX_XML_BYTES: u64 = 1 << 30;
+
 const STEP_TYPES: [&str; 9] = ["s", "r", "rcs", "rrc", "rrs", "rrcs", "cpy", "re", "nop"];
 
 /// A step's place: (GPU, threadblock, step).

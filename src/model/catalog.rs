@@ -183,17 +183,14 @@ impl Catalog {
 
     /// Reads a catalog file.
     pub fn load(path: &Path) -> Result<Catalog, InputError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::io::read_text(path, crate::io::MAX_TEXT_BYTES)
             .map_err(|e| InputError::at(path, None, "", format!("cannot read the catalog: {e}")))?;
         Catalog::parse(&text, path)
     }
 
     /// Parses and checks a catalog.
     pub fn parse(text: &str, path: &Path) -> Result<Catalog, InputError> {
-        let raw: RawCatalog = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| line_of_offset(text, s.start));
-            InputError::at(path, line, "", e.message().replace('\n', " "))
-        })?;
+        let raw: RawCatalog = toml::from_str(text).map_err(|e| crate::error::toml_error(text, path, &e))?;
         let at = |span: std::ops::Range<usize>, field: String, msg: String| {
             InputError::at(path, Some(line_of_offset(text, span.start)), field, msg)
         };

@@ -474,7 +474,7 @@ impl Topology {
 
     /// Reads an edge list (format in `parse_edges`).
     fn load_edges(path: &Path) -> Result<Topology, InputError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::io::read_text(path, crate::io::MAX_TEXT_BYTES)
             .map_err(|e| InputError::at(path, None, "", format!("cannot read the edge list: {e}")))?;
         Topology::parse_edges(&text, path)
     }
@@ -609,7 +609,7 @@ impl Topology {
 
     /// Reads an ASTRA-sim analytical network.yml.
     pub fn load_astra(path: &Path) -> Result<Topology, InputError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::io::read_text(path, crate::io::MAX_TEXT_BYTES)
             .map_err(|e| InputError::at(path, None, "", format!("cannot read the network file: {e}")))?;
         Topology::parse_astra(&text, path)
     }

@@ -90,25 +90,59 @@ pub fn watts(gbps: f64, pj_per_bit: f64) -> f64 {
     gbps * BITS_PER_GB * pj_per_bit * 1e-12
 }
 
+/// The largest size dimsum takes: 1 PiB (2^50 bytes), far above any
+/// collective's buffer, so that no time or count computed from it
+/// overflows.
+pub const MAX_BYTES: f64 = 1_125_899_906_842_624.0;
+
+/// The bandwidths dimsum takes, GB/s: from 1 MB/s to 1 PB/s.
+pub const GBPS_RANGE: (f64, f64) = (1e-3, 1e6);
+
+/// The longest time dimsum takes: 10^15 ns (about 11.6 days).
+pub const MAX_TIME_NS: f64 = 1e15;
+
+/// `text` as an error message shows it: whole up to 32 characters, else
+/// its first 24 and how long it is.
+pub fn echo(text: &str) -> String {
+    let n = text.chars().count();
+    if n <= 32 {
+        text.to_string()
+    } else {
+        format!("{}... ({n} characters)", text.chars().take(24).collect::<String>())
+    }
+}
+
 /// Why a number with a unit could not be read. Each message says what is
 /// allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UnitError {
     /// Not a size (`parse_bytes`).
-    #[error("`{0}` is not a size: give bytes, e.g. 1048576, 64MB or 1GiB")]
+    #[error("`{}` is not a size: give bytes, e.g. 1048576, 64MB or 1GiB", echo(.0))]
     Size(String),
+    /// A size above [`MAX_BYTES`].
+    #[error("`{}` is above the largest size taken, 1 PiB (2^50 bytes)", echo(.0))]
+    SizeTooLarge(String),
     /// Not a bandwidth (`parse_gbps`).
-    #[error("`{0}` is not a bandwidth: give GB/s, e.g. 50, 100GB/s or 50GiB/s")]
+    #[error("`{}` is not a bandwidth: give GB/s, e.g. 50, 100GB/s or 50GiB/s", echo(.0))]
     Bandwidth(String),
+    /// A bandwidth outside [`GBPS_RANGE`].
+    #[error("`{}` is outside the bandwidths taken, 0.001 to 1000000 GB/s (1 MB/s to 1 PB/s)", echo(.0))]
+    BandwidthRange(String),
     /// Not a time (`parse_time_ns`).
-    #[error("`{0}` is not a time: give e.g. 0.5us, 500ns or 1ms")]
+    #[error("`{}` is not a time: give e.g. 0.5us, 500ns or 1ms", echo(.0))]
     Time(String),
+    /// A time above [`MAX_TIME_NS`].
+    #[error("`{}` is above the longest time taken, 10^15 ns (about 11.6 days)", echo(.0))]
+    TimeTooLong(String),
     /// Not a list or range of sizes (`parse_sizes`).
-    #[error("`{0}`: FROM must be at least 1 byte and TO at least FROM")]
+    #[error("`{}`: FROM must be at least 1 byte and TO at least FROM", echo(.0))]
     SizeRange(String),
     /// An empty list of sizes (`parse_sizes`).
     #[error("list at least one size")]
     NoSizes,
+    /// A size below one byte in a list (`parse_sizes`).
+    #[error("`{}`: a collective moves at least 1 byte", echo(.0))]
+    BelowOneByte(String),
 }
 
 /// Splits `text` into its number and the unit after it (`"50GiB/s"` ->
@@ -158,7 +192,10 @@ pub fn parse_sizes(text: &str) -> Result<Vec<f64>, UnitError> {
         .split(',')
         .map(str::trim)
         .filter(|x| !x.is_empty())
-        .map(parse_bytes)
+        .map(|x| match parse_bytes(x)? {
+            v if v < 1.0 => Err(UnitError::BelowOneByte(x.to_string())),
+            v => Ok(v),
+        })
         .collect::<Result<_, _>>()?;
     if v.is_empty() {
         return Err(UnitError::NoSizes);
@@ -185,7 +222,13 @@ pub fn parse_bytes(text: &str) -> Result<f64, UnitError> {
         _ => return Err(bad()),
     };
     let v = n * scale;
-    if v.is_finite() && v >= 0.0 { Ok(v) } else { Err(bad()) }
+    if !(v.is_finite() && v >= 0.0) {
+        Err(bad())
+    } else if v > MAX_BYTES {
+        Err(UnitError::SizeTooLarge(text.to_string()))
+    } else {
+        Ok(v)
+    }
 }
 
 /// A bandwidth in GB/s (1 GB = 1e9 B): a plain number (GB/s) or one with a
@@ -202,7 +245,13 @@ pub fn parse_gbps(text: &str) -> Result<f64, UnitError> {
         _ => return Err(bad()),
     };
     let v = n * scale;
-    if v.is_finite() && v > 0.0 { Ok(v) } else { Err(bad()) }
+    if !v.is_finite() {
+        Err(bad())
+    } else if !(GBPS_RANGE.0..=GBPS_RANGE.1).contains(&v) {
+        Err(UnitError::BandwidthRange(text.to_string()))
+    } else {
+        Ok(v)
+    }
 }
 
 /// A time in ns: a plain number with a default unit (`default_ns` ns per
@@ -219,7 +268,13 @@ pub fn parse_time_ns(text: &str, default_ns: f64) -> Result<f64, UnitError> {
         _ => return Err(bad()),
     };
     let v = n * scale;
-    if v.is_finite() && v >= 0.0 { Ok(v) } else { Err(bad()) }
+    if !(v.is_finite() && v >= 0.0) {
+        Err(bad())
+    } else if v > MAX_TIME_NS {
+        Err(UnitError::TimeTooLong(text.to_string()))
+    } else {
+        Ok(v)
+    }
 }
 
 #[cfg(test)]
@@ -292,9 +347,27 @@ mod tests {
             "`12 parsecs` is not a size: give bytes, e.g. 1048576, 64MB or 1GiB"
         );
         assert_eq!(
-            parse_gbps("0").unwrap_err().to_string(),
-            "`0` is not a bandwidth: give GB/s, e.g. 50, 100GB/s or 50GiB/s"
+            parse_gbps("fast").unwrap_err().to_string(),
+            "`fast` is not a bandwidth: give GB/s, e.g. 50, 100GB/s or 50GiB/s"
         );
+        // Out of range, with the range: 0 GB/s; 2 PB/s; 2^50 + 1 bytes
+        // (1 PiB is 1024^5 = 1125899906842624); 10^15 ns + 1.
+        assert_eq!(
+            parse_gbps("0").unwrap_err().to_string(),
+            "`0` is outside the bandwidths taken, 0.001 to 1000000 GB/s (1 MB/s to 1 PB/s)"
+        );
+        assert!(parse_gbps("2TB/s").is_ok() && parse_gbps("2000TB/s").is_err());
+        assert_eq!(parse_bytes("1125899906842624").unwrap(), MAX_BYTES);
+        assert_eq!(
+            parse_bytes("1125899906842625").unwrap_err(),
+            UnitError::SizeTooLarge("1125899906842625".into())
+        );
+        assert!(parse_time_ns("1000000000000000", 1.0).is_ok());
+        assert!(parse_time_ns("1000000000000001", 1.0).is_err());
+        // Long values are cut: 40 nines show 24 and the count.
+        let long = "9".repeat(40);
+        assert_eq!(echo(&long), format!("{}... (40 characters)", "9".repeat(24)));
+        assert_eq!(echo("short"), "short");
         assert_eq!(
             parse_time_ns("fast", 1.0).unwrap_err().to_string(),
             "`fast` is not a time: give e.g. 0.5us, 500ns or 1ms"

@@ -46,9 +46,11 @@ pub struct Traces {
 }
 
 /// Writes the schedule in the file `schedule`, moving a `size_bytes`
-/// collective, as one Chakra ET trace per rank, `PREFIX.RANK.et`.
-pub fn export_chakra(schedule: &Path, prefix: &Path, size_bytes: f64) -> Result<Traces, RunError> {
+/// collective (default: the buffer the file records; given, it must agree),
+/// as one Chakra ET trace per rank, `PREFIX.RANK.et`.
+pub fn export_chakra(schedule: &Path, prefix: &Path, size_bytes: Option<f64>) -> Result<Traces, RunError> {
     let s = Schedule::load(schedule)?;
+    let size_bytes = s.size_to_use(size_bytes).map_err(|m| InputError::arg("--size", m))?;
     let traces = chakra::encode_schedule(&s, s.chunk_bytes(size_bytes))
         .map_err(|e| InputError::at(schedule, None, "", e.to_string()))?;
     if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -66,8 +68,8 @@ pub fn export_chakra(schedule: &Path, prefix: &Path, size_bytes: f64) -> Result<
 /// Reads the MSCCL-IR XML file `file` and writes it as a schedule (JSON) to
 /// `out`; returns the schedule.
 pub fn import_msccl(file: &Path, out: &Path) -> Result<Schedule, RunError> {
-    let text =
-        std::fs::read_to_string(file).map_err(|e| InputError::at(file, None, "", format!("cannot read: {e}")))?;
+    let text = crate::io::read_text(file, msccl::MAX_XML_BYTES)
+        .map_err(|e| InputError::at(file, None, "", format!("cannot read: {e}")))?;
     let s = msccl::parse(&text).map_err(|e| InputError::at(file, Some(e.line as usize), "", e.message))?;
     write_atomic(out, s.to_json().as_bytes())?;
     Ok(s)

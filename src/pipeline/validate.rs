@@ -13,7 +13,7 @@
 //! large-GEMM efficiency that would minimise the largest error, to show how
 //! much a refit could gain.
 
-use crate::error::{InputError, line_of_offset};
+use crate::error::InputError;
 use crate::io::Stamp;
 use crate::model::collective::{CollectiveModel, TimeModel};
 use crate::model::compute;
@@ -157,12 +157,9 @@ pub struct Published {
 impl Published {
     /// Reads and checks a validation file; errors name the file, line and field.
     pub fn load(path: &Path) -> Result<(Published, Stamp), InputError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| InputError::at(path, None, "", format!("cannot read: {e}")))?;
-        let p: Published = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map(|s| line_of_offset(&text, s.start));
-            InputError::at(path, line, "", e.message().to_string())
-        })?;
+        let text = crate::io::read_text(path, crate::io::MAX_TEXT_BYTES)
+            .map_err(|e| InputError::at(path, None, "", format!("cannot read: {e}")))?;
+        let p: Published = toml::from_str(&text).map_err(|e| crate::error::toml_error(&text, path, &e))?;
         if compute::accelerator(&p.cluster.npu).is_none() {
             return Err(InputError::at(
                 path,

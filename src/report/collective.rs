@@ -50,6 +50,7 @@ pub fn json(o: &Replay) -> serde_json::Value {
         names
     };
     serde_json::json!({
+        "format": "dimsum-collective/1",
         "dimsum_version": env!("CARGO_PKG_VERSION"),
         "topology": o.topo.name,
         "npus": o.topo.npus,
@@ -194,6 +195,7 @@ pub fn table(o: &Replay) -> String {
 /// transfer).
 pub fn rounds_json(topo: &Topology, size: f64, r: &RoundTime, b: &Bounds) -> serde_json::Value {
     serde_json::json!({
+        "format": "dimsum-collective/1",
         "dimsum_version": env!("CARGO_PKG_VERSION"),
         "topology": topo.name,
         "npus": topo.npus,

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 pub fn bom(study: &Study, asked: &[f64], b: &Bom) -> Value {
     json!({
         "study": study.name,
+        "format": "dimsum-bom/1",
         "dimsum_version": env!("CARGO_PKG_VERSION"),
         "fabric": study.fabric.shape(),
         "catalog": b.catalog,
@@ -60,6 +61,7 @@ pub fn fixed_point(study: &Study, problem: &Problem, fp: &FixedPoint, solve_ms: 
     let bw = &m.bw_gbps;
     let mut v = json!({
         "study": study.name,
+        "format": "dimsum-optimum/1",
         "dimsum_version": env!("CARGO_PKG_VERSION"),
         "fabric": study.fabric.shape(),
         "evaluator": "schedule",
@@ -104,6 +106,7 @@ pub fn fixed_point(study: &Study, problem: &Problem, fp: &FixedPoint, solve_ms: 
 pub fn evaluation(study: &Study, e: &Evaluation) -> Value {
     let v = json!({
         "study": study.name,
+        "format": "dimsum-eval/1",
         "dimsum_version": env!("CARGO_PKG_VERSION"),
         "fabric": study.fabric.shape(),
         "time_model": study.collective.time_model.name(),
@@ -136,6 +139,7 @@ pub fn evaluated(study: &Study, v: &super::text::Evaluated) -> Value {
 pub fn scheduled_evaluation(study: &Study, e: &Evaluation, m: &Measured) -> Value {
     let mut obj = serde_json::Map::new();
     obj.insert("study".into(), study.name.clone().into());
+    obj.insert("format".into(), "dimsum-eval/1".into());
     obj.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
     obj.insert("fabric".into(), study.fabric.shape().into());
     obj.insert("evaluator".into(), "schedule".into());
@@ -161,6 +165,7 @@ pub fn scheduled_evaluation(study: &Study, e: &Evaluation, m: &Measured) -> Valu
 pub fn optimum(study: &Study, sol: &Solution, solve_ms: f64, e: &Evaluation) -> Value {
     let mut obj = serde_json::Map::new();
     obj.insert("study".into(), study.name.clone().into());
+    obj.insert("format".into(), "dimsum-optimum/1".into());
     obj.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
     obj.insert("fabric".into(), study.fabric.shape().into());
     obj.insert("solve_ms".into(), solve_ms.into());
@@ -185,6 +190,7 @@ pub fn catalog(
 ) -> Value {
     let mut v = json!({
         "study": study.name,
+        "format": "dimsum-catalog/1",
         "dimsum_version": env!("CARGO_PKG_VERSION"),
         "fabric": study.fabric.shape(),
         "objective": objective.name(),
@@ -205,12 +211,20 @@ pub fn catalog(
     v
 }
 
-/// A co-optimization found in `secs` (`coopt --json`).
-pub fn coopt(study: &Study, r: &Coopt, secs: f64) -> Value {
+/// A co-optimization found in `secs` (`coopt --json`), listing its first
+/// `top` strategies (as the table does; `strategies_total` counts them
+/// all, and `searched`, `solved`, `pruned` and `rejected` are the whole
+/// search's).
+pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> Value {
     let best = r.strategies.first().and_then(|b| b.time_ms());
     let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
     if let Some(o) = v.as_object_mut() {
+        if let Some(Value::Array(list)) = o.get_mut("strategies") {
+            list.truncate(top);
+        }
+        o.insert("strategies_total".into(), r.strategies.len().into());
         o.insert("study".into(), study.name.clone().into());
+        o.insert("format".into(), "dimsum-coopt/1".into());
         o.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
         o.insert("solve_s".into(), secs.into());
         o.insert("best_ms".into(), best.into());

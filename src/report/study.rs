@@ -52,8 +52,17 @@ impl Out<'_> {
         Ok(())
     }
 
+    /// Writes `v` as `name`, headed (when it does not say already) by its
+    /// format, `dimsum-<file stem>/1`.
     fn json(&mut self, name: &str, v: &serde_json::Value) -> Result<(), ReportError> {
-        let text = serde_json::to_string_pretty(v).map_err(|source| ReportError::Json {
+        let mut v = v.clone();
+        if let serde_json::Value::Object(o) = &mut v
+            && !o.contains_key("format")
+        {
+            let stem = name.trim_end_matches(".json");
+            o.insert("format".into(), format!("dimsum-{stem}/1").into());
+        }
+        let text = serde_json::to_string_pretty(&v).map_err(|source| ReportError::Json {
             path: self.dir.join(name),
             source,
         })?;

@@ -191,8 +191,11 @@ pub enum SpecError {
     /// A single port for an algorithm without ports.
     #[error("only swing, swing-latency, recursive-doubling, recursive-doubling-bw and bucket have ports to choose")]
     Ports,
-    /// `restarts` is 0.
-    #[error("must be at least 1")]
+    /// `restarts` is 0 or above [`synth::MAX_RESTARTS`].
+    #[error(
+        "must be from 1 to {} (each restart synthesizes a whole schedule)",
+        synth::MAX_RESTARTS
+    )]
     Restarts,
     /// The builder refused the topology or the collective.
     #[error("{0}")]
@@ -227,7 +230,7 @@ pub fn build(
             forest::build(topo, kind, if k > 1 { k } else { 0 }, opt.size_bytes).map_err(|e| e.to_string())
         }
         Algorithm::Tacos => {
-            if opt.restarts < 1 {
+            if !(1..=synth::MAX_RESTARTS).contains(&opt.restarts) {
                 return Err(SpecError::Restarts);
             }
             let s = SynthOptions {
@@ -305,7 +308,12 @@ pub fn build(
             (None, None) => Err(format!("`{a}` has no builder")),
         },
     };
-    built.map_err(SpecError::Build)
+    built
+        .map(|mut s| {
+            s.size_bytes = Some(opt.size_bytes);
+            s
+        })
+        .map_err(SpecError::Build)
 }
 
 /// Most NPUs `best` synthesizes TACOS schedules for (it keeps N(N-1)

@@ -723,8 +723,15 @@ pub fn build(
         )));
     }
     if deps > super::MAX_DEPS {
+        // About 4.5 bytes an entry with its share of the replay (MAX_DEPS).
+        let gb = deps as f64 * 4.5 / 1e9;
+        let fix = if kind == CollectiveKind::AllToAll {
+            "a direct all-to-all level of p NPUs holds about n p^2 of them: use fewer NPUs or a topology of several dimensions"
+        } else {
+            "use a ring or halving-doubling schedule (or a hierarchical one over smaller levels), fewer chunks per NPU or fewer NPUs"
+        };
         return Err(BuildError::Unsupported(format!(
-            "{what} on {n} NPUs is about {deps} dependency entries, more than a schedule may hold ({}): use a hierarchical, ring or halving-doubling schedule, fewer chunks per NPU or fewer NPUs",
+            "{what} on {n} NPUs is about {deps} dependency entries (~{gb:.0} GB), more than a schedule may hold ({}): {fix}",
             super::MAX_DEPS
         )));
     }

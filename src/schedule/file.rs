@@ -7,10 +7,14 @@ use super::{FORMAT, Schedule};
 use crate::error::InputError;
 use std::path::Path;
 
+/// The most bytes a schedule file may hold: 4 GiB, about what the largest
+/// schedule dimsum builds (2^24 transfers) takes as JSON.
+pub const MAX_FILE_BYTES: u64 = 4 << 30;
+
 impl Schedule {
     /// Reads the schedule file at `path` and checks its structure.
     pub fn load(path: &Path) -> Result<Schedule, InputError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::io::read_text(path, MAX_FILE_BYTES)
             .map_err(|e| InputError::at(path, None, "", format!("cannot read the schedule: {e}")))?;
         let s: Schedule = serde_json::from_str(&text).map_err(|e| {
             InputError::at(

@@ -82,6 +82,10 @@ pub(crate) const MAX_TRANSFERS: u64 = 1 << 24;
 /// of p NPUs holds about n p^2 of them.
 pub(crate) const MAX_DEPS: u64 = 1 << 30;
 
+/// Most transfers a schedule read from a file may hold (four times what a
+/// built-in schedule may, for schedules other tools wrote).
+pub(crate) const MAX_FILE_TRANSFERS: u64 = 1 << 26;
+
 /// The schedule file format's name and version.
 pub const FORMAT: &str = "dimsum-schedule/1";
 
@@ -212,6 +216,12 @@ pub struct Schedule {
     /// only): a replay gives times and checks the structure, not the data.
     #[serde(default, skip_serializing_if = "is_false")]
     pub untracked: bool,
+    /// The collective's whole buffer it was built for, bytes (as
+    /// `--size`), when known: `export chakra` and `collective
+    /// --schedule-in` take it from the file. `None` for schedules read
+    /// from formats that do not say (MSCCL-IR).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<f64>,
     /// The transfers.
     pub transfers: Vec<Transfer>,
 }
@@ -257,6 +267,7 @@ impl Schedule {
             npus,
             chunks_per_npu,
             untracked: false,
+            size_bytes: None,
             transfers: Vec::new(),
         }
     }
@@ -266,8 +277,10 @@ impl Schedule {
         let n = u64::from(self.npus);
         let k = u64::from(self.chunks_per_npu);
         match self.collective {
-            CollectiveKind::AllToAll => n * n * k,
-            _ => n * k,
+            // Saturating: a header read from a file may be any size (check
+            // refuses what this makes too large).
+            CollectiveKind::AllToAll => n.saturating_mul(n).saturating_mul(k),
+            _ => n.saturating_mul(k),
         }
     }
 
@@ -292,12 +305,52 @@ impl Schedule {
                 "npus must be at least 2 and chunks_per_npu at least 1".into(),
             ));
         }
+        if let Some(b) = self.size_bytes
+            && !(b.is_finite() && (1.0..=crate::model::units::MAX_BYTES).contains(&b))
+        {
+            return Err(ScheduleError::Header(format!(
+                "size_bytes is {b}: a buffer is from 1 byte to 1 PiB (2^50 bytes)"
+            )));
+        }
         if matches!(self.collective, CollectiveKind::SendRecv) {
             return Err(ScheduleError::Header("send-recv is not a collective a schedule can describe: use all-gather, reduce-scatter, all-reduce or all-to-all".into()));
         }
+        // Limits before anything is sized by the header: the replay keeps
+        // state per NPU and chunk, and a collective involves every NPU.
         let chunks = self.chunks();
-        if chunks > u64::from(u32::MAX) {
-            return Err(ScheduleError::Header(format!("{chunks} chunks: more than 2^32")));
+        let pairs = u128::from(self.npus) * u128::from(chunks);
+        if chunks > u64::from(u32::MAX) || pairs > u128::from(MAX_STATE) {
+            return Err(ScheduleError::Header(format!(
+                "npus {} x chunks {chunks} (npus x chunks_per_npu {}{}) = {pairs} NPU-chunk pairs: the limit is 2^29 \
+                 (the replay keeps state for each); lower npus or chunks_per_npu",
+                self.npus,
+                self.chunks_per_npu,
+                if self.collective == CollectiveKind::AllToAll {
+                    " x npus"
+                } else {
+                    ""
+                }
+            )));
+        }
+        if self.transfers.len() as u64 > MAX_FILE_TRANSFERS {
+            return Err(ScheduleError::Header(format!(
+                "{} transfers: the limit is 2^26",
+                self.transfers.len()
+            )));
+        }
+        let mut involved = vec![false; self.npus as usize];
+        for t in &self.transfers {
+            for r in [t.src, t.dst] {
+                if let Some(x) = involved.get_mut(r as usize) {
+                    *x = true;
+                }
+            }
+        }
+        if let Some(idle) = involved.iter().position(|x| !x) {
+            return Err(ScheduleError::Header(format!(
+                "npus is {} but NPU {idle} neither sends nor receives: every NPU of a collective does",
+                self.npus
+            )));
         }
         let n = self.transfers.len();
         for (i, t) in self.transfers.iter().enumerate() {
@@ -370,8 +423,34 @@ impl Schedule {
     }
 
     /// The schedule as JSON.
+    /// The file also names the dimsum version that wrote it
+    /// (`dimsum_version`, ignored when read back).
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
+        #[derive(Serialize)]
+        struct File<'a> {
+            #[serde(flatten)]
+            schedule: &'a Schedule,
+            dimsum_version: &'static str,
+        }
+        serde_json::to_string(&File {
+            schedule: self,
+            dimsum_version: env!("CARGO_PKG_VERSION"),
+        })
+        .unwrap_or_default()
+    }
+
+    /// The buffer to time or export the schedule at, bytes: `given` (a
+    /// flag's value) or the one the file records; when both are there they
+    /// must agree (within 1e-9), and one of them must be.
+    pub fn size_to_use(&self, given: Option<f64>) -> Result<f64, String> {
+        match (given, self.size_bytes) {
+            (Some(g), Some(f)) if (g - f).abs() > 1e-9 * f.abs().max(1.0) => Err(format!(
+                "{g} bytes, but the schedule was built for {f} bytes (its size_bytes): leave the flag out or give {f}"
+            )),
+            (Some(g), _) => Ok(g),
+            (None, Some(f)) => Ok(f),
+            (None, None) => Err("the schedule does not record its buffer (no size_bytes): give the size".into()),
+        }
     }
 }
 

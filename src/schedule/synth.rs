@@ -1131,7 +1131,10 @@ pub fn synthesize(topo: &Topology, kind: CollectiveKind, opt: &SynthOptions) -> 
     }
     let chunks = u64::from(topo.npus) * u64::from(opt.chunks_per_npu);
     if chunks > u64::from(u32::MAX) {
-        return Err(SynthError::Unsupported(format!("{chunks} chunks: more than 2^32")));
+        return Err(SynthError::Unsupported(format!(
+            "{} NPUs x {} chunks per NPU = {chunks} chunks, above 2^32: give fewer chunks per NPU",
+            topo.npus, opt.chunks_per_npu
+        )));
     }
     let transfers = u64::from(topo.npus - 1) * chunks;
     if transfers > MAX_TRANSFERS {
@@ -1199,35 +1202,49 @@ pub fn synthesize(topo: &Topology, kind: CollectiveKind, opt: &SynthOptions) -> 
     })
 }
 
+/// The most restarts [`best_of`] takes: each synthesizes a whole schedule.
+pub const MAX_RESTARTS: u32 = 1024;
+
 /// The best of `restarts` seeds from `opt.seed` on (in parallel), by the
-/// synthesized time; ties go to the lower seed.
+/// synthesized time; ties go to the lower seed, and any seed's error is
+/// the answer (the lowest such seed's). Only the best so far is held per
+/// thread, so memory does not grow with `restarts`.
 pub fn best_of(
     topo: &Topology,
     kind: CollectiveKind,
     opt: &SynthOptions,
     restarts: u32,
 ) -> Result<Synthesized, SynthError> {
-    let runs: Vec<Result<Synthesized, SynthError>> = (0..u64::from(restarts.max(1)))
+    type Run = (u64, Result<Synthesized, SynthError>);
+    let pick = |a: Run, b: Run| -> Run {
+        match (&a.1, &b.1) {
+            (Err(_), Err(_)) if b.0 < a.0 => b,
+            (Err(_), _) => a,
+            (Ok(_), Err(_)) => b,
+            (Ok(x), Ok(y)) => {
+                if y.time_ns.total_cmp(&x.time_ns).then(b.0.cmp(&a.0)) == std::cmp::Ordering::Less {
+                    b
+                } else {
+                    a
+                }
+            }
+        }
+    };
+    (0..u64::from(restarts.clamp(1, MAX_RESTARTS)))
         .into_par_iter()
         .map(|i| {
-            synthesize(
+            let r = synthesize(
                 topo,
                 kind,
                 &SynthOptions {
-                    seed: opt.seed + i,
+                    seed: opt.seed.wrapping_add(i),
                     ..*opt
                 },
-            )
+            );
+            (i, r)
         })
-        .collect();
-    let mut best: Option<Synthesized> = None;
-    for r in runs {
-        let r = r?;
-        if best.as_ref().is_none_or(|b| r.time_ns < b.time_ns) {
-            best = Some(r);
-        }
-    }
-    best.ok_or_else(|| SynthError::Unsupported("no restarts".into()))
+        .reduce_with(pick)
+        .map_or_else(|| Err(SynthError::Unsupported("no restarts".into())), |(_, r)| r)
 }
 
 /// Most NPU-chunk pairs (NPUs x NPUs x chunks per NPU) a candidate of

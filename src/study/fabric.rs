@@ -118,7 +118,7 @@ fn dim(
         return Err(src.at(
             d.npus.span(),
             field("npus"),
-            format!("{npus} NPUs is not allowed: a dimension has at least 2 NPUs"),
+            format!("{npus} NPUs is not allowed: a dimension has from 2 to 4294967295 NPUs"),
         ));
     }
     if before.iter().any(|x| x.name == d.name) {

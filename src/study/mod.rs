@@ -196,7 +196,7 @@ impl Study {
     /// how a sweep reads the studies it takes workloads from (so two studies
     /// that name each other cannot recurse).
     fn load_with(path: &Path, sweeps: bool) -> Result<Study, InputError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::io::read_text(path, crate::io::MAX_TEXT_BYTES)
             .map_err(|e| InputError::at(path, None, "", format!("cannot read the study file: {e}")))?;
         Study::parse_with(&text, path, sweeps)
     }
@@ -214,10 +214,7 @@ impl Study {
     /// `[optimize]`, `[[frontier]]`, `[[case]]`, `[[sweep]]`, `[run]`,
     /// `[evaluator]`.
     fn parse_with(text: &str, path: &Path, with_sweeps: bool) -> Result<Study, InputError> {
-        let raw: RawStudy = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| line_of_offset(text, s.start));
-            InputError::at(path, line, "", e.message().replace('\n', " "))
-        })?;
+        let raw: RawStudy = toml::from_str(text).map_err(|e| crate::error::toml_error(text, path, &e))?;
         let src = StudyFile { text, path };
 
         let (fabric, algorithms) = fabric::fabric(&raw.fabric, &raw.cost, src)?;
@@ -385,7 +382,7 @@ fn named_files(raw: &RawStudy, src: StudyFile<'_>, with_sweeps: bool) -> Vec<Pat
 fn inputs_hash(text: &str, files: &[PathBuf]) -> String {
     let mut hashed = text.as_bytes().to_vec();
     for f in files {
-        hashed.extend(std::fs::read(f).unwrap_or_default());
+        hashed.extend(crate::io::read_limited(f, crate::io::MAX_TEXT_BYTES).unwrap_or_default());
     }
     crate::io::fnv1a64(&hashed)
 }
