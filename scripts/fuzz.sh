@@ -74,9 +74,9 @@ for t in "${targets[@]}"; do
   # -rss_limit_mb: a reader that allocates past 4 GiB is a finding too.
   cargo +nightly fuzz run "$t" "$corpus/$t" -- -max_total_time="$secs" -rss_limit_mb=4096 \
     -timeout=20 -print_final_stats=1 >"$log" 2>&1 || true
-  runs=$(grep -oP 'stat::number_of_executed_units:\s*\K\d+' "$log" | tail -1)
-  cov=$(grep -oP 'cov: \K\d+' "$log" | tail -1)
-  ft=$(grep -oP 'ft: \K\d+' "$log" | tail -1)
+  runs=$(grep -aoP 'stat::number_of_executed_units:\s*\K\d+' "$log" | tail -1)
+  cov=$(grep -aoP 'cov: \K\d+' "$log" | tail -1)
+  ft=$(grep -aoP 'ft: \K\d+' "$log" | tail -1)
   n=$(find "$corpus/$t" -type f | wc -l)
   crashes=$(find "fuzz/artifacts/$t" -type f 2>/dev/null | wc -l)
   echo "| $t | $secs | ${runs:-?} | ${cov:-?} | ${ft:-?} | $n | $crashes |" >"fuzz/rows/$t.row"

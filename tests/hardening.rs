@@ -250,8 +250,8 @@ fn command_line_values_are_bounded() {
 
 /// Work that would exhaust memory or time is refused before it starts,
 /// with an estimate: a direct all-to-all over 4,096 fully-connected NPUs
-/// (about 4096^3 = 6.9 x 10^10 dependency entries), an endless network
-/// file.
+/// (about 4096^3 = 6.9 x 10^10 dependency entries), endless input files,
+/// an MSCCL-IR header that claims more GPUs than it lists.
 #[test]
 fn oversized_work_is_refused_with_an_estimate() {
     refused(
@@ -274,6 +274,21 @@ fn oversized_work_is_refused_with_an_estimate() {
         &["collective", "--topology", "edges:/dev/zero", "--size", "1MB"],
         &["/dev/zero", "64 MiB"],
     );
+    // MSCCL-IR claiming 4 x 10^9 GPUs with one listed (an allocation of
+    // 96 GB before it was checked).
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    refused(
+        &[
+            "import",
+            "msccl",
+            root("tests/data/fuzz/msccl_xml/ngpus-4e9.xml").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &["ngpus is 4000000000", "lists 1 <gpu>"],
+    );
+    assert!(!out.exists());
 }
 
 /// No figure printed with exit 0 is inf or NaN: the extremes the limits

@@ -518,7 +518,7 @@ fn cli_import_msccl() {
     let bad = dir.path().join("bad.xml");
     std::fs::write(
         &bad,
-        "<algo ngpus=\"8\" nchunksperloop=\"8\" coll=\"allreduce\">\n<gpu id=\"9\"/>\n</algo>",
+        "<algo ngpus=\"2\" nchunksperloop=\"2\" coll=\"allreduce\">\n<gpu id=\"9\"/>\n<gpu id=\"0\"/>\n</algo>",
     )
     .unwrap();
     let fail = dimsum()

@@ -1146,6 +1146,15 @@ fn own_header(traces: &[Trace], prefix: &Path) -> Result<(Schedule, i64, usize),
     }
     let count = int("dimsum_transfers")?;
     let count = usize::try_from(count).map_err(|_| err(&path0, "dimsum_transfers is negative"))?;
+    // Each transfer has a send node: more transfers than nodes is a lie
+    // that must not size an allocation.
+    let nodes: usize = traces.iter().map(|t| t.nodes.len()).sum();
+    if count > nodes {
+        return Err(err(
+            &path0,
+            format!("dimsum_transfers is {count} but the traces hold {nodes} nodes: each transfer has a send node"),
+        ));
+    }
     let mut s = Schedule::new(
         text("dimsum_algorithm")?,
         kind,

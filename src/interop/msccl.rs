@@ -224,6 +224,24 @@ impl Lines {
                 ),
             ));
         }
+        // Sizes before anything is allocated by them: every GPU is listed
+        // (so ngpus is at most the file's <gpu> count), and the schedule's
+        // NPU-chunk pairs stay within what a replay may hold (2^29).
+        let listed = algo.children().filter(|c| c.has_tag_name("gpu")).count() as i64;
+        if ngpus != listed {
+            return Err(self.bad(
+                algo,
+                format!("ngpus is {ngpus} but the file lists {listed} <gpu>: list each GPU once"),
+            ));
+        }
+        if i128::from(ngpus) * i128::from(nchunks) > 1 << 29 {
+            return Err(self.bad(
+                algo,
+                format!(
+                    "ngpus {ngpus} x nchunksperloop {nchunks} NPU-chunk pairs: the limit is 2^29 (the replay keeps state for each)"
+                ),
+            ));
+        }
         let coll = algo.attribute("coll").unwrap_or("");
         let kind = match coll {
             "allreduce" => CollectiveKind::AllReduce,

@@ -318,7 +318,13 @@ impl Schedule {
         // Limits before anything is sized by the header: the replay keeps
         // state per NPU and chunk, and a collective involves every NPU.
         let chunks = self.chunks();
-        let pairs = u128::from(self.npus) * u128::from(chunks);
+        // What the replay tracks: every NPU's copy of every chunk it can
+        // receive (an all-to-all's chunks are per destination already).
+        let pairs = if self.collective == CollectiveKind::AllToAll {
+            u128::from(chunks)
+        } else {
+            u128::from(self.npus) * u128::from(chunks)
+        };
         if chunks > u64::from(u32::MAX) || pairs > u128::from(MAX_STATE) {
             return Err(ScheduleError::Header(format!(
                 "npus {} x chunks {chunks} (npus x chunks_per_npu {}{}) = {pairs} NPU-chunk pairs: the limit is 2^29 \
