@@ -78,9 +78,12 @@ for t in "${targets[@]}"; do
   cov=$(grep -aoP 'cov: \K\d+' "$log" | tail -1)
   ft=$(grep -aoP 'ft: \K\d+' "$log" | tail -1)
   n=$(find "$corpus/$t" -type f | wc -l)
-  crashes=$(find "fuzz/artifacts/$t" -type f 2>/dev/null | wc -l)
-  echo "| $t | $secs | ${runs:-?} | ${cov:-?} | ${ft:-?} | $n | $crashes |" >"fuzz/rows/$t.row"
-  echo "$t: ${runs:-?} executions, cov ${cov:-?}, $crashes crashes" >&2
+  # crash-, oom-, timeout- and leak- inputs are findings; slow-unit- ones
+  # (over 10 s under the sanitizer) are listed apart.
+  crashes=$(find "fuzz/artifacts/$t" -type f ! -name 'slow-unit-*' 2>/dev/null | wc -l)
+  slow=$(find "fuzz/artifacts/$t" -type f -name 'slow-unit-*' 2>/dev/null | wc -l)
+  echo "| $t | $secs | ${runs:-?} | ${cov:-?} | ${ft:-?} | $n | $crashes | $slow |" >"fuzz/rows/$t.row"
+  echo "$t: ${runs:-?} executions, cov ${cov:-?}, $crashes crashes, $slow slow inputs" >&2
 done
 # The summary of every target run so far (runs of a few targets each, in
 # parallel, add up).
@@ -89,8 +92,8 @@ done
   echo
   echo "\`scripts/fuzz.sh\` at dimsum $(git rev-parse --short HEAD), $(date -u +%Y-%m-%d), one core per target; crashes are inputs left in fuzz/artifacts/ (each fixed and kept in tests/data/fuzz/)."
   echo
-  echo "| target | seconds | executions | coverage (edges) | features | corpus | crashes |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| target | seconds | executions | coverage (edges) | features | corpus | crashes | slow inputs |"
+  echo "|---|---|---|---|---|---|---|---|"
   cat fuzz/rows/*.row
 } >"$summary"
 echo "wrote $summary"
