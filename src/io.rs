@@ -6,11 +6,21 @@
 //! the stamp every result carries (dimsum's version and an FNV-1a hash of
 //! the inputs it came from).
 //!
+//! Interrupts: every temporary file or staging directory is registered
+//! while it exists. The binary calls [`on_interrupt_remove_temporaries`]
+//! first thing; on SIGINT, SIGTERM or SIGHUP a watcher thread removes what
+//! is registered and exits (130 for Ctrl-C). Renames into place happen under
+//! the same lock, so an interrupt lands either before a rename or after it:
+//! never a half-written file. A command that writes several files stages
+//! them ([`Staged`]) and moves them in together, so an interrupt leaves
+//! either all of them or none.
+//!
 //! This is the bottom layer beside `error`: the model, the study and the
 //! reports all write through it and it depends on nothing in the crate.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 /// A file could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -67,18 +77,197 @@ pub fn fnv1a64(bytes: &[u8]) -> String {
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory
-/// and a rename, so readers never see a partial file.
+/// and a rename, so readers never see a partial file (nor does an
+/// interrupt leave one).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    write_via_temp(path, |tmp| {
+        let mut f = std::fs::File::create(tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    })
+}
+
+/// Lets `write` fill a registered temporary file beside `path`, then renames
+/// it to `path` (under the interrupt lock). On failure the temporary goes.
+pub fn write_via_temp(path: &Path, write: impl FnOnce(&Path) -> std::io::Result<()>) -> Result<(), WriteError> {
     let io = |source| WriteError {
         path: path.to_path_buf(),
         source,
     };
-    let tmp = temp_path(path, "tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(io)?;
-    f.write_all(bytes).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io)
+    let tmp = Temporary::new(temp_path(path, "tmp"));
+    write(&tmp.0).map_err(io)?;
+    let _held = pending();
+    std::fs::rename(&tmp.0, path).map_err(io)
+}
+
+/// The temporaries that exist now, removed by an interrupt.
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn pending() -> MutexGuard<'static, Vec<PathBuf>> {
+    PENDING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A temporary file or directory, registered while it lives; dropped, it is
+/// removed (if still there) and unregistered.
+struct Temporary(PathBuf);
+
+impl Temporary {
+    fn new(path: PathBuf) -> Temporary {
+        pending().push(path.clone());
+        Temporary(path)
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        let mut p = pending();
+        remove_path(&self.0);
+        if let Some(i) = p.iter().rposition(|x| *x == self.0) {
+            p.swap_remove(i);
+        }
+    }
+}
+
+fn remove_path(p: &Path) {
+    if p.is_dir() {
+        let _ = std::fs::remove_dir_all(p);
+    } else {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// Removes every registered temporary and returns how many there were;
+/// the lock stays held until the process ends, so no rename follows.
+fn remove_temporaries() -> usize {
+    let p = pending();
+    for path in p.iter() {
+        remove_path(path);
+    }
+    let n = p.len();
+    std::mem::forget(p);
+    n
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and so in every thread
+/// started after it) and starts a thread that waits for them: it removes
+/// every temporary file and staging directory, says so on stderr, and exits
+/// with 128 + the signal (130 for Ctrl-C). Call it first in `main`, before
+/// any thread starts.
+#[cfg(unix)]
+pub fn on_interrupt_remove_temporaries() {
+    // SAFETY: sigset_t is plain data initialised by sigemptyset; the mask
+    // is set before any other thread exists, and sigwait only reads `set`.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        std::thread::spawn(move || {
+            let mut sig = 0;
+            while libc::sigwait(&set, &mut sig) != 0 {}
+            let n = remove_temporaries();
+            let name = match sig {
+                libc::SIGINT => "SIGINT",
+                libc::SIGTERM => "SIGTERM",
+                _ => "SIGHUP",
+            };
+            if n == 0 {
+                eprintln!("\ninterrupted ({name})");
+            } else {
+                eprintln!("\ninterrupted ({name}): {n} unfinished output(s) removed; complete files are kept");
+            }
+            std::process::exit(128 + sig);
+        });
+    }
+}
+
+/// Without Unix signals nothing is installed.
+#[cfg(not(unix))]
+pub fn on_interrupt_remove_temporaries() {}
+
+/// Files written together: they go into a staging directory (hidden, in
+/// the destination) and [`Staged::commit`] moves them all into place under
+/// the interrupt lock, so an interrupt or an error leaves all of them or
+/// none. Dropped without a commit, the staging directory is removed.
+pub struct Staged {
+    dest: PathBuf,
+    stage: Temporary,
+}
+
+impl Staged {
+    /// Stages files for `dest` (created if missing).
+    pub fn new(dest: &Path) -> Result<Staged, WriteError> {
+        create_dir(dest)?;
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let stage = Temporary::new(dest.join(format!(".dimsum-staging-{}-{n}", std::process::id())));
+        create_dir(&stage.0)?;
+        Ok(Staged {
+            dest: dest.to_path_buf(),
+            stage,
+        })
+    }
+
+    /// Where to write the files (paths under it land under the destination).
+    pub fn dir(&self) -> &Path {
+        &self.stage.0
+    }
+
+    /// `path` (under [`Staged::dir`]) as it will be once committed.
+    pub fn final_path(&self, path: &Path) -> PathBuf {
+        match path.strip_prefix(&self.stage.0) {
+            Ok(rel) => self.dest.join(rel),
+            Err(_) => path.to_path_buf(),
+        }
+    }
+
+    /// Moves every staged file into the destination (subdirectories kept)
+    /// and returns their final paths, sorted.
+    pub fn commit(self) -> Result<Vec<PathBuf>, WriteError> {
+        let mut files = Vec::new();
+        walk(&self.stage.0, &mut files).map_err(|source| WriteError {
+            path: self.stage.0.clone(),
+            source,
+        })?;
+        files.sort();
+        if let Some(ms) = std::env::var("DIMSUM_TEST_STALL_COMMIT_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            // Tests interrupt here, with every file staged and none moved.
+            std::thread::sleep(std::time::Duration::from_millis(ms.min(60_000)));
+        }
+        let _held = pending();
+        let mut out = Vec::with_capacity(files.len());
+        for f in files {
+            let to = self.final_path(&f);
+            let io = |source| WriteError {
+                path: to.clone(),
+                source,
+            };
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent).map_err(io)?;
+            }
+            std::fs::rename(&f, &to).map_err(io)?;
+            out.push(to);
+        }
+        drop(_held);
+        Ok(out)
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let p = e?.path();
+        if p.is_dir() {
+            walk(&p, out)?;
+        } else {
+            out.push(p);
+        }
+    }
+    Ok(())
 }
 
 /// Creates `dir` and its parents (nothing if it exists).
@@ -210,6 +399,38 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("dimsum-io-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    /// Staged files appear only at the commit, all together (a
+    /// subdirectory kept); a set dropped uncommitted (an error on the way)
+    /// leaves nothing; and no temporary stays registered either way.
+    #[test]
+    fn staged_files_land_together_or_not_at_all() {
+        let dir = tempfile_dir("staged");
+        let names = |d: &Path| {
+            let mut v: Vec<String> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        let s = Staged::new(&dir).unwrap();
+        write_atomic(&s.dir().join("a.md"), b"a").unwrap();
+        std::fs::create_dir(s.dir().join("sub")).unwrap();
+        write_atomic(&s.dir().join("sub/b.csv"), b"b").unwrap();
+        assert_eq!(names(&dir).len(), 1, "only the staging directory before the commit");
+        assert_eq!(s.final_path(&s.dir().join("a.md")), dir.join("a.md"));
+        let files = s.commit().unwrap();
+        assert_eq!(files, vec![dir.join("a.md"), dir.join("sub/b.csv")]);
+        assert_eq!(names(&dir), vec!["a.md".to_string(), "sub".to_string()]);
+        assert_eq!(std::fs::read(dir.join("sub/b.csv")).unwrap(), b"b");
+        let s = Staged::new(&dir).unwrap();
+        write_atomic(&s.dir().join("c.md"), b"c").unwrap();
+        drop(s);
+        assert_eq!(names(&dir), vec!["a.md".to_string(), "sub".to_string()]);
+        assert!(!pending().iter().any(|p| p.starts_with(&dir)));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

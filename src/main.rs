@@ -17,6 +17,8 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // Before any thread starts: an interrupt removes unfinished outputs.
+    dimsum::io::on_interrupt_remove_temporaries();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) if e.use_stderr() => {

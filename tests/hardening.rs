@@ -266,6 +266,24 @@ fn oversized_work_is_refused_with_an_estimate() {
         ],
         &["--algorithm", "dependency entries", "GB", "fewer NPUs"],
     );
+    // 10^10 links: this machine ran out of its 24 GB building it, before
+    // the link count was checked.
+    refused(
+        &["collective", "--topology", "fc:100000", "--size", "1MB"],
+        &["--topology", "9999900000 links", "16777216", "switch"],
+    );
+    let big = tempfile::tempdir().unwrap();
+    let study = big.path().join("fc.toml");
+    std::fs::write(
+        &study,
+        "name = \"fc\"\nbw = [100.0]\n[[fabric.dims]]\nname = \"pod\"\nblock = \"fully-connected\"\nnpus = 65536\ntier = \"t\"\n[cost.tiers.t]\nlink_usd_per_gbps = 2.0\nlink_pj_per_bit = 1.0\n[workload]\n[[workload.layers]]\nname = \"l0\"\nforward = { compute_ns = 1000 }\n",
+    )
+    .unwrap();
+    let spec = format!("fabric:{}", study.display());
+    refused(
+        &["collective", "--topology", &spec, "--size", "1MB"],
+        &["fc.toml", "fabric.dims", "4294901760 links"],
+    );
     refused(
         &["collective", "--topology", "astra:/dev/urandom", "--size", "1MB"],
         &["/dev/urandom", "not UTF-8"],
@@ -540,4 +558,98 @@ fn fuzz_findings_stay_fixed() {
         }
     }
     eprintln!("{seen} fuzz findings replayed");
+}
+
+/// Waits (up to 60 s) until `ready` holds, then sends `sig` to `child`
+/// and returns its exit code.
+#[cfg(unix)]
+fn interrupt_when(mut child: std::process::Child, sig: i32, ready: impl Fn() -> bool) -> Option<i32> {
+    let start = std::time::Instant::now();
+    while !ready() && start.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on the pid of a child this test started and has not
+    // yet waited for.
+    unsafe {
+        libc::kill(child.id() as i32, sig);
+    }
+    child.wait().unwrap().code()
+}
+
+/// Ctrl-C while a set of files is being put in place (here: all eight
+/// Chakra traces staged, none moved, held by the test hook) leaves none of
+/// them and no staging directory, and exits 130 (128 + SIGINT); after the
+/// same command runs through, all eight are there and nothing else.
+#[cfg(unix)]
+#[test]
+fn an_interrupt_leaves_no_partial_file_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = schedule_with(dir.path(), "s.json", |_| {});
+    let out = dir.path().join("traces");
+    let prefix = out.join("ar");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dimsum"))
+        .args([
+            "export",
+            "chakra",
+            s.to_str().unwrap(),
+            "--prefix",
+            prefix.to_str().unwrap(),
+        ])
+        .env("DIMSUM_TEST_STALL_COMMIT_MS", "20000")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let staged = || files_under(&out).len() == 8;
+    assert_eq!(interrupt_when(child, libc::SIGINT, staged), Some(130));
+    assert_eq!(files_under(&out), Vec::<PathBuf>::new());
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "a staging directory was left"
+    );
+    let (code, _, err) = run(&[
+        "export",
+        "chakra",
+        s.to_str().unwrap(),
+        "--prefix",
+        prefix.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let want: Vec<String> = (0..8).map(|r| format!("ar.{r}.et")).collect();
+    assert_eq!(names, want);
+}
+
+/// SIGTERM during a long synthesis (TACOS, 1,024 restarts on a 4,096-NPU
+/// torus) ends it with 143 (128 + SIGTERM) and no schedule file.
+#[cfg(unix)]
+#[test]
+fn an_interrupt_during_work_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("big.json");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dimsum"))
+        .args([
+            "collective",
+            "--topology",
+            "torus:16x16x16",
+            "--algorithm",
+            "tacos",
+            "--restarts",
+            "1024",
+            "--size",
+            "1GB",
+            "--schedule-out",
+            out.to_str().unwrap(),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let code = interrupt_when(child, libc::SIGTERM, || start.elapsed().as_millis() > 1500);
+    assert_eq!(code, Some(143));
+    assert_eq!(files_under(dir.path()), Vec::<PathBuf>::new());
 }

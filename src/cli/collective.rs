@@ -234,9 +234,10 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
         dimsum::io::write_atomic(path, out.schedule.to_json().as_bytes())?;
     }
     if let Some(dir) = &args.charts {
-        dimsum::io::create_dir(dir)?;
-        report::schedule::utilization_chart(dir, &out.topo, &out.sim)?;
-        report::schedule::timeline_chart(dir, &out.topo, &out.schedule, &out.sim)?;
+        let staged = dimsum::io::Staged::new(dir)?;
+        report::schedule::utilization_chart(staged.dir(), &out.topo, &out.sim)?;
+        report::schedule::timeline_chart(staged.dir(), &out.topo, &out.schedule, &out.sim)?;
+        staged.commit()?;
     }
     if args.json {
         println!("{}", report::collective::json(&out));

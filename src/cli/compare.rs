@@ -120,7 +120,8 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     let rows = compare(&built, kind, &all, &sizes, model, &|d| progress.set(d))
         .map_err(|e| InputError::arg("--algorithms", e.to_string()))?;
     progress.finish();
-    dimsum::io::create_dir(&args.out)?;
+    // The CSV, the table and the chart land together.
+    let staged = dimsum::io::Staged::new(&args.out)?;
     let command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
     let stamp = Stamp::of(command.as_bytes());
     let setup = Setup {
@@ -134,12 +135,13 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
         link_latency_us: args.link_latency_us.as_deref().unwrap_or("0.5"),
         command: &command,
     };
-    write_atomic(&args.out.join("compare.csv"), render::csv(&rows, kind).as_bytes())?;
+    write_atomic(&staged.dir().join("compare.csv"), render::csv(&rows, kind).as_bytes())?;
     write_atomic(
-        &args.out.join("compare.md"),
+        &staged.dir().join("compare.md"),
         render::markdown(&rows, &setup, &stamp).as_bytes(),
     )?;
-    render::speedup_chart(&args.out, &rows, &setup, &stamp)?;
+    render::speedup_chart(staged.dir(), &rows, &setup, &stamp)?;
+    staged.commit()?;
     let invalid = rows.iter().filter(|r| !r.valid).count();
     println!(
         "{} replays ({} invalid) written to {}",

@@ -385,16 +385,23 @@ pub struct ValidateArgs {
 
 fn validate(a: ValidateArgs) -> anyhow::Result<()> {
     let checked = dimsum::pipeline::validate::validate_files(&a.files)?;
-    dimsum::io::create_dir(&a.out)?;
+    // Every validation's files land together, after the last is written.
+    let staged = dimsum::io::Staged::new(&a.out)?;
+    let mut lines = Vec::new();
     for c in checked {
-        let files = report::validation::write(&c.validation, &c.stamp, &c.input, &a.out)?;
-        let (v, first) = (&c.validation, files[0].display());
-        let worst = 100.0 * v.largest_error();
-        println!(
-            "{}: {} runs, largest error {worst:.1}%; wrote {first}",
+        let files = report::validation::write(&c.validation, &c.stamp, &c.input, staged.dir())?;
+        let v = &c.validation;
+        lines.push(format!(
+            "{}: {} runs, largest error {:.1}%; wrote {}",
             v.published.name,
-            v.predictions.len()
-        );
+            v.predictions.len(),
+            100.0 * v.largest_error(),
+            staged.final_path(&files[0]).display()
+        ));
+    }
+    staged.commit()?;
+    for l in lines {
+        println!("{l}");
     }
     Ok(())
 }
@@ -526,7 +533,6 @@ fn frontier(a: FrontierArgs) -> anyhow::Result<()> {
         return Err(InputError::arg("--points", format!("{points} is not allowed: use 2 to 100000")).into());
     }
     let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
-    dimsum::io::create_dir(&dir)?;
     let bars = Bars::new();
     let progress = |t: &str, d: usize, n: usize| bars.update(t, d, n);
     let mut r = run::frontier(&study, axis, points, &progress).map_err(lift)?;
@@ -534,8 +540,9 @@ fn frontier(a: FrontierArgs) -> anyhow::Result<()> {
         r.schedule_backed = Some(run::schedule_backed_frontier(&study, &r, &progress).map_err(lift)?);
     }
     bars.finish();
-    let files = report::study::frontier_files(&study, &study.stamp(), &r, &dir)?;
-    for f in files {
+    let staged = dimsum::io::Staged::new(&dir)?;
+    report::study::frontier_files(&study, &study.stamp(), &r, staged.dir())?;
+    for f in staged.commit()? {
         println!("wrote {}", f.display());
     }
     Ok(())
@@ -574,10 +581,16 @@ fn run_studies(a: RunArgs) -> anyhow::Result<()> {
         let dir = out.join(&study.name);
         dimsum::io::create_dir(&dir)?;
         let bars = Bars::new();
+        // Sweeps keep their CSV (and checkpoint) in `dir` as they finish,
+        // so a re-run resumes; the report's files land together.
         let results = run::run_study(&study, &dir, &|t, d, n| bars.update(t, d, n)).map_err(lift)?;
         bars.finish();
-        let files = report::study::write(&study, &results, &dir)?;
-        let summary = files.first().cloned().unwrap_or_else(|| dir.join("summary.md"));
+        let staged = dimsum::io::Staged::new(&dir)?;
+        let files = report::study::write(&study, &results, staged.dir())?;
+        let summary = files
+            .first()
+            .map_or_else(|| dir.join("summary.md"), |f| staged.final_path(f));
+        staged.commit()?;
         println!(
             "{}: results in {}/ (summary: {})",
             study.name,

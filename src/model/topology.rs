@@ -34,6 +34,46 @@ use std::path::Path;
 pub const NONE: u32 = u32::MAX;
 /// Most NPUs (and, separately, switches) a topology may have.
 const MAX_NODES: u64 = 1 << 22;
+/// Most directed links a topology may have: 2^24, which fc:4096 (4,096 x
+/// 4,095 links) just fits. Measured here at about 70 bytes and 0.6 us a
+/// link to build (fc:4096: 1.2 GB, 10 s), so the limit holds a topology
+/// to about 1.2 GB; fc:100000 (10^10 links) ran this machine out of its
+/// 24 GB before it was checked.
+pub const MAX_LINKS: u64 = 1 << 24;
+
+/// The directed links a topology of dimensions `dims` (kind, size; NPUs
+/// the product of the sizes) has, as [`Topology::from_dims`] wires them:
+/// per NPU, 2 for a ring, line or switch (up and down), size - 1 for a
+/// fully-connected group. Counted in u128, so any sizes are safe.
+pub fn links_needed(dims: &[(DimKind, u32)]) -> u128 {
+    let npus: u128 = dims.iter().map(|d| u128::from(d.1)).product();
+    dims.iter()
+        .filter(|d| d.1 >= 2)
+        .map(|&(k, size)| match k {
+            DimKind::FullyConnected => npus * u128::from(size - 1),
+            DimKind::Ring | DimKind::Line | DimKind::Switch => 2 * npus,
+        })
+        .sum()
+}
+
+/// Refuses dimensions whose topology would exceed [`MAX_LINKS`], before
+/// anything is built; the message gives the count and the limit.
+pub fn check_links(dims: &[(DimKind, u32)]) -> Result<(), String> {
+    let links = links_needed(dims);
+    if links > u128::from(MAX_LINKS) {
+        let fc = dims.iter().any(|d| d.0 == DimKind::FullyConnected && d.1 > 2);
+        return Err(format!(
+            "{links} links (about {:.1} GB to build), more than a topology may hold ({MAX_LINKS}): use fewer NPUs{}",
+            links as f64 * 70.0 / 1e9,
+            if fc {
+                " or a switch instead of a fully-connected dimension"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(())
+}
 
 /// One directed link.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -65,6 +105,15 @@ pub enum DimKind {
 }
 
 impl DimKind {
+    /// How a fabric dimension's block is wired.
+    pub fn of(block: Block) -> DimKind {
+        match block {
+            Block::Ring => DimKind::Ring,
+            Block::FullyConnected => DimKind::FullyConnected,
+            Block::Switch => DimKind::Switch,
+        }
+    }
+
     /// The name used in reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -253,14 +302,7 @@ impl Topology {
         let dims: Vec<(String, DimKind, u32)> = fabric
             .dims
             .iter()
-            .map(|d| {
-                let k = match d.block {
-                    Block::Ring => DimKind::Ring,
-                    Block::FullyConnected => DimKind::FullyConnected,
-                    Block::Switch => DimKind::Switch,
-                };
-                (d.name.clone(), k, d.npus)
-            })
+            .map(|d| (d.name.clone(), DimKind::of(d.block), d.npus))
             .collect();
         let gbps: Vec<f64> = fabric
             .dims
@@ -699,6 +741,8 @@ impl Topology {
                 format!("{total} NPUs in all: at most {MAX_NODES}"),
             ));
         }
+        let kinds: Vec<(DimKind, u32)> = dims.iter().map(|d| (d.1, d.2)).collect();
+        check_links(&kinds).map_err(|m| InputError::at(path, line_of("npus_count"), "npus_count", m))?;
         let gbps: Vec<f64> = net
             .bandwidth
             .iter()
@@ -783,6 +827,15 @@ pub fn from_spec(spec: &str, gbps: &[f64], latency_ns: &[f64]) -> Result<Topolog
                     format!("`{spec}`: {total} NPUs; give between 2 and {MAX_NODES}"),
                 ));
             }
+            let kinds: Vec<(DimKind, u32)> = sizes
+                .iter()
+                .map(|&s| match kind {
+                    "fc" | "fully-connected" => (DimKind::FullyConnected, s),
+                    "switch" => (DimKind::Switch, s),
+                    _ => (DimKind::Ring, s),
+                })
+                .collect();
+            check_links(&kinds).map_err(|m| InputError::arg("--topology", format!("`{spec}`: {m}")))?;
             let n = sizes.len();
             let g = per_dim(gbps, n, "--link-gbps")?;
             let l = per_dim(latency_ns, n, "--link-latency-us")?;
@@ -825,6 +878,36 @@ pub fn from_spec(spec: &str, gbps: &[f64], latency_ns: &[f64]) -> Result<Topolog
 mod tests {
     use super::*;
     use crate::model::fabric::tests::dim;
+
+    /// Links counted by hand: fc:4096 has 4,096 x 4,095 = 16,773,120
+    /// (under 2^24 = 16,777,216); fc:4097 has 4,097 x 4,096 = 16,781,312
+    /// (over); a 4x4 torus 2 x 2 x 16 = 64; ring(4) x fc(8) x switch(16)
+    /// 512 x (2 + 7 + 2) = 5,632; and the count agrees with what
+    /// `from_dims` builds.
+    #[test]
+    fn links_are_counted_before_building() {
+        use DimKind::*;
+        assert_eq!(links_needed(&[(FullyConnected, 4096)]), 16_773_120);
+        assert!(check_links(&[(FullyConnected, 4096)]).is_ok());
+        let e = check_links(&[(FullyConnected, 4097)]).unwrap_err();
+        assert!(
+            e.contains("16781312 links") && e.contains("16777216") && e.contains("switch"),
+            "{e}"
+        );
+        let e = check_links(&[(Ring, 1 << 12), (Ring, 1 << 12)]).unwrap_err();
+        assert!(!e.contains("switch"), "{e}");
+        assert_eq!(links_needed(&[(Ring, 4), (Ring, 4)]), 64);
+        let dims = [(Ring, 4), (FullyConnected, 8), (Switch, 16)];
+        assert_eq!(links_needed(&dims), 5_632);
+        let named: Vec<(String, DimKind, u32)> = dims.iter().map(|d| (String::new(), d.0, d.1)).collect();
+        let t = Topology::from_dims("t", &named, &[1.0; 3], &[0.0; 3]);
+        assert_eq!(t.links.len(), 5_632);
+        // (2^32 - 1)^2 NPUs x 2 x (2^32 - 2) links each: no overflow.
+        assert_eq!(
+            links_needed(&[(FullyConnected, u32::MAX), (FullyConnected, u32::MAX)]),
+            158456324880954722640361160700
+        );
+    }
 
     #[test]
     fn fabric_links_per_libra_conversion() {

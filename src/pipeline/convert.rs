@@ -7,7 +7,7 @@
 use super::run::RunError;
 use crate::error::InputError;
 use crate::interop::{astra, chakra, msccl};
-use crate::io::{create_dir, write_atomic};
+use crate::io::{Staged, write_atomic};
 use crate::schedule::Schedule;
 use crate::study::Study;
 use std::path::{Path, PathBuf};
@@ -17,14 +17,12 @@ use std::path::{Path, PathBuf};
 pub fn export_astra_sim(study: &Study, bw: &[f64], dir: &Path) -> Result<Vec<PathBuf>, RunError> {
     let files = astra::input_set(&study.astra_design(), bw, &dir.display().to_string())
         .map_err(|e| InputError::at(&study.path, None, "workload", e.to_string()))?;
-    create_dir(dir)?;
-    let mut written = Vec::with_capacity(files.len());
+    // All files land together or none do (an interrupt leaves nothing).
+    let staged = Staged::new(dir)?;
     for (name, bytes) in &files {
-        let path = dir.join(name);
-        write_atomic(&path, bytes)?;
-        written.push(path);
+        write_atomic(&staged.dir().join(name), bytes)?;
     }
-    Ok(written)
+    Ok(staged.commit()?)
 }
 
 /// Writes the schedule in the file `schedule` as MSCCL-IR XML to `out`;
@@ -53,12 +51,17 @@ pub fn export_chakra(schedule: &Path, prefix: &Path, size_bytes: Option<f64>) ->
     let size_bytes = s.size_to_use(size_bytes).map_err(|m| InputError::arg("--size", m))?;
     let traces = chakra::encode_schedule(&s, s.chunk_bytes(size_bytes))
         .map_err(|e| InputError::at(schedule, None, "", e.to_string()))?;
-    if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_dir(dir)?;
-    }
+    // Every rank's trace lands together, or none does.
+    let dir = prefix
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let staged = Staged::new(dir)?;
+    let staged_prefix = staged.dir().join(prefix.file_name().unwrap_or_default());
     for (rank, t) in traces.iter().enumerate() {
-        write_atomic(&chakra::rank_path(prefix, rank as u32), t)?;
+        write_atomic(&chakra::rank_path(&staged_prefix, rank as u32), t)?;
     }
+    staged.commit()?;
     Ok(Traces {
         count: traces.len(),
         bytes: traces.iter().map(Vec::len).sum(),

@@ -32,7 +32,7 @@ pub mod study;
 pub mod text;
 pub mod validation;
 
-use crate::io::{Stamp, WriteError, temp_path, write_atomic};
+use crate::io::{Stamp, WriteError, write_atomic, write_via_temp};
 use crate::optimize::frontier::{Frontier, Marker};
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
@@ -662,15 +662,18 @@ pub(crate) fn render(
         draw_svg(&root).map_err(|e| chart_err(&svg_path, e))?;
     }
     write_atomic(&svg_path, svg.as_bytes())?;
-    let tmp = temp_path(&png_path, "tmp");
-    {
-        let root = BitMapBackend::new(&tmp, size).into_drawing_area();
-        draw_png(&root).map_err(|e| chart_err(&png_path, e))?;
-    }
-    std::fs::rename(&tmp, &png_path).map_err(|source| WriteError {
-        path: png_path.clone(),
-        source,
-    })?;
+    let mut drawn = Ok(());
+    let written = write_via_temp(&png_path, |tmp| {
+        let root = BitMapBackend::new(tmp, size).into_drawing_area();
+        drawn = draw_png(&root).map_err(|e| chart_err(&png_path, e));
+        drop(root);
+        match drawn {
+            Ok(()) => Ok(()),
+            Err(_) => Err(std::io::Error::other("the chart was not drawn")),
+        }
+    });
+    drawn?;
+    written?;
     Ok(Chart {
         stem: stem.to_string(),
         svg,

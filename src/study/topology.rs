@@ -6,7 +6,7 @@
 
 use super::Study;
 use crate::error::InputError;
-use crate::model::topology::{self, Topology};
+use crate::model::topology::{self, DimKind, Topology, check_links};
 use crate::model::units::{self, UnitError};
 use std::path::Path;
 
@@ -93,6 +93,13 @@ impl Study {
                 format!("dimension {d} gets no bandwidth: every link needs a positive bandwidth"),
             ));
         }
+        let kinds: Vec<(DimKind, u32)> = self
+            .fabric
+            .dims
+            .iter()
+            .map(|d| (DimKind::of(d.block), d.npus))
+            .collect();
+        check_links(&kinds).map_err(|m| InputError::at(&self.path, None, "fabric.dims", m))?;
         Ok(Topology::from_fabric(&self.fabric, bw))
     }
 
