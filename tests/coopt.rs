@@ -201,3 +201,133 @@ fn bad_model_sections_exit_2() {
         assert_eq!(err.trim_end().lines().count(), 1);
     }
 }
+
+/// A recipe space small enough to brute-force on TINY: 3 micro-batches x 3
+/// recomputations x 4 ZeRO stages x SP off / on x 1 or 2 virtual stages.
+fn small_space() -> transformer::RecipeSpace {
+    transformer::RecipeSpace {
+        micro_batch: vec![1, 2, 4],
+        recompute: vec![
+            transformer::Recompute::None,
+            transformer::Recompute::Selective,
+            transformer::Recompute::Full,
+        ],
+        zero: vec![0, 1, 2, 3],
+        sequence_parallel: vec![false, true],
+        virtual_stages: vec![1, 2],
+    }
+}
+
+/// Every candidate of the recipe search, brute-forced: each placement with
+/// each recipe generated and solved on its own. The search's optimum is
+/// their best; no candidate beats it; its closed-form compute bound is what
+/// the generated records sum to, and never above the solved time; ZeRO 1
+/// and 2 build the same iteration (the solve they share); the counts add up.
+#[test]
+fn recipe_search_against_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = tiny(dir.path(), TINY);
+    let space = small_space();
+    let r = coopt::coopt_in(&s, &space, &|_, _| {}).unwrap();
+    let best = r.strategies[0].time_ms().unwrap();
+    let (model, npu) = (s.model.as_ref().unwrap(), s.npu.as_ref().unwrap());
+    let base = s.parallelism.clone().unwrap();
+    let mut brute = f64::INFINITY;
+    let mut times = Vec::new();
+    let (mut valid, mut all) = (0, 0);
+    for placement in coopt::strategies(16, &base) {
+        for (mb, st) in space.each(&placement) {
+            all += 1;
+            let m = transformer::ModelSpec {
+                micro_batch: mb,
+                ..model.clone()
+            };
+            let Ok(g) = transformer::generate(&m, npu, &st, &s.fabric) else {
+                assert!(transformer::plan(&m, npu, &st, &s.fabric).is_err());
+                continue;
+            };
+            valid += 1;
+            let planned = transformer::plan(&m, npu, &st, &s.fabric).unwrap();
+            let summed = g.workload.compute_ns();
+            assert!(
+                (planned.compute_ns - summed).abs() <= 1e-12 * summed,
+                "{st:?} mb {mb}: {} vs {summed}",
+                planned.compute_ns
+            );
+            if st.zero == 2 {
+                let one = transformer::Strategy { zero: 1, ..st.clone() };
+                assert_eq!(
+                    transformer::generate(&m, npu, &one, &s.fabric).unwrap().workload,
+                    g.workload
+                );
+            }
+            let it = IterationModel::new(&g.workload, &s.fabric, &s.collective, s.training_loop);
+            let p = Problem::new(&s.fabric, it, s.linear_cost(), s.constraints(&[]).unwrap());
+            let t = optimize::solve(&p, Objective::Perf).unwrap().iteration_time_ms;
+            assert!(summed / 1e6 <= t * (1.0 + 1e-12), "bound {summed} ns above {t} ms");
+            assert!(best <= t * (1.0 + 1e-9), "{st:?} mb {mb}: {t} < joint {best}");
+            brute = brute.min(t);
+            times.push(t);
+        }
+    }
+    assert!(valid > 100, "{valid} of {all}");
+    // The first EXACT_TOP rows are the EXACT_TOP best of all, in order.
+    times.sort_by(f64::total_cmp);
+    let listed: Vec<f64> = r
+        .strategies
+        .iter()
+        .take(coopt::EXACT_TOP)
+        .map(|x| x.time_ms().unwrap())
+        .collect();
+    for (a, b) in listed.iter().zip(&times) {
+        assert!(
+            (a - b).abs() <= 1e-9 * b,
+            "{listed:?} vs {:?}",
+            &times[..coopt::EXACT_TOP]
+        );
+    }
+    assert!((best - brute).abs() <= 1e-9 * brute, "{best} vs {brute}");
+    assert_eq!(r.solved + r.pruned + r.rejected, r.searched);
+    assert!(r.searched <= all && r.searched - r.rejected <= valid);
+    assert!(r.pruned > 0, "the bound pruned nothing");
+    assert_eq!(r.recipe_space, space);
+    // A wider space never does worse than the study's recipe alone.
+    let own = coopt::coopt(&s, &|_, _| {}).unwrap();
+    assert!(best <= own.strategies[0].time_ms().unwrap() * (1.0 + 1e-9));
+}
+
+/// `[coopt]` in a study sets the space; `recipe = "whole"` is every value;
+/// bad values are refused with the field and what is allowed.
+#[test]
+fn coopt_table_sets_the_recipe_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = tiny(
+        dir.path(),
+        &format!("{TINY}[coopt]\nmicro_batch = [1, 2]\nzero = [1, 3]\nrecompute = [\"none\", \"full\"]\n"),
+    );
+    let sp = s.recipe_space.clone().unwrap();
+    assert_eq!(sp.micro_batch, vec![1, 2]);
+    assert_eq!(sp.zero, vec![1, 3]);
+    // micro-batch 2 x ZeRO 2 x recompute 2 x the study's one SP and one v.
+    assert_eq!(sp.len(), 8);
+    let s = tiny(dir.path(), &format!("{TINY}[coopt]\nrecipe = \"whole\"\n"));
+    // micro-batch 1, 2, 4, 8, 16 x 3 x 4 x 2 x 3.
+    assert_eq!(s.recipe_space.unwrap().len(), 5 * 3 * 4 * 2 * 3);
+    let p = dir.path().join("bad.toml");
+    for (extra, needle) in [
+        ("zero = [4]", "coopt.zero: 4 is not a ZeRO stage: 0 to 3"),
+        (
+            "micro_batch = [0]",
+            "coopt.micro_batch: 0 is not allowed: 1 to the global batch, 32",
+        ),
+        ("recipe = \"all\"", "coopt.recipe: `all` is not a recipe space"),
+        (
+            "virtual_stages = []",
+            "coopt.virtual_stages: give 1 to 64 values, not 0",
+        ),
+    ] {
+        std::fs::write(&p, format!("{TINY}[coopt]\n{extra}\n")).unwrap();
+        let e = Study::load(&p).unwrap_err().to_string();
+        assert!(e.contains(needle), "{extra}: {e}");
+    }
+}

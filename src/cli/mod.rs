@@ -258,6 +258,11 @@ pub struct CooptArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// The training recipes searched: `study` (the study's [coopt], else its
+    /// own recipe) or `whole` (micro-batch 1-16, recomputation, ZeRO 0-3,
+    /// sequence parallelism, 1, 2 or 4 virtual stages).
+    #[arg(long, default_value = "study")]
+    pub recipe: String,
 }
 
 /// An ASTRA-sim input set for the study's fabric: network.yml, system.json,
@@ -384,11 +389,14 @@ pub struct ValidateArgs {
 }
 
 fn validate(a: ValidateArgs) -> anyhow::Result<()> {
-    let checked = dimsum::pipeline::validate::validate_files(&a.files)?;
+    let bars = Bars::stages();
+    let checked = dimsum::pipeline::validate::validate_files(&a.files, &|d, n| bars.update("validate", d, n))?;
     // Every validation's files land together, after the last is written.
     let staged = dimsum::io::Staged::new(&a.out)?;
     let mut lines = Vec::new();
-    for c in checked {
+    let n = checked.len();
+    for (i, c) in checked.into_iter().enumerate() {
+        bars.update("report", i, n);
         let files = report::validation::write(&c.validation, &c.stamp, &c.input, staged.dir())?;
         let v = &c.validation;
         lines.push(format!(
@@ -399,6 +407,7 @@ fn validate(a: ValidateArgs) -> anyhow::Result<()> {
             staged.final_path(&files[0]).display()
         ));
     }
+    bars.finish();
     staged.commit()?;
     for l in lines {
         println!("{l}");
@@ -642,10 +651,26 @@ fn merge(a: MergeArgs) -> anyhow::Result<()> {
 }
 
 fn coopt(a: CooptArgs) -> anyhow::Result<()> {
-    let CooptArgs { study, top, json } = a;
-    let study = Study::load(&study)?;
-    if study.model.is_none() {
+    let CooptArgs {
+        study,
+        top,
+        json,
+        recipe,
+    } = a;
+    let mut study = Study::load(&study)?;
+    let Some(model) = &study.model else {
         return Err(InputError::arg("coopt", format!("study `{}` has no [model] to parallelize", study.name)).into());
+    };
+    match recipe.as_str() {
+        "study" => {}
+        "whole" => study.recipe_space = Some(dimsum::model::transformer::RecipeSpace::whole(model)),
+        other => {
+            return Err(InputError::arg(
+                "--recipe",
+                format!("`{other}` is not a recipe space: use study or whole"),
+            )
+            .into());
+        }
     }
     let started = Instant::now();
     let progress = Progress::new(1, "strategies");

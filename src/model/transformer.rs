@@ -294,6 +294,121 @@ impl Strategy {
     }
 }
 
+/// The training recipes a co-optimization searches beside TP x PP x DP and
+/// the order: every combination of these values (`[coopt]` in a study,
+/// `coopt --recipe whole`). [`RecipeSpace::only`] is one recipe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecipeSpace {
+    /// Micro-batch sizes (sequences).
+    pub micro_batch: Vec<u64>,
+    /// Recomputation.
+    pub recompute: Vec<Recompute>,
+    /// ZeRO stages.
+    pub zero: Vec<u8>,
+    /// Sequence parallelism off and / or on (it changes nothing without TP,
+    /// so it is tried only where TP > 1).
+    pub sequence_parallel: Vec<bool>,
+    /// Virtual pipeline stages per device (tried only where PP > 1).
+    pub virtual_stages: Vec<u64>,
+}
+
+impl RecipeSpace {
+    /// Most recipes a space may hold (times the placements, the
+    /// candidates a search sizes up).
+    pub const MAX_RECIPES: usize = 4096;
+
+    /// The one recipe of `model` and `s`.
+    pub fn only(model: &ModelSpec, s: &Strategy) -> RecipeSpace {
+        RecipeSpace {
+            micro_batch: vec![model.micro_batch],
+            recompute: vec![s.recompute],
+            zero: vec![s.zero],
+            sequence_parallel: vec![s.sequence_parallel],
+            virtual_stages: vec![s.virtual_stages.max(1)],
+        }
+    }
+
+    /// The whole recipe: micro-batches of 1, 2, 4, 8 and 16 sequences (and
+    /// the model's own), no, selective or full recomputation, ZeRO 0 to 3,
+    /// sequence parallelism off and on, 1, 2 or 4 virtual stages.
+    pub fn whole(model: &ModelSpec) -> RecipeSpace {
+        let mut micro_batch = vec![1, 2, 4, 8, 16, model.micro_batch];
+        micro_batch.sort_unstable();
+        micro_batch.dedup();
+        RecipeSpace {
+            micro_batch,
+            recompute: <Recompute as crate::error::Named>::ALL.to_vec(),
+            zero: vec![0, 1, 2, 3],
+            sequence_parallel: vec![false, true],
+            virtual_stages: vec![1, 2, 4],
+        }
+    }
+
+    /// How many recipes (combinations) the space holds.
+    pub fn len(&self) -> usize {
+        self.micro_batch.len()
+            * self.recompute.len()
+            * self.zero.len()
+            * self.sequence_parallel.len()
+            * self.virtual_stages.len()
+    }
+
+    /// Whether the space is empty (a list with no value).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every recipe of the space on the placement `s`: (micro-batch, the
+    /// strategy). Sequence parallelism is kept as `s` has it where TP is 1,
+    /// virtual stages at 1 where PP is 1 (both change nothing there).
+    pub fn each(&self, s: &Strategy) -> Vec<(u64, Strategy)> {
+        let sp: &[bool] = if s.tp > 1 {
+            &self.sequence_parallel
+        } else {
+            std::slice::from_ref(&s.sequence_parallel)
+        };
+        let vs: &[u64] = if s.pp > 1 { &self.virtual_stages } else { &[1] };
+        let mut out = Vec::new();
+        for &mb in &self.micro_batch {
+            for &recompute in &self.recompute {
+                for &zero in &self.zero {
+                    for &sequence_parallel in sp {
+                        for &virtual_stages in vs {
+                            out.push((
+                                mb,
+                                Strategy {
+                                    recompute,
+                                    zero,
+                                    sequence_parallel,
+                                    virtual_stages,
+                                    ..s.clone()
+                                },
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The representative of the strategies whose iterations equal `s`'s (the
+/// records `generate` builds, not the memory): ZeRO 2 as 1 (they differ in
+/// memory alone: `records` tests `zero >= 1` and `zero >= 3`), selective
+/// recomputation as none under fused attention (which recomputes nothing
+/// more: `selective_ns` is 0 and the scores are never stored).
+pub fn same_iteration(s: &Strategy) -> Strategy {
+    let mut c = s.clone();
+    if c.zero == 2 {
+        c.zero = 1;
+    }
+    if c.flash_attention && c.recompute == Recompute::Selective {
+        c.recompute = Recompute::None;
+    }
+    c
+}
+
 /// One of the three parallelisms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -558,11 +673,27 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
     LayerTimes { attention, ffn, logits }
 }
 
-/// Generates the iteration of `model` on `npu` under `s` on `fabric`, or
-/// says why the strategy is not valid.
-pub fn generate(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Result<Generated, StrategyError> {
+/// A strategy checked without its records: everything `generate` knows
+/// before it builds the iteration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    /// Micro-batches per iteration.
+    pub micro_batches: u64,
+    /// Memory per NPU.
+    pub memory: Memory,
+    /// The tp, pp and dp groups on the fabric.
+    pub groups: [Group; 3],
+    /// The iteration's compute, ns: [`compute_ns`], what the generated
+    /// workload's records sum to.
+    pub compute_ns: f64,
+}
+
+/// Checks `s` for `model` on `npu` and `fabric` (divisibility, placement,
+/// memory) and times its compute, without building the iteration; the
+/// same errors as [`generate`].
+pub fn plan(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Result<Planned, StrategyError> {
     let m = check(model, s, fabric)?;
-    let [tp_g, pp_g, dp_g] = s.groups(fabric).ok_or_else(|| StrategyError::Placement {
+    let groups = s.groups(fabric).ok_or_else(|| StrategyError::Placement {
         order: s.order_name(),
         shape: fabric.shape(),
     })?;
@@ -573,6 +704,71 @@ pub fn generate(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> 
             hbm_gib: npu.hbm_gib,
         });
     }
+    Ok(Planned {
+        micro_batches: m,
+        memory,
+        groups,
+        compute_ns: compute_ns(model, npu, s, m),
+    })
+}
+
+/// The compute of the iteration [`generate`] builds for `s` with `m`
+/// micro-batches, ns, in closed form (no records): per micro-batch slot,
+/// every layer's attention and FFN blocks (forward; input gradients plus
+/// what selective recomputation runs again; weight gradients plus the fp32
+/// gradient buffer's accumulation; the forward again under full
+/// recomputation) and the logits, over the m + (p - 1) / v slots of the
+/// 1F1B schedule, then the optimizer step over the NPU's share of the
+/// stage. A lower bound on the iteration at any bandwidth (communication
+/// only adds), so coopt orders and prunes strategies by it.
+pub fn compute_ns(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64) -> f64 {
+    let d = &npu.device;
+    let times = layer_times(model, s, d);
+    let t = s.tp as f64;
+    let h = model.hidden as f64;
+    let block_params = [4.0 * h * h, f64::from(model.ffn_matrices) * h * model.ffn as f64];
+    let accumulate = model.bytes_weight + 2.0 * model.bytes_grad;
+    let n_layers = u64::from(model.layers) / s.pp;
+    let mut layer = 0.0;
+    for (bt, params) in [(times.attention, block_params[0]), (times.ffn, block_params[1])] {
+        let selective = if s.recompute == Recompute::Selective {
+            bt.selective_ns
+        } else {
+            0.0
+        };
+        let again = if s.recompute == Recompute::Full {
+            bt.forward_ns
+        } else {
+            0.0
+        };
+        layer += bt.forward_ns
+            + bt.input_grad_ns
+            + selective
+            + bt.weight_grad_ns
+            + d.stream_ns(params / t * accumulate)
+            + again;
+    }
+    let embedding = model.embedding_params();
+    let logits = times.logits.forward_ns
+        + times.logits.input_grad_ns
+        + times.logits.weight_grad_ns
+        + d.stream_ns(embedding / t * accumulate);
+    let slots = m as f64 + (s.pp as f64 - 1.0) / s.virtual_stages.max(1) as f64;
+    let stage_params = n_layers as f64 * model.layer_params() + embedding;
+    let share = stage_params / t / if s.zero >= 1 { s.dp as f64 } else { 1.0 };
+    let adam = model.bytes_grad + 24.0 + model.bytes_weight;
+    (n_layers as f64 * layer + logits) * slots + d.stream_ns(share * adam)
+}
+
+/// Generates the iteration of `model` on `npu` under `s` on `fabric`, or
+/// says why the strategy is not valid.
+pub fn generate(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Result<Generated, StrategyError> {
+    let Planned {
+        micro_batches: m,
+        memory,
+        groups: [tp_g, pp_g, dp_g],
+        ..
+    } = plan(model, npu, s, fabric)?;
     let g = Groups {
         tp: &tp_g,
         pp: &pp_g,

@@ -275,6 +275,27 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// A hash of every record (names, compute, collectives, bytes, groups):
+    /// equal workloads have equal fingerprints, so a search can solve one
+    /// of them for all (the fingerprint only finds candidates; equality
+    /// is what it stands for).
+    pub fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for l in &self.layers {
+            l.name.hash(&mut h);
+            for p in [&l.forward, &l.input_grad, &l.weight_grad] {
+                p.compute_ns.to_bits().hash(&mut h);
+                if let Some(c) = &p.comm {
+                    c.kind.hash(&mut h);
+                    c.bytes.to_bits().hash(&mut h);
+                    c.group.hash(&mut h);
+                }
+            }
+        }
+        h.finish()
+    }
+
     /// Total compute time of one iteration, ns.
     pub fn compute_ns(&self) -> f64 {
         self.layers

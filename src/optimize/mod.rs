@@ -770,6 +770,53 @@ fn prepare(p: &Problem) -> Result<(Solver<'_>, Vec<Option<f64>>), OptError> {
     Ok((s, hi))
 }
 
+/// The most bandwidth each dimension can get under `p`'s constraints alone
+/// (one LP per dimension: maximize B_d; a discrete dimension at most its
+/// largest option), GB/s per NPU; infinite where nothing bounds it (or the
+/// constraints are infeasible). Every feasible allocation lies below it,
+/// and the iteration time falls as any bandwidth grows, so the time there
+/// is a lower bound on the time at any feasible allocation.
+pub fn most_bandwidth(p: &Problem) -> Vec<f64> {
+    let n = p.n();
+    (0..n)
+        .map(|d| {
+            let cap = p.options[d]
+                .as_ref()
+                .and_then(|o| o.iter().copied().reduce(f64::max))
+                .unwrap_or(f64::INFINITY);
+            let mut vars = ProblemVariables::new();
+            let b: Vec<Variable> = (0..n)
+                .map(|k| {
+                    let cap_k = p.options[k]
+                        .as_ref()
+                        .and_then(|o| o.iter().copied().reduce(f64::max))
+                        .unwrap_or(f64::INFINITY);
+                    if cap_k.is_finite() {
+                        vars.add(variable().min(0.0).max(cap_k))
+                    } else {
+                        vars.add(variable().min(0.0))
+                    }
+                })
+                .collect();
+            let mut model = highs(vars.maximise(b[d])).set_option("output_flag", false);
+            for c in &p.constraints {
+                let s = row_scale(&c.coeffs);
+                let lhs: Expression = c.coeffs.iter().zip(&b).map(|(k, v)| (k * s) * *v).sum();
+                let rhs = c.rhs * s;
+                match c.sense {
+                    Sense::Le => model.add_constraint(lhs.leq(rhs)),
+                    Sense::Ge => model.add_constraint(lhs.geq(rhs)),
+                    Sense::Eq => model.add_constraint(lhs.eq(rhs)),
+                };
+            }
+            match model.solve() {
+                Ok(sol) => sol.value(b[d]).min(cap),
+                Err(_) => cap,
+            }
+        })
+        .collect()
+}
+
 /// Solves `p` for `objective`, to a certified optimum.
 pub fn solve(p: &Problem, objective: Objective) -> Result<Solution, OptError> {
     let (mut s, hi) = prepare(p)?;

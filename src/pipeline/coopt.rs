@@ -1,13 +1,26 @@
 //! Co-optimizing the parallelization with the fabric (as PHAZE, ICML'24,
 //! co-searches hardware and placement): every (TP, PP, DP) with
 //! t * p * d = N, every placement order of the three groups on the fabric,
-//! each with its optimal bandwidth allocation under the study's constraints.
+//! and every training recipe of the study's [`RecipeSpace`] (micro-batch,
+//! recomputation, ZeRO stage, sequence parallelism, virtual stages; by
+//! default the study's own recipe alone), each with its optimal bandwidth
+//! allocation under the study's constraints.
 //!
-//! Exactness with pruning: strategies are visited by increasing compute time
-//! (a lower bound on their iteration time at any bandwidth: communication
-//! only adds), and once that bound reaches the best time found the rest
-//! cannot win and are not solved. Every solve is certified (optimize's gap,
-//! or the catalog MILP's).
+//! Exactness with pruning: every candidate is first planned without its
+//! records (`transformer::plan`: divisibility, placement, memory, and its
+//! compute in closed form), then candidates are visited by increasing
+//! compute time (a lower bound on their iteration time at any bandwidth:
+//! communication only adds), and once that bound reaches the tenth best
+//! time found ([`EXACT_TOP`]) the rest cannot be among the ten best and are
+//! neither built nor solved. A candidate
+//! below that bound is built, and pruned as well if its time with every
+//! dimension at the most bandwidth the constraints allow
+//! (`optimize::most_bandwidth`) reaches it: time falls as any
+//! bandwidth grows, so no allocation does better. Candidates whose
+//! iterations are equal (ZeRO 1 and 2 differ in memory alone; selective
+//! recomputation is none under fused attention) share one solve, found by
+//! the workload's fingerprint and checked record by record. Every solve is
+//! certified (optimize's gap, or the catalog MILP's).
 //!
 //! Prices: a study with `[procurement]` solves each strategy against its
 //! catalog (`procure::Pricing::Catalog`): the fastest purchasable design
@@ -19,7 +32,7 @@ use super::procure::{self, Pricing};
 use crate::model::collective::CollectiveModel;
 use crate::model::fabric::Fabric;
 use crate::model::training::IterationModel;
-use crate::model::transformer::{self, Par, Strategy};
+use crate::model::transformer::{self, ModelSpec, Par, RecipeSpace, Recompute, Strategy};
 use crate::optimize::{self, Objective, Problem};
 use crate::study::Study;
 use rayon::prelude::*;
@@ -45,10 +58,13 @@ pub enum Verdict {
         /// Iteration time at the equal split, ms.
         equal_split_ms: f64,
     },
-    /// Not solved: its compute alone is no faster than the best time.
+    /// Not solved: a lower bound on its time is no faster than the best.
     Pruned {
-        /// Its compute time, ms.
+        /// The bound, ms.
         bound_ms: f64,
+        /// Which bound: its compute alone, or its time with every
+        /// dimension at the most bandwidth the constraints allow.
+        bound: Bound,
         /// Iteration time at the equal split, ms.
         equal_split_ms: f64,
     },
@@ -64,6 +80,18 @@ pub enum Verdict {
     },
 }
 
+/// The lower bound that pruned a strategy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bound {
+    /// Its compute time (communication only adds).
+    Compute,
+    /// Its iteration time with every dimension at the most bandwidth the
+    /// constraints allow (`optimize::most_bandwidth`; time falls as any
+    /// bandwidth grows).
+    MostBandwidth,
+}
+
 /// One strategy and its verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
@@ -75,6 +103,16 @@ pub struct Row {
     pub dp: u64,
     /// Placement order, innermost first.
     pub order: String,
+    /// Micro-batch size, sequences.
+    pub micro_batch: u64,
+    /// ZeRO stage.
+    pub zero: u8,
+    /// Sequence parallelism.
+    pub sequence_parallel: bool,
+    /// Recomputation.
+    pub recompute: Recompute,
+    /// Virtual pipeline stages per device.
+    pub virtual_stages: u64,
     /// Group sizes per dimension of tp, pp and dp (LIBRA notation).
     pub mapping: Option<[Vec<i64>; 3]>,
     /// Memory per NPU, GiB (when the strategy is valid enough to size).
@@ -98,6 +136,18 @@ impl Row {
             Verdict::Solved { iteration_time_ms, .. } => Some(*iteration_time_ms),
             _ => None,
         }
+    }
+
+    /// The recipe, e.g. `mb 2, zero 1, sp, recompute none, v 1`.
+    pub fn recipe(&self) -> String {
+        format!(
+            "mb {}, zero {}, {}, recompute {}, v {}",
+            self.micro_batch,
+            self.zero,
+            if self.sequence_parallel { "sp" } else { "no sp" },
+            crate::error::Named::as_name(self.recompute),
+            self.virtual_stages
+        )
     }
 
     fn equal_ms(&self) -> Option<f64> {
@@ -132,6 +182,8 @@ pub struct Coopt {
     pub default_optimized_ms: Option<f64>,
     /// How every strategy's design was priced and bounded.
     pub priced_by: Pricing,
+    /// The recipes searched.
+    pub recipe_space: RecipeSpace,
 }
 
 fn divisors(n: u64) -> Vec<u64> {
@@ -203,42 +255,91 @@ pub enum CooptError {
     NoModel,
 }
 
-/// Co-optimizes the study's model parallelization with its fabric.
+/// Co-optimizes the study's model parallelization with its fabric over the
+/// study's recipe space (`[coopt]`, else its own recipe).
 pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Coopt, CooptError> {
+    let (Some(model), Some(base)) = (&study.model, &study.parallelism) else {
+        return Err(CooptError::NoModel);
+    };
+    let space = study
+        .recipe_space
+        .clone()
+        .unwrap_or_else(|| RecipeSpace::only(model, base));
+    coopt_in(study, &space, progress)
+}
+
+/// A candidate visited: its verdict, its problem (solved ones, for the
+/// equal split), its workload's fingerprint (solved ones) and its time on
+/// the study's own allocation (built ones, when the study gives one).
+type Visited = (Verdict, Option<Problem>, Option<u64>, Option<f64>);
+
+/// How many of the best strategies are exact: no candidate that could be
+/// among them is pruned (the rows after them are the ones solved).
+pub const EXACT_TOP: usize = 10;
+
+/// One candidate: a placed strategy with its recipe.
+struct Cand {
+    s: Strategy,
+    /// Index of its model (micro-batch) in the search's models.
+    model: usize,
+    mapping: Option<[Vec<i64>; 3]>,
+    memory: Option<f64>,
+    /// Its compute bound, ms, or why it is invalid.
+    planned: Result<f64, String>,
+}
+
+impl Cand {
+    fn bound(&self) -> f64 {
+        self.planned.as_ref().map_or(f64::INFINITY, |b| *b)
+    }
+}
+
+/// Co-optimizes over `space`: every placement of every TP x PP x DP, with
+/// every recipe of the space.
+pub fn coopt_in(
+    study: &Study,
+    space: &RecipeSpace,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Coopt, CooptError> {
     let (Some(model), Some(npu), Some(base)) = (&study.model, &study.npu, &study.parallelism) else {
         return Err(CooptError::NoModel);
     };
     let fabric = &study.fabric;
-    let all = strategies(fabric.npus(), base);
-    // Generate every strategy; order the valid ones by their compute bound.
-    struct Cand {
-        s: Strategy,
-        mapping: Option<[Vec<i64>; 3]>,
-        memory: Option<f64>,
-        built: Result<(Problem, f64), String>,
-    }
+    let models: Vec<ModelSpec> = space
+        .micro_batch
+        .iter()
+        .map(|&mb| ModelSpec {
+            micro_batch: mb,
+            ..model.clone()
+        })
+        .collect();
+    let placements = strategies(fabric.npus(), base);
+    let all: Vec<(usize, Strategy)> = placements
+        .iter()
+        .flat_map(|p| space.each(p))
+        .map(|(mb, s)| (space.micro_batch.iter().position(|&m| m == mb).unwrap_or(0), s))
+        .collect();
+    // Plan every candidate (no records): valid ones get their compute bound.
     let mut cands: Vec<Cand> = all
         .par_iter()
-        .map(|s| {
+        .map(|(mi, s)| {
             let mapping = s
                 .groups(fabric)
                 .map(|g| [g[0].to_libra(), g[1].to_libra(), g[2].to_libra()]);
-            match transformer::generate(model, npu, s, fabric) {
-                Ok(g) => {
-                    let bound = crate::model::units::ns_to_ms(g.workload.compute_ns());
-                    let memory = Some(g.memory.gib());
-                    Cand {
-                        s: s.clone(),
-                        mapping,
-                        memory,
-                        built: problem(study, fabric, &g.workload).map(|p| (p, bound)),
-                    }
-                }
+            match transformer::plan(&models[*mi], npu, s, fabric) {
+                Ok(p) => Cand {
+                    s: s.clone(),
+                    model: *mi,
+                    mapping,
+                    memory: Some(p.memory.gib()),
+                    planned: Ok(crate::model::units::ns_to_ms(p.compute_ns)),
+                },
                 Err(reason) => Cand {
                     s: s.clone(),
+                    model: *mi,
                     mapping,
                     memory: None,
-                    built: Err(reason.to_string()),
+                    planned: Err(reason.to_string()),
                 },
             }
         })
@@ -246,13 +347,13 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
     // Orders that land every group on the same dimensions with the same
     // sizes are one placement: keep the first.
     let mut seen = std::collections::HashSet::new();
-    cands.retain(|c| c.mapping.is_none() || seen.insert((c.s.tp, c.s.pp, c.s.dp, c.mapping.clone())));
-    let searched = cands.len();
-    cands.sort_by(|a, b| {
-        let ka = a.built.as_ref().map_or(f64::INFINITY, |g| g.1);
-        let kb = b.built.as_ref().map_or(f64::INFINITY, |g| g.1);
-        ka.total_cmp(&kb)
+    cands.retain(|c| {
+        let mut unordered = c.s.clone();
+        unordered.order = base.order;
+        c.mapping.is_none() || seen.insert((unordered, c.model, c.mapping.clone()))
     });
+    let searched = cands.len();
+    cands.sort_by(|a, b| a.bound().total_cmp(&b.bound()));
     let equal = match &study.bw {
         Some(bw) => bw.clone(),
         None => vec![0.0; fabric.ndims()],
@@ -264,6 +365,8 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
         Pricing::Catalog => procure::dim_options(fabric, &parts),
         Pricing::Linear => Vec::new(),
     };
+    let generate = |c: &Cand| transformer::generate(&models[c.model], npu, &c.s, fabric).map_err(|e| e.to_string());
+    let build = |c: &Cand| -> Result<Problem, String> { problem(study, fabric, &generate(c)?.workload) };
     let solve = |p: &Problem| -> Verdict {
         let solved = match priced_by {
             Pricing::Linear => optimize::solve(p, Objective::Perf).map(|s| {
@@ -290,25 +393,105 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
             Err(e) => Verdict::Failed { reason: e.to_string() },
         }
     };
-    let mut rows: Vec<Row> = Vec::with_capacity(searched);
+    // The most bandwidth each dimension can get: the same for every
+    // candidate (the constraints are the study's; a bought design takes
+    // one of each dimension's options).
+    let most: Option<Vec<f64>> = cands.iter().find(|c| c.planned.is_ok()).and_then(|c| {
+        let p = build(c).ok()?;
+        Some(match priced_by {
+            Pricing::Linear => optimize::most_bandwidth(&p),
+            Pricing::Catalog => options
+                .iter()
+                .map(|o| o.iter().map(|x| x.gbps).fold(0.0, f64::max))
+                .collect(),
+        })
+    });
+    let mut verdicts: Vec<Option<Verdict>> = vec![None; cands.len()];
+    let mut problems: Vec<Option<Problem>> = (0..cands.len()).map(|_| None).collect();
+    // Solved iterations by fingerprint: an equal workload (checked record
+    // by record) shares the verdict; and by the representative of the
+    // strategies that build the same iteration (`same_iteration`), which
+    // shares it without building.
+    let mut by_print: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let same = |c: &Cand| (transformer::same_iteration(&c.s), c.model, c.mapping.clone());
+    let mut by_same: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
+    // Equal-split times by the same representative.
+    let mut equal_of: std::collections::HashMap<_, f64> = std::collections::HashMap::new();
     let mut best = f64::INFINITY;
+    // The EXACT_TOP best times solved so far: a candidate is pruned once a
+    // bound reaches the last of them, so the first EXACT_TOP rows are the
+    // true best (ties included).
+    let mut top: Vec<f64> = Vec::with_capacity(EXACT_TOP + 1);
     let mut equal_bw = equal;
     let threads = rayon::current_num_threads().max(1);
     let mut i = 0;
     while i < cands.len() {
-        let chunk = &cands[i..(i + 2 * threads).min(cands.len())];
-        let verdicts: Vec<Verdict> = chunk
+        let end = (i + 2 * threads).min(cands.len());
+        let chunk = &cands[i..end];
+        // With the study's own allocation the equal split is fixed: time
+        // every built candidate there too, so the pass below need not
+        // build it again.
+        let fixed_equal = study.bw.as_ref();
+        let cut = if top.len() >= EXACT_TOP {
+            top[EXACT_TOP - 1] * (1.0 - 1e-12)
+        } else {
+            f64::INFINITY
+        };
+        let done: Vec<Visited> = chunk
             .par_iter()
-            .map(|c| match &c.built {
-                Err(reason) => Verdict::Rejected { reason: reason.clone() },
-                Ok((_, bound)) if *bound >= best * (1.0 - 1e-12) => Verdict::Pruned {
-                    bound_ms: *bound,
+            .map(|c| {
+                let bound = match &c.planned {
+                    Err(reason) => return (Verdict::Rejected { reason: reason.clone() }, None, None, None),
+                    Ok(b) => *b,
+                };
+                let pruned = |bound_ms: f64, which: Bound| Verdict::Pruned {
+                    bound_ms,
+                    bound: which,
                     equal_split_ms: f64::NAN,
-                },
-                Ok((p, _)) => solve(p),
+                };
+                if bound >= cut {
+                    return (pruned(bound, Bound::Compute), None, None, None);
+                }
+                if let Some(&j) = by_same.get(&same(c))
+                    && let Some(v) = &verdicts[j]
+                {
+                    return (v.clone(), None, None, None);
+                }
+                let g = match generate(c) {
+                    Ok(g) => g,
+                    Err(reason) => return (Verdict::Rejected { reason }, None, None, None),
+                };
+                let print = g.workload.fingerprint();
+                if let Some(&j) = by_print.get(&print)
+                    && let Some(v) = &verdicts[j]
+                    && generate(&cands[j]).is_ok_and(|h| h.workload == g.workload)
+                {
+                    return (v.clone(), None, None, None);
+                }
+                let p = match problem(study, fabric, &g.workload) {
+                    Ok(p) => p,
+                    Err(reason) => return (Verdict::Rejected { reason }, None, None, None),
+                };
+                let eq = fixed_equal.map(|bw| p.time_ms(bw));
+                if let Some(most) = &most {
+                    let t = p.time_ms(most);
+                    if t >= cut {
+                        return (pruned(t, Bound::MostBandwidth), None, None, eq);
+                    }
+                }
+                (solve(&p), Some(p), Some(print), eq)
             })
             .collect();
-        for (c, v) in chunk.iter().zip(verdicts) {
+        for (k, (v, p, print, eq)) in done.into_iter().enumerate() {
+            let at = i + k;
+            if let Some(t) = eq {
+                equal_of.insert(same(&cands[at]), t);
+            }
+            if let Verdict::Solved { iteration_time_ms, .. } = &v {
+                let k = top.partition_point(|t| t <= iteration_time_ms);
+                top.insert(k, *iteration_time_ms);
+                top.truncate(EXACT_TOP);
+            }
             if let Verdict::Solved {
                 iteration_time_ms,
                 bw_gbps,
@@ -322,43 +505,83 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
                     equal_bw = vec![total / fabric.ndims() as f64; fabric.ndims()];
                 }
             }
-            rows.push(Row {
-                tp: c.s.tp,
-                pp: c.s.pp,
-                dp: c.s.dp,
-                order: c.s.order_name(),
-                mapping: c.mapping.clone(),
-                memory_gib: c.memory,
-                verdict: v,
-            });
+            if let Some(print) = print {
+                by_print.entry(print).or_insert(at);
+            }
+            if matches!(
+                v,
+                Verdict::Solved { .. }
+                    | Verdict::Pruned {
+                        bound: Bound::MostBandwidth,
+                        ..
+                    }
+            ) {
+                by_same.entry(same(&cands[at])).or_insert(at);
+            }
+            verdicts[at] = Some(v);
+            problems[at] = p;
         }
-        i += chunk.len();
+        i = end;
         progress(i, cands.len());
     }
-    // Every valid strategy at the equal split (cheap: no solve).
-    for (row, c) in rows.iter_mut().zip(&cands) {
-        if let Ok((p, _)) = &c.built {
-            let t = p.time_ms(&equal_bw);
-            match &mut row.verdict {
-                Verdict::Solved { equal_split_ms, .. } | Verdict::Pruned { equal_split_ms, .. } => *equal_split_ms = t,
-                _ => {}
+    // Every solved strategy at the equal split (cheap: no solve), and the
+    // best strategy there: visited by the compute bound again, built where
+    // needed, until the bound reaches the best equal-split time.
+    let mut best_eq = f64::INFINITY;
+    for (at, c) in cands.iter().enumerate() {
+        let Ok(bound) = c.planned else { continue };
+        let solved = matches!(verdicts[at], Some(Verdict::Solved { .. }));
+        if !solved && bound >= best_eq {
+            continue;
+        }
+        let t = match (&problems[at], equal_of.get(&same(c))) {
+            (Some(p), _) => Some(p.time_ms(&equal_bw)),
+            (None, Some(t)) => Some(*t),
+            (None, None) => build(c).ok().map(|p| p.time_ms(&equal_bw)),
+        };
+        if let Some(t) = t {
+            equal_of.insert(same(c), t);
+        }
+        if let Some(t) = t {
+            set_equal(verdicts[at].as_mut(), t);
+            if t.is_finite() {
+                best_eq = best_eq.min(t);
             }
         }
     }
+    let mut rows: Vec<Row> = cands
+        .iter()
+        .zip(verdicts)
+        .map(|(c, v)| Row {
+            tp: c.s.tp,
+            pp: c.s.pp,
+            dp: c.s.dp,
+            order: c.s.order_name(),
+            micro_batch: models[c.model].micro_batch,
+            zero: c.s.zero,
+            sequence_parallel: c.s.sequence_parallel,
+            recompute: c.s.recompute,
+            virtual_stages: c.s.virtual_stages,
+            mapping: c.mapping.clone(),
+            memory_gib: c.memory,
+            verdict: v.unwrap_or(Verdict::Failed {
+                reason: "not visited".into(),
+            }),
+        })
+        .collect();
     let best_on_equal_split_ms = rows.iter().filter_map(Row::equal_ms).min_by(f64::total_cmp);
-    let default_optimized_ms =
-        cands
-            .iter()
-            .zip(&rows)
-            .find(|(c, _)| c.s == *base)
-            .and_then(|(c, r)| match (&c.built, r.time_ms()) {
-                (_, Some(t)) => Some(t),
-                (Ok((p, _)), None) => match solve(p) {
-                    Verdict::Solved { iteration_time_ms, .. } => Some(iteration_time_ms),
-                    _ => None,
-                },
-                _ => None,
-            });
+    // The study's own strategy (its placement, recipe and micro-batch).
+    let own = cands
+        .iter()
+        .position(|c| c.s == *base && models[c.model].micro_batch == model.micro_batch);
+    let default_optimized_ms = own.and_then(|at| match (rows[at].time_ms(), &cands[at].planned) {
+        (Some(t), _) => Some(t),
+        (None, Ok(_)) => match build(&cands[at]).map(|p| solve(&p)) {
+            Ok(Verdict::Solved { iteration_time_ms, .. }) => Some(iteration_time_ms),
+            _ => None,
+        },
+        _ => None,
+    });
     let count = |f: fn(&Verdict) -> bool| rows.iter().filter(|r| f(&r.verdict)).count();
     let solved = count(|v| matches!(v, Verdict::Solved { .. }));
     let pruned = count(|v| matches!(v, Verdict::Pruned { .. }));
@@ -378,7 +601,14 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
         best_on_equal_split_ms,
         default_optimized_ms,
         priced_by,
+        recipe_space: space.clone(),
     })
+}
+
+fn set_equal(v: Option<&mut Verdict>, t: f64) {
+    if let Some(Verdict::Solved { equal_split_ms, .. } | Verdict::Pruned { equal_split_ms, .. }) = v {
+        *equal_split_ms = t;
+    }
 }
 
 /// Up to `per_kind` examples of each reason strategies lost to `best_ms`.
@@ -392,9 +622,23 @@ pub(crate) fn why_lost(r: &Coopt, best_ms: f64, per_kind: usize) -> Vec<String> 
                 format!("{iteration_time_ms:.3} ms at its own optimal allocation"),
             ),
             Verdict::Solved { .. } => continue,
-            Verdict::Pruned { bound_ms, .. } => (
+            Verdict::Pruned {
+                bound_ms,
+                bound: Bound::Compute,
+                ..
+            } => (
                 "pruned".to_string(),
                 format!("its compute alone takes {bound_ms:.3} ms, no faster than {best_ms:.3} ms"),
+            ),
+            Verdict::Pruned {
+                bound_ms,
+                bound: Bound::MostBandwidth,
+                ..
+            } => (
+                "pruned at most bandwidth".to_string(),
+                format!(
+                    "even with every dimension at its most bandwidth it takes {bound_ms:.3} ms, no faster than {best_ms:.3} ms"
+                ),
             ),
             Verdict::Rejected { reason } | Verdict::Failed { reason } => {
                 // Group reasons by their first words (memory, heads, layers, batch, placement).
@@ -408,8 +652,13 @@ pub(crate) fn why_lost(r: &Coopt, best_ms: f64, per_kind: usize) -> Vec<String> 
             Some((_, n)) => *n += 1,
             None => seen.push((generic, 1)),
         }
+        let recipe = if r.recipe_space.len() > 1 {
+            format!(", {}", row.recipe())
+        } else {
+            String::new()
+        };
         out.push(format!(
-            "tp {} pp {} dp {} ({}): {why}",
+            "tp {} pp {} dp {} ({}{recipe}): {why}",
             row.tp, row.pp, row.dp, row.order
         ));
     }

@@ -457,12 +457,18 @@ pub struct Checked {
 }
 
 /// Reads every file and predicts its runs, all before anything is written;
-/// bad input (or a run that cannot be built) names its file.
-pub fn validate_files(paths: &[std::path::PathBuf]) -> Result<Vec<Checked>, InputError> {
+/// bad input (or a run that cannot be built) names its file. `progress`
+/// hears (files done, files) before each file.
+pub fn validate_files(
+    paths: &[std::path::PathBuf],
+    progress: &dyn Fn(usize, usize),
+) -> Result<Vec<Checked>, InputError> {
     let mut names = std::collections::BTreeMap::new();
     paths
         .iter()
-        .map(|f| {
+        .enumerate()
+        .map(|(i, f)| {
+            progress(i, paths.len());
             let (published, stamp) = Published::load(f)?;
             if let Some(first) = names.insert(published.name.clone(), f.display().to_string()) {
                 return Err(InputError::at(

@@ -1228,10 +1228,28 @@ fn coopt_section(study: &Study, stamp: &Stamp, r: &Coopt, doc: &mut Doc, out: &m
     let json = json!({ "stamp": stamp, "study": study.name, "coopt": r });
     out.json("coopt.json", &json)?;
     doc.heading(2, "Parallelization and fabric, chosen together");
-    doc.para(format!(
-        "{} strategies (TP x PP x DP and placement order): {} solved, {} pruned by the compute bound, {} invalid.",
-        r.searched, r.solved, r.pruned, r.rejected
-    ));
+    let recipes = r.recipe_space.len() > 1;
+    if recipes {
+        let sp = &r.recipe_space;
+        doc.para(format!(
+            "{} strategies (TP x PP x DP, placement order and {} training recipes: micro-batch {:?}, recomputation {}, ZeRO {:?}, sequence parallelism {:?}, virtual stages {:?}): {} solved, {} pruned by a lower bound (compute, or the time at the most bandwidth), {} invalid.",
+            r.searched,
+            sp.len(),
+            sp.micro_batch,
+            sp.recompute.iter().map(|x| crate::error::Named::as_name(*x)).collect::<Vec<_>>().join(" / "),
+            sp.zero,
+            sp.sequence_parallel,
+            sp.virtual_stages,
+            r.solved,
+            r.pruned,
+            r.rejected
+        ));
+    } else {
+        doc.para(format!(
+            "{} strategies (TP x PP x DP and placement order): {} solved, {} pruned by a lower bound (compute, or the time at the most bandwidth), {} invalid.",
+            r.searched, r.solved, r.pruned, r.rejected
+        ));
+    }
     doc.para(match r.priced_by {
         Pricing::Catalog => {
             "Each strategy's fabric is the fastest purchasable design within the procurement budgets and caps (the catalog MILP); capex from its bill of materials."
@@ -1249,7 +1267,7 @@ fn coopt_section(study: &Study, stamp: &Stamp, r: &Coopt, doc: &mut Doc, out: &m
             ..
         } = &row.verdict
         {
-            rows.push(cells([
+            let mut r = vec![
                 row.tp.to_string(),
                 row.pp.to_string(),
                 row.dp.to_string(),
@@ -1259,27 +1277,32 @@ fn coopt_section(study: &Study, stamp: &Stamp, r: &Coopt, doc: &mut Doc, out: &m
                 sig3_list(bw_gbps),
                 format!("{:.3}", usd_to_musd(*network_cost_usd)),
                 row.groups(", "),
-            ]));
+            ];
+            if recipes {
+                r.push(row.recipe());
+            }
+            rows.push(r);
         }
     }
     let cost = match r.priced_by {
         Pricing::Catalog => "capex ($M, bought)",
         Pricing::Linear => "cost ($M, linear)",
     };
-    doc.push(Block::Table(
-        header(&[
-            "tp",
-            "pp",
-            "dp",
-            "order",
-            "iteration (ms)",
-            "memory (GiB)",
-            "GB/s per NPU",
-            cost,
-            "groups (tp, pp, dp)",
-        ]),
-        rows,
-    ));
+    let mut head = header(&[
+        "tp",
+        "pp",
+        "dp",
+        "order",
+        "iteration (ms)",
+        "memory (GiB)",
+        "GB/s per NPU",
+        cost,
+        "groups (tp, pp, dp)",
+    ]);
+    if recipes {
+        head.push("recipe".into());
+    }
+    doc.push(Block::Table(head, rows));
     if let Some(best) = r.strategies.first().and_then(|b| b.time_ms()) {
         let mut lines = Vec::new();
         if let Some(eq) = r.best_on_equal_split_ms {

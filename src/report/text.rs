@@ -443,7 +443,7 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
     let best = r.strategies.first().and_then(|b| b.time_ms());
     let _ = writeln!(
         s,
-        "study {}: {} on {}, {} strategies searched in {secs:.2} s: {} solved, {} pruned by the compute bound, {} invalid",
+        "study {}: {} on {}, {} strategies searched in {secs:.2} s: {} solved, {} pruned by a lower bound (compute, or the time at the most bandwidth), {} invalid",
         study.name,
         study.model.as_ref().map_or("", |m| m.name.as_str()),
         study.fabric.shape(),
@@ -453,11 +453,37 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
         r.rejected
     );
     let _ = writeln!(s, "each strategy's fabric priced by {}", r.priced_by.label());
+    let recipes = r.recipe_space.len() > 1;
+    if recipes {
+        let sp = &r.recipe_space;
+        let _ = writeln!(
+            s,
+            "recipes searched ({}): micro-batch {:?}, recompute {}, ZeRO {:?}, sequence parallel {:?}, virtual stages {:?}",
+            sp.len(),
+            sp.micro_batch,
+            sp.recompute
+                .iter()
+                .map(|x| crate::error::Named::as_name(*x))
+                .collect::<Vec<_>>()
+                .join("/"),
+            sp.zero,
+            sp.sequence_parallel,
+            sp.virtual_stages
+        );
+    }
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "{:>4} {:>4} {:>5} {:<9} {:>12} {:>10} {:<34} {:>8} groups (tp | pp | dp)",
-        "tp", "pp", "dp", "order", "time ms", "mem GiB", "GB/s per NPU", "$M"
+        "{:>4} {:>4} {:>5} {:<9} {:>12} {:>10} {:<34} {:>8} groups (tp | pp | dp){}",
+        "tp",
+        "pp",
+        "dp",
+        "order",
+        "time ms",
+        "mem GiB",
+        "GB/s per NPU",
+        "$M",
+        if recipes { "  recipe" } else { "" }
     );
     for row in r.strategies.iter().filter(|x| x.time_ms().is_some()).take(top) {
         if let coopt::Verdict::Solved {
@@ -469,9 +495,14 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
         {
             let bw: Vec<String> = bw_gbps.iter().map(|b| sig3(*b)).collect();
             let groups = row.groups(" | ");
+            let recipe = if recipes {
+                format!("  {}", row.recipe())
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 s,
-                "{:>4} {:>4} {:>5} {:<9} {:>12.3} {:>10.1} {:<34} {:>8.3} {}",
+                "{:>4} {:>4} {:>5} {:<9} {:>12.3} {:>10.1} {:<34} {:>8.3} {}{recipe}",
                 row.tp,
                 row.pp,
                 row.dp,

@@ -55,7 +55,7 @@ use crate::model::cost::{CostModel, Linear};
 use crate::model::eval::{Evaluation, evaluate};
 use crate::model::fabric::Fabric;
 use crate::model::training::{IterationModel, Loop};
-use crate::model::transformer::{ModelSpec, Npu, Strategy};
+use crate::model::transformer::{ModelSpec, Npu, RecipeSpace, Strategy};
 use crate::model::workload::Workload;
 use crate::optimize::expr::{self, Constraint};
 use crate::optimize::scheduled;
@@ -102,6 +102,8 @@ pub struct Study {
     pub npu: Option<Npu>,
     /// The study's default parallelization.
     pub parallelism: Option<Strategy>,
+    /// The recipes `coopt` searches (`[coopt]`; none: the study's own).
+    pub recipe_space: Option<RecipeSpace>,
     /// How collectives are timed (`[evaluator]`).
     pub evaluator: scheduled::Spec,
     /// The line of the `[evaluator]` section, for errors about it.
@@ -150,6 +152,7 @@ impl Study {
             model: None,
             npu: None,
             parallelism: None,
+            recipe_space: None,
             evaluator: Default::default(),
             evaluator_line: None,
             procurement: None,
@@ -229,6 +232,15 @@ impl Study {
         let derived_tiers = fabric::derive_tiers(&raw.fabric, &fabric, &mut cost, &parts, src)?;
         let generator = workload::generator(raw.model.as_ref(), raw.npu.as_ref(), raw.parallelism.as_ref(), src)?;
         let workload = workload::workload(raw.workload.as_ref(), &generator, &fabric, src)?;
+        let recipe_space = match &raw.coopt {
+            None => None,
+            Some(c) => Some(workload::recipe_space(
+                c,
+                generator.model.as_ref(),
+                generator.parallelism.as_ref(),
+                src,
+            )?),
+        };
         let bw = match &raw.bw {
             Some(b) => Some(fabric::check_bw(b.get_ref(), &fabric).map_err(|m| src.at(b.span(), "bw", m))?),
             None => None,
@@ -274,6 +286,7 @@ impl Study {
             model: generator.model,
             npu: generator.npu,
             parallelism: generator.parallelism,
+            recipe_space,
             evaluator,
             evaluator_line: find_line(text, "[evaluator]"),
             procurement,
@@ -473,6 +486,7 @@ struct RawStudy {
     model: Option<workload::RawModel>,
     npu: Option<workload::RawNpu>,
     parallelism: Option<workload::RawParallelism>,
+    coopt: Option<workload::RawCoopt>,
     #[serde(default)]
     optimize: optimize::RawOptimize,
     #[serde(default)]

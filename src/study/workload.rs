@@ -11,7 +11,7 @@ use crate::error::{InputError, one_of};
 use crate::interop::libra;
 use crate::model::compute::{self, Device};
 use crate::model::fabric::Fabric;
-use crate::model::transformer::{ModelSpec, Npu, Par, Recompute, Strategy};
+use crate::model::transformer::{ModelSpec, Npu, Par, RecipeSpace, Recompute, Strategy};
 use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
 use serde::Deserialize;
 use toml::Spanned;
@@ -126,6 +126,109 @@ pub(super) struct RawParallelism {
     #[serde(default = "yes")]
     flash_attention: bool,
     order: Option<String>,
+}
+
+/// `[coopt]`: the recipes `coopt` searches. `recipe = "whole"` starts from
+/// [`RecipeSpace::whole`], else from the study's own recipe; each list given
+/// replaces its part.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCoopt {
+    recipe: Option<String>,
+    micro_batch: Option<Vec<u64>>,
+    recompute: Option<Vec<RawRecompute>>,
+    zero: Option<Vec<u8>>,
+    sequence_parallel: Option<Vec<bool>>,
+    virtual_stages: Option<Vec<u64>>,
+}
+
+/// The recipe space of `[coopt]` for `model` whose own recipe is `own`.
+pub(super) fn recipe_space(
+    raw: &RawCoopt,
+    model: Option<&ModelSpec>,
+    own: Option<&Strategy>,
+    src: StudyFile<'_>,
+) -> Result<RecipeSpace, InputError> {
+    let err = |field: &str, msg: String| src.at_line("[coopt]", format!("coopt.{field}"), msg);
+    let (Some(model), Some(own)) = (model, own) else {
+        return Err(err("recipe", "[coopt] needs [model], [npu] and [parallelism]".into()));
+    };
+    let mut space = match raw.recipe.as_deref() {
+        None | Some("study") => RecipeSpace::only(model, own),
+        Some("whole") => RecipeSpace::whole(model),
+        Some(other) => {
+            return Err(err(
+                "recipe",
+                format!("`{other}` is not a recipe space: use \"whole\" or \"study\""),
+            ));
+        }
+    };
+    fn listed<T: Clone + PartialEq>(
+        v: &[T],
+        field: &str,
+        err: &dyn Fn(&str, String) -> InputError,
+    ) -> Result<Vec<T>, InputError> {
+        if v.is_empty() || v.len() > 64 {
+            return Err(err(field, format!("give 1 to 64 values, not {}", v.len())));
+        }
+        let mut out: Vec<T> = Vec::new();
+        for x in v {
+            if !out.contains(x) {
+                out.push(x.clone());
+            }
+        }
+        Ok(out)
+    }
+    if let Some(v) = &raw.micro_batch {
+        space.micro_batch = listed(v, "micro_batch", &err)?;
+        if let Some(bad) = space.micro_batch.iter().find(|&&b| b == 0 || b > model.global_batch) {
+            return Err(err(
+                "micro_batch",
+                format!("{bad} is not allowed: 1 to the global batch, {}", model.global_batch),
+            ));
+        }
+    }
+    if let Some(v) = &raw.recompute {
+        let r = v
+            .iter()
+            .map(RawRecompute::resolve)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|m| err("recompute", m))?;
+        space.recompute = listed(&r, "recompute", &err)?;
+    }
+    if let Some(v) = &raw.zero {
+        space.zero = listed(v, "zero", &err)?;
+        if let Some(bad) = space.zero.iter().find(|&&z| z > 3) {
+            return Err(err("zero", format!("{bad} is not a ZeRO stage: 0 to 3")));
+        }
+    }
+    if let Some(v) = &raw.sequence_parallel {
+        space.sequence_parallel = listed(v, "sequence_parallel", &err)?;
+    }
+    if let Some(v) = &raw.virtual_stages {
+        space.virtual_stages = listed(v, "virtual_stages", &err)?;
+        if let Some(bad) = space
+            .virtual_stages
+            .iter()
+            .find(|&&x| x == 0 || x > u64::from(model.layers))
+        {
+            return Err(err(
+                "virtual_stages",
+                format!("{bad} is not allowed: 1 to the model's {} layers", model.layers),
+            ));
+        }
+    }
+    if space.len() > RecipeSpace::MAX_RECIPES {
+        return Err(err(
+            "recipe",
+            format!(
+                "{} recipes, more than a search may hold ({}): give fewer values",
+                space.len(),
+                RecipeSpace::MAX_RECIPES
+            ),
+        ));
+    }
+    Ok(space)
 }
 
 /// `recompute = "full" | "selective" | "none"`, or `true` / `false` (full / none).
