@@ -331,3 +331,40 @@ fn coopt_table_sets_the_recipe_space() {
         assert!(e.contains(needle), "{extra}: {e}");
     }
 }
+
+/// A search too large to plan is refused before any work, with exit 2 and
+/// the count: 5,040 NPUs (2^4 3^2 5 7: 15 x 6 x 3 x 3 = 810 ordered degree
+/// triples, each in up to 6 orders) x 1,152 recipes (16 micro-batches x 3
+/// x 4 x 2 x 3) is more than 2^22 candidates.
+#[test]
+fn oversized_recipe_searches_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = TINY
+        .replace(
+            "block = \"ring\"\nnpus = 4\nlatency_ns = 100",
+            "block = \"switch\"\nnpus = 5040\nlatency_ns = 100",
+        )
+        .replace(
+            "[[fabric.dims]]\nname = \"b\"\nblock = \"switch\"\nnpus = 4\nlatency_ns = 500\n",
+            "",
+        )
+        .replace("[cost.tiers.b]\nlink_usd_per_gbps = 5.0\n", "")
+        .replace("a + b == 200", "a == 200")
+        .replace("tp = 4\npp = 1\ndp = 4", "tp = 1\npp = 1\ndp = 5040")
+        .replace("global_batch = 32", "global_batch = 80640")
+        + "[coopt]\nrecipe = \"whole\"\nmicro_batch = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]\n";
+    let p = dir.path().join("big.toml");
+    std::fs::write(&p, text).unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::cargo_bin("dimsum")
+        .unwrap()
+        .args(["coopt"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("1152 recipes") && err.contains("4194304"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(started.elapsed().as_secs() < 60);
+}

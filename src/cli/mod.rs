@@ -678,7 +678,10 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
         progress.bar.set_length(total as u64);
         progress.set(done);
     })
-    .map_err(|m| anyhow::anyhow!(m))?;
+    .map_err(|e| match e {
+        coopt::CooptError::TooMany { .. } => anyhow::Error::from(InputError::arg("[coopt]", e.to_string())),
+        other => anyhow::anyhow!(other),
+    })?;
     progress.finish();
     let secs = started.elapsed().as_secs_f64();
     if json {
@@ -867,6 +870,7 @@ impl Bars {
 pub(crate) fn lift(e: RunError) -> anyhow::Error {
     match e {
         RunError::Input(i) => i.into(),
+        RunError::Coopt(c @ coopt::CooptError::TooMany { .. }) => InputError::arg("[coopt]", c.to_string()).into(),
         other => other.into(),
     }
 }

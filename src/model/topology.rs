@@ -35,8 +35,8 @@ pub const NONE: u32 = u32::MAX;
 /// Most NPUs (and, separately, switches) a topology may have.
 const MAX_NODES: u64 = 1 << 22;
 /// Most directed links a topology may have: 2^24, which fc:4096 (4,096 x
-/// 4,095 links) just fits. Measured here at about 70 bytes and 0.6 us a
-/// link to build (fc:4096: 1.2 GB, 10 s), so the limit holds a topology
+/// 4,095 links) just fits. Measured here at about 70 bytes and 0.2 us a
+/// link to build (fc:4096: 1.2 GB, 3.4 s), so the limit holds a topology
 /// to about 1.2 GB; fc:100000 (10^10 links) ran this machine out of its
 /// 24 GB before it was checked.
 pub const MAX_LINKS: u64 = 1 << 24;
@@ -74,6 +74,31 @@ pub fn check_links(dims: &[(DimKind, u32)]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The hasher of the (source, destination) -> link map: each id mixed in
+/// by a rotate, an xor and one multiply (FxHash's step). The keys are node
+/// ids below 2^22; the default SipHash made building fc:4096 (16.8 million
+/// links) take 10 s, most of it hashing.
+#[derive(Debug, Default, Clone, Copy)]
+struct PairHasher(u64);
+
+impl std::hash::Hasher for PairHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u32(u32::from(*b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(n)).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+type PairMap = HashMap<(u32, u32), u32, std::hash::BuildHasherDefault<PairHasher>>;
 
 /// One directed link.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -152,7 +177,7 @@ pub struct Topology {
     /// Outgoing links per node.
     out: Vec<Vec<u32>>,
     /// The first link from one node to another.
-    pair: HashMap<(u32, u32), u32>,
+    pair: PairMap,
     /// Per dimension and NPU: the link to the next (+1) and previous (-1)
     /// neighbour on ring and line dimensions.
     next: Vec<Vec<u32>>,
@@ -184,7 +209,7 @@ impl Topology {
             links: Vec::new(),
             dims: Vec::new(),
             out: vec![Vec::new(); npus as usize],
-            pair: HashMap::new(),
+            pair: PairMap::default(),
             next: Vec::new(),
             prev: Vec::new(),
             switch_base: Vec::new(),

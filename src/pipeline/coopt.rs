@@ -253,7 +253,23 @@ pub enum CooptError {
     /// The study does not describe a model to parallelize.
     #[error("coopt needs a study with [model], [npu] and [parallelism]")]
     NoModel,
+    /// More candidates than a search may hold.
+    #[error(
+        "{placements} placements x {recipes} recipes = {candidates} candidates, more than a search may hold ({MAX_CANDIDATES}, about 1 GB of plans): give [coopt] fewer values"
+    )]
+    TooMany {
+        /// Placements (t x p x d and order).
+        placements: usize,
+        /// Recipes in the space.
+        recipes: usize,
+        /// Their product.
+        candidates: usize,
+    },
 }
+
+/// Most candidates (placements x recipes) a search plans: 2^22, about
+/// 250 bytes of plan each.
+pub const MAX_CANDIDATES: usize = 1 << 22;
 
 /// Co-optimizes the study's model parallelization with its fabric over the
 /// study's recipe space (`[coopt]`, else its own recipe).
@@ -314,6 +330,14 @@ pub fn coopt_in(
         })
         .collect();
     let placements = strategies(fabric.npus(), base);
+    let candidates = placements.len().saturating_mul(space.len());
+    if candidates > MAX_CANDIDATES {
+        return Err(CooptError::TooMany {
+            placements: placements.len(),
+            recipes: space.len(),
+            candidates,
+        });
+    }
     let all: Vec<(usize, Strategy)> = placements
         .iter()
         .flat_map(|p| space.each(p))
