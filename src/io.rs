@@ -189,8 +189,10 @@ pub fn on_interrupt_remove_temporaries() {}
 
 /// Files written together: they go into a staging directory (hidden, in
 /// the destination) and [`Staged::commit`] moves them all into place under
-/// the interrupt lock, so an interrupt or an error leaves all of them or
-/// none. Dropped without a commit, the staging directory is removed.
+/// the interrupt lock, so an interrupt, or an error while they are
+/// written, leaves all of them or none (a rename that fails inside the
+/// commit, say onto a directory of the same name, leaves the ones moved
+/// before it). Dropped without a commit, the staging directory is removed.
 pub struct Staged {
     dest: PathBuf,
     stage: Temporary,

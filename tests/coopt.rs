@@ -368,3 +368,29 @@ fn oversized_recipe_searches_are_refused() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(started.elapsed().as_secs() < 60);
 }
+
+/// The study's own strategy is reported optimally allocated even when the
+/// searched space leaves its recipe out (here ZeRO 3 only; TINY's own is
+/// ZeRO 1): the figure is its own solve.
+#[test]
+fn the_studys_own_strategy_is_reported_outside_the_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = tiny(dir.path(), TINY);
+    let space = transformer::RecipeSpace {
+        zero: vec![3],
+        ..transformer::RecipeSpace::only(s.model.as_ref().unwrap(), s.parallelism.as_ref().unwrap())
+    };
+    let r = coopt::coopt_in(&s, &space, &|_, _| {}).unwrap();
+    let g = transformer::generate(
+        s.model.as_ref().unwrap(),
+        s.npu.as_ref().unwrap(),
+        s.parallelism.as_ref().unwrap(),
+        &s.fabric,
+    )
+    .unwrap();
+    let it = IterationModel::new(&g.workload, &s.fabric, &s.collective, s.training_loop);
+    let p = Problem::new(&s.fabric, it, s.linear_cost(), s.constraints(&[]).unwrap());
+    let own = optimize::solve(&p, Objective::Perf).unwrap().iteration_time_ms;
+    assert!(r.strategies.iter().all(|x| x.zero == 3));
+    assert_eq!(r.default_optimized_ms, Some(own));
+}

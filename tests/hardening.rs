@@ -284,6 +284,18 @@ fn oversized_work_is_refused_with_an_estimate() {
         &["collective", "--topology", &spec, "--size", "1MB"],
         &["fc.toml", "fabric.dims", "4294901760 links"],
     );
+    // The same fabric's all-reduce replayed by the schedule evaluator: its
+    // group's topology is counted before it is built.
+    let text = std::fs::read_to_string(&study)
+        .unwrap()
+        .replace("[workload]\n", "[workload]\ncommunicator = { weight_grad = [65536] }\n")
+        + "weight_grad = { compute_ns = 3000, collective = \"all-reduce\", bytes = 64e6 }\n";
+    let scheduled = big.path().join("fc-scheduled.toml");
+    std::fs::write(&scheduled, text).unwrap();
+    refused(
+        &["eval", scheduled.to_str().unwrap(), "--evaluator", "schedule"],
+        &["fc-scheduled.toml", "all-reduce", "4294901760 links"],
+    );
     refused(
         &["collective", "--topology", "astra:/dev/urandom", "--size", "1MB"],
         &["/dev/urandom", "not UTF-8"],

@@ -573,6 +573,22 @@ impl Backed {
                 group: None,
             }
         } else {
+            // The group's topology is counted before it is built.
+            let kinds: Vec<(DimKind, u32)> = self
+                .fabric
+                .dims
+                .iter()
+                .enumerate()
+                .filter_map(|(d, dim)| {
+                    let p = comm.group.0.get(d).copied().flatten().filter(|p| *p > 1)?;
+                    Some((DimKind::of(dim.block), p))
+                })
+                .collect();
+            crate::model::topology::check_links(&kinds).map_err(|message| ScheduledError::Build {
+                algorithm: "any".into(),
+                collective: describe(comm),
+                message,
+            })?;
             let topo_at = |b: &[f64]| group_topology(&self.fabric, &comm.group, b).0;
             let schedule = self.build(i, &topo_at, bw, &map)?;
             let topo = topo_at(bw);

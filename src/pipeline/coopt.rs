@@ -65,7 +65,9 @@ pub enum Verdict {
         /// Which bound: its compute alone, or its time with every
         /// dimension at the most bandwidth the constraints allow.
         bound: Bound,
-        /// Iteration time at the equal split, ms.
+        /// Iteration time at the equal split, ms (NaN, null in JSON, where
+        /// the search did not need it: its compute bound is above the best
+        /// equal-split time).
         equal_split_ms: f64,
     },
     /// Invalid: why.
@@ -473,7 +475,7 @@ pub fn coopt_in(
                     bound: which,
                     equal_split_ms: f64::NAN,
                 };
-                if bound >= cut {
+                if cut.is_finite() && bound >= cut {
                     return (pruned(bound, Bound::Compute), None, None, None);
                 }
                 if let Some(&j) = by_same.get(&same(c))
@@ -499,7 +501,7 @@ pub fn coopt_in(
                 let eq = fixed_equal.map(|bw| p.time_ms(bw));
                 if let Some(most) = &most {
                     let t = p.time_ms(most);
-                    if t >= cut {
+                    if cut.is_finite() && t >= cut {
                         return (pruned(t, Bound::MostBandwidth), None, None, eq);
                     }
                 }
@@ -549,29 +551,42 @@ pub fn coopt_in(
         progress(i, cands.len());
     }
     // Every solved strategy at the equal split (cheap: no solve), and the
-    // best strategy there: visited by the compute bound again, built where
-    // needed, until the bound reaches the best equal-split time.
+    // best strategy there: visited by the compute bound again (in parallel
+    // chunks), built where needed, until the bound reaches the best
+    // equal-split time. Failed strategies do not count.
     let mut best_eq = f64::INFINITY;
-    for (at, c) in cands.iter().enumerate() {
-        let Ok(bound) = c.planned else { continue };
-        let solved = matches!(verdicts[at], Some(Verdict::Solved { .. }));
-        if !solved && bound >= best_eq {
-            continue;
-        }
-        let t = match (&problems[at], equal_of.get(&same(c))) {
-            (Some(p), _) => Some(p.time_ms(&equal_bw)),
-            (None, Some(t)) => Some(*t),
-            (None, None) => build(c).ok().map(|p| p.time_ms(&equal_bw)),
+    let mut at = 0;
+    while at < cands.len() {
+        let end = (at + 2 * threads).min(cands.len());
+        let need = |k: usize| {
+            let counted = matches!(verdicts[k], Some(Verdict::Solved { .. } | Verdict::Pruned { .. }));
+            let solved = matches!(verdicts[k], Some(Verdict::Solved { .. }));
+            counted && cands[k].planned.as_ref().is_ok_and(|b| solved || *b < best_eq)
         };
-        if let Some(t) = t {
-            equal_of.insert(same(c), t);
-        }
-        if let Some(t) = t {
-            set_equal(verdicts[at].as_mut(), t);
-            if t.is_finite() {
-                best_eq = best_eq.min(t);
+        let times: Vec<Option<f64>> = (at..end)
+            .into_par_iter()
+            .map(|k| {
+                if !need(k) {
+                    return None;
+                }
+                let c = &cands[k];
+                match (&problems[k], equal_of.get(&same(c))) {
+                    (Some(p), _) => Some(p.time_ms(&equal_bw)),
+                    (None, Some(t)) => Some(*t),
+                    (None, None) => build(c).ok().map(|p| p.time_ms(&equal_bw)),
+                }
+            })
+            .collect();
+        for (k, t) in (at..end).zip(times) {
+            if let Some(t) = t {
+                equal_of.insert(same(&cands[k]), t);
+                set_equal(verdicts[k].as_mut(), t);
+                if t.is_finite() {
+                    best_eq = best_eq.min(t);
+                }
             }
         }
+        at = end;
     }
     let mut rows: Vec<Row> = cands
         .iter()
@@ -594,18 +609,36 @@ pub fn coopt_in(
         })
         .collect();
     let best_on_equal_split_ms = rows.iter().filter_map(Row::equal_ms).min_by(f64::total_cmp);
-    // The study's own strategy (its placement, recipe and micro-batch).
-    let own = cands
-        .iter()
-        .position(|c| c.s == *base && models[c.model].micro_batch == model.micro_batch);
-    let default_optimized_ms = own.and_then(|at| match (rows[at].time_ms(), &cands[at].planned) {
-        (Some(t), _) => Some(t),
-        (None, Ok(_)) => match build(&cands[at]).map(|p| solve(&p)) {
-            Ok(Verdict::Solved { iteration_time_ms, .. }) => Some(iteration_time_ms),
-            _ => None,
-        },
-        _ => None,
+    // The study's own strategy (its placement, recipe and micro-batch):
+    // its row if the search solved it (the order compared by where it puts
+    // the groups, virtual stages as `each` keeps them), else solved here,
+    // even when the space leaves its recipe out.
+    let unordered = |s: &Strategy| {
+        let mut s = s.clone();
+        s.order = base.order;
+        if s.pp == 1 {
+            s.virtual_stages = 1;
+        }
+        s
+    };
+    let base_mapping = base
+        .groups(fabric)
+        .map(|g| [g[0].to_libra(), g[1].to_libra(), g[2].to_libra()]);
+    let own = cands.iter().position(|c| {
+        unordered(&c.s) == unordered(base)
+            && c.mapping == base_mapping
+            && models[c.model].micro_batch == model.micro_batch
     });
+    let default_optimized_ms = match own.and_then(|at| rows[at].time_ms()) {
+        Some(t) => Some(t),
+        None => transformer::generate(model, npu, base, fabric)
+            .ok()
+            .and_then(|g| problem(study, fabric, &g.workload).ok())
+            .and_then(|p| match solve(&p) {
+                Verdict::Solved { iteration_time_ms, .. } => Some(iteration_time_ms),
+                _ => None,
+            }),
+    };
     let count = |f: fn(&Verdict) -> bool| rows.iter().filter(|r| f(&r.verdict)).count();
     let solved = count(|v| matches!(v, Verdict::Solved { .. }));
     let pruned = count(|v| matches!(v, Verdict::Pruned { .. }));
