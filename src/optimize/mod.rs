@@ -393,6 +393,19 @@ impl Cuts {
 }
 
 /// Row scale so the largest coefficient is 1 (keeps HiGHS well conditioned).
+/// Adds the linear constraint `c` over the bandwidths `b` to `model`, its
+/// row scaled by [`row_scale`].
+fn add_row<M: SolverModel>(model: &mut M, c: &Constraint, b: &[Variable]) {
+    let s = row_scale(&c.coeffs);
+    let lhs: Expression = c.coeffs.iter().zip(b).map(|(k, v)| (k * s) * *v).sum();
+    let rhs = c.rhs * s;
+    match c.sense {
+        Sense::Le => model.add_constraint(lhs.leq(rhs)),
+        Sense::Ge => model.add_constraint(lhs.geq(rhs)),
+        Sense::Eq => model.add_constraint(lhs.eq(rhs)),
+    };
+}
+
 fn row_scale(coeffs: &[f64]) -> f64 {
     let m = coeffs.iter().fold(0.0f64, |a, c| a.max(c.abs()));
     if m > 0.0 { 1.0 / m } else { 1.0 }
@@ -539,14 +552,7 @@ impl<'a> Solver<'a> {
             }
         }
         for c in rows.iter().map(|&i| &self.p.constraints[i]) {
-            let s = row_scale(&c.coeffs);
-            let lhs: Expression = c.coeffs.iter().zip(&b).map(|(k, v)| (k * s) * *v).sum();
-            let rhs = c.rhs * s;
-            match c.sense {
-                Sense::Le => model.add_constraint(lhs.leq(rhs)),
-                Sense::Ge => model.add_constraint(lhs.geq(rhs)),
-                Sense::Eq => model.add_constraint(lhs.eq(rhs)),
-            };
+            add_row(&mut model, c, &b);
         }
         let sol = model.solve()?;
         let bw: Vec<f64> = b.iter().map(|v| sol.value(*v).max(0.0)).collect();
@@ -800,14 +806,7 @@ pub fn most_bandwidth(p: &Problem) -> Vec<f64> {
                 .collect();
             let mut model = highs(vars.maximise(b[d])).set_option("output_flag", false);
             for c in &p.constraints {
-                let s = row_scale(&c.coeffs);
-                let lhs: Expression = c.coeffs.iter().zip(&b).map(|(k, v)| (k * s) * *v).sum();
-                let rhs = c.rhs * s;
-                match c.sense {
-                    Sense::Le => model.add_constraint(lhs.leq(rhs)),
-                    Sense::Ge => model.add_constraint(lhs.geq(rhs)),
-                    Sense::Eq => model.add_constraint(lhs.eq(rhs)),
-                };
+                add_row(&mut model, c, &b);
             }
             match model.solve() {
                 Ok(sol) => sol.value(b[d]).min(cap),
