@@ -634,6 +634,26 @@ fn an_interrupt_leaves_no_partial_file_set() {
     names.sort();
     let want: Vec<String> = (0..8).map(|r| format!("ar.{r}.et")).collect();
     assert_eq!(names, want);
+    // A prefix with no file name is refused, and nothing is written.
+    let up = out.join("..");
+    refused(
+        &[
+            "export",
+            "chakra",
+            s.to_str().unwrap(),
+            "--prefix",
+            up.to_str().unwrap(),
+        ],
+        &["--prefix", "ends in no file name"],
+    );
+    assert_eq!(files_under(&out).len(), 8);
+    assert!(
+        !files_under(dir.path())
+            .iter()
+            .any(|f| f.to_string_lossy().contains(".dimsum-staging")),
+        "{:?}",
+        files_under(dir.path())
+    );
 }
 
 /// SIGTERM during a long synthesis (TACOS, 1,024 restarts on a 4,096-NPU

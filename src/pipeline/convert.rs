@@ -56,8 +56,16 @@ pub fn export_chakra(schedule: &Path, prefix: &Path, size_bytes: Option<f64>) ->
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    // A prefix must end in a name (`out/..` or `/` would put the traces
+    // beside the staging directory, not in it).
+    let name = prefix.file_name().ok_or_else(|| {
+        InputError::arg(
+            "--prefix",
+            format!("`{}` ends in no file name: give one, e.g. out/ring", prefix.display()),
+        )
+    })?;
     let staged = Staged::new(dir)?;
-    let staged_prefix = staged.dir().join(prefix.file_name().unwrap_or_default());
+    let staged_prefix = staged.dir().join(name);
     for (rank, t) in traces.iter().enumerate() {
         write_atomic(&chakra::rank_path(&staged_prefix, rank as u32), t)?;
     }
