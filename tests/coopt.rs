@@ -67,7 +67,7 @@ fn joint_optimum_against_brute_force() {
     let r = coopt::coopt(&s, &|_, _| {}).unwrap();
     let best = r.strategies[0].time_ms().unwrap();
     let base = s.parallelism.clone().unwrap();
-    let all = coopt::strategies(16, &base);
+    let all = coopt::strategies(16, &base, 0);
     assert!(r.searched <= all.len());
     let mut brute = f64::INFINITY;
     let mut valid = 0;
@@ -235,7 +235,7 @@ fn recipe_search_against_brute_force() {
     let mut brute = f64::INFINITY;
     let mut times = Vec::new();
     let (mut valid, mut all) = (0, 0);
-    for placement in coopt::strategies(16, &base) {
+    for placement in coopt::strategies(16, &base, 0) {
         for (mb, st) in space.each(&placement) {
             all += 1;
             let m = transformer::ModelSpec {
@@ -393,4 +393,106 @@ fn the_studys_own_strategy_is_reported_outside_the_space() {
     let own = optimize::solve(&p, Objective::Perf).unwrap().iteration_time_ms;
     assert!(r.strategies.iter().all(|x| x.zero == 3));
     assert_eq!(r.default_optimized_ms, Some(own));
+}
+
+/// TINY as a mixture of experts: 8 experts of FFN 1024, top-2, the first
+/// layer dense, the busiest expert at 1.25 x the mean.
+fn tiny_moe() -> String {
+    TINY.replacen(
+        "bytes_optimizer = 12\n",
+        "bytes_optimizer = 12\nkv_heads = 4\nexperts = 8\ntop_k = 2\nexpert_ffn = 1024\nfirst_dense = 1\nexpert_imbalance = 1.25\n",
+        1,
+    )
+}
+
+/// The MoE search (TP x PP x DP x EP, placements and a recipe space),
+/// brute-forced: every candidate generated and solved on its own. The
+/// search's optimum and first rows are the brute-force best; its compute
+/// bound is what the records sum to; expert parallelism is searched and
+/// the best uses it.
+#[test]
+fn moe_search_against_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = tiny(dir.path(), &tiny_moe());
+    let space = transformer::RecipeSpace {
+        micro_batch: vec![1, 2],
+        recompute: vec![transformer::Recompute::None, transformer::Recompute::Full],
+        zero: vec![1, 3],
+        sequence_parallel: vec![false, true],
+        virtual_stages: vec![1, 2],
+    };
+    let r = coopt::coopt_in(&s, &space, &|_, _| {}).unwrap();
+    let best = r.strategies[0].time_ms().unwrap();
+    let (model, npu) = (s.model.as_ref().unwrap(), s.npu.as_ref().unwrap());
+    let base = s.parallelism.clone().unwrap();
+    let placements = coopt::strategies(16, &base, 8);
+    // EP 1, 2, 4 and 8 where they divide DP.
+    assert!(placements.iter().any(|p| p.ep == 8) && placements.iter().all(|p| p.dp % p.ep == 0));
+    let mut times = Vec::new();
+    for placement in placements {
+        for (mb, st) in space.each(&placement) {
+            let m = transformer::ModelSpec {
+                micro_batch: mb,
+                ..model.clone()
+            };
+            let Ok(g) = transformer::generate(&m, npu, &st, &s.fabric) else {
+                continue;
+            };
+            let planned = transformer::plan(&m, npu, &st, &s.fabric).unwrap();
+            let summed = g.workload.compute_ns();
+            assert!((planned.compute_ns - summed).abs() <= 1e-12 * summed, "{st:?}");
+            let it = IterationModel::new(&g.workload, &s.fabric, &s.collective, s.training_loop);
+            let p = Problem::new(&s.fabric, it, s.linear_cost(), s.constraints(&[]).unwrap());
+            let t = optimize::solve(&p, Objective::Perf).unwrap().iteration_time_ms;
+            assert!(best <= t * (1.0 + 1e-9), "{st:?} mb {mb}: {t} < joint {best}");
+            times.push(t);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    assert!(times.len() > 100, "{}", times.len());
+    for (row, t) in r.strategies.iter().take(coopt::EXACT_TOP).zip(&times) {
+        let a = row.time_ms().unwrap();
+        assert!((a - t).abs() <= 1e-9 * t, "{a} vs {t}");
+    }
+    assert_eq!(r.solved + r.pruned + r.rejected, r.searched);
+    assert!(
+        r.strategies.iter().any(|x| x.ep > 1 && x.time_ms().is_some()),
+        "no EP > 1 solved"
+    );
+}
+
+/// MoE and GQA fields are checked where they are written.
+#[test]
+fn moe_fields_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.toml");
+    for (from, to, needle) in [
+        ("top_k = 2", "top_k = 9", "top_k = 9 is not allowed: 1 to the 8 experts"),
+        ("experts = 8", "experts = 1", "experts = 1 is not allowed"),
+        (
+            "kv_heads = 4",
+            "kv_heads = 5",
+            "kv_heads 5 is not allowed: a divisor of the 16 heads",
+        ),
+        ("first_dense = 1", "first_dense = 4", "first_dense = 4 is not allowed"),
+        (
+            "expert_imbalance = 1.25",
+            "expert_imbalance = 0.5",
+            "expert_imbalance = 0.5 is not allowed",
+        ),
+        (
+            "expert_imbalance = 1.25",
+            "expert_imbalance = 1.25\ncapacity_factor = 1.0",
+            "not both",
+        ),
+        ("experts = 8\n", "", "`top_k` needs `experts`"),
+        ("dp = 4", "dp = 4\nep = 3", "ep 3 must divide dp 4 and the 8 experts"),
+    ] {
+        let text = tiny_moe().replacen(from, to, 1);
+        assert_ne!(text, tiny_moe(), "{from}");
+        std::fs::write(&p, &text).unwrap();
+        let e = Study::load(&p).unwrap_err().to_string();
+        assert!(e.contains(needle), "{from}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
 }

@@ -72,8 +72,7 @@ use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, Workload
 use serde::{Deserialize, Serialize};
 
 /// A transformer model and its training batch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelSpec {
     /// Name.
     pub name: String,
@@ -83,7 +82,10 @@ pub struct ModelSpec {
     pub hidden: u64,
     /// Attention heads a.
     pub heads: u32,
-    /// FFN size f.
+    /// Key-value heads (grouped-query attention; `heads` for multi-head
+    /// attention): K and V are `h kv / a` wide.
+    pub kv_heads: u32,
+    /// FFN size f (of the dense layers).
     pub ffn: u64,
     /// FFN matrices: 2 (GELU MLP) or 3 (SwiGLU).
     pub ffn_matrices: u32,
@@ -101,21 +103,85 @@ pub struct ModelSpec {
     pub bytes_grad: f64,
     /// Bytes of optimizer state per parameter (Adam, fp32 master, m, v: 12).
     pub bytes_optimizer: f64,
+    /// Mixture of experts, if the model has it.
+    pub moe: Option<Moe>,
+}
+
+/// The mixture-of-experts FFN of a model (`[model] experts`, ...): in each
+/// MoE layer a router sends every token to `top_k` of `experts` routed
+/// experts (and to every shared expert), each an FFN of `expert_ffn` with
+/// the model's `ffn_matrices`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Moe {
+    /// Routed experts E.
+    pub experts: u32,
+    /// Routed experts per token k.
+    pub top_k: u32,
+    /// FFN size of one expert.
+    pub expert_ffn: u64,
+    /// Shared experts every token goes through (DeepSeek), each of
+    /// `expert_ffn`.
+    pub shared_experts: u32,
+    /// Every `moe_every`-th layer from `first_dense` on is MoE (1: all),
+    /// the others dense.
+    pub moe_every: u32,
+    /// The first layers, dense.
+    pub first_dense: u32,
+    /// Capacity factor c: each expert's buffer holds c times its mean
+    /// tokens, padded, and tokens over it are dropped (GShard, Switch);
+    /// `None`: dropless.
+    pub capacity_factor: Option<f64>,
+    /// Dropless routing: the busiest expert's tokens over the mean (>= 1).
+    pub imbalance: f64,
+}
+
+impl Moe {
+    /// The busiest expert's tokens over the mean: the capacity factor
+    /// (buffers are padded to it), else the imbalance.
+    pub fn load(&self) -> f64 {
+        self.capacity_factor.unwrap_or(self.imbalance)
+    }
+
+    /// Whether layer `l` (from 0) is a MoE layer.
+    pub fn is_moe(&self, l: u32) -> bool {
+        l >= self.first_dense && (l - self.first_dense).is_multiple_of(self.moe_every.max(1))
+    }
 }
 
 impl ModelSpec {
     /// Preset names.
-    pub(crate) const PRESETS: [&'static str; 4] = ["gpt3-175b", "llama2-70b", "llama3-405b", "gpt-1t"];
+    pub(crate) const PRESETS: [&'static str; 6] = [
+        "gpt3-175b",
+        "llama2-70b",
+        "llama3-405b",
+        "gpt-1t",
+        "mixtral-8x7b",
+        "deepseek-v3-like",
+    ];
 
     /// A preset with its published shape.
     /// - GPT-3 175B: 96 layers, h 12288, 96 heads, s 2048 (Brown et al., 2020);
     ///   global batch 1536 as in Narayanan et al., SC'21.
-    /// - Llama-2 70B: 80 layers, h 8192, 64 heads, SwiGLU FFN 28672, s 4096,
-    ///   vocabulary 32000, 4M-token batches (Touvron et al., 2023).
-    /// - Llama-3 405B: 126 layers, h 16384, 128 heads, FFN 53248, s 8192,
-    ///   vocabulary 128256, 16M-token batches (Llama 3 herd of models, 2024).
+    /// - Llama-2 70B: 80 layers, h 8192, 64 heads (8 key-value heads), SwiGLU
+    ///   FFN 28672, s 4096, vocabulary 32000, 4M-token batches (Touvron et
+    ///   al., 2023).
+    /// - Llama-3 405B: 126 layers, h 16384, 128 heads (8 key-value heads),
+    ///   FFN 53248, s 8192, vocabulary 128256, 16M-token batches (Llama 3
+    ///   herd of models, 2024).
     /// - 1T: 128 layers, h 25600, 160 heads, s 2048, batch 3072 (the
     ///   1-trillion-parameter row of Narayanan et al., SC'21, Table 1).
+    /// - Mixtral 8x7B: 32 layers, h 4096, 32 heads (8 key-value heads),
+    ///   8 SwiGLU experts of 14336, top-2, every layer, vocabulary 32000
+    ///   (Jiang et al., "Mixtral of experts", 2024: 46.7B parameters, 12.9B
+    ///   active); s 4096 and 4M-token batches (not published).
+    /// - DeepSeek-V3-like: 61 layers, h 7168, 128 heads, the first 3 layers
+    ///   dense (SwiGLU 18432), then 256 routed experts of 2048, top-8, and
+    ///   one shared expert, dropless; vocabulary 129280, s 4096, batch 15360
+    ///   (DeepSeek-AI, "DeepSeek-V3 technical report", 2024: 671B
+    ///   parameters, 37B active). "Like": multi-head attention stands in for
+    ///   multi-head latent attention (4 h^2 parameters a layer, 205M, where
+    ///   MLA has 187M), BF16 for FP8, tied embeddings, no multi-token
+    ///   prediction module.
     ///
     /// All in Megatron-LM's mixed precision: BF16 weights and activations,
     /// gradients accumulated and all-reduced in fp32 buffers (4 bytes), fp32
@@ -127,6 +193,7 @@ impl ModelSpec {
             layers,
             hidden,
             heads,
+            kv_heads: heads,
             ffn,
             ffn_matrices: k,
             seq,
@@ -136,25 +203,110 @@ impl ModelSpec {
             bytes_weight: 2.0,
             bytes_grad: 4.0,
             bytes_optimizer: 12.0,
+            moe: None,
+        };
+        let moe = |experts, top_k, expert_ffn, shared_experts, first_dense| Moe {
+            experts,
+            top_k,
+            expert_ffn,
+            shared_experts,
+            moe_every: 1,
+            first_dense,
+            capacity_factor: None,
+            imbalance: 1.0,
         };
         Some(match name {
             "gpt3-175b" => m("gpt3-175b", 96, 12288, 96, 4 * 12288, 2, 2048, 50257, 1536),
-            "llama2-70b" => m("llama2-70b", 80, 8192, 64, 28672, 3, 4096, 32000, 1024),
-            "llama3-405b" => m("llama3-405b", 126, 16384, 128, 53248, 3, 8192, 128256, 2048),
+            "llama2-70b" => ModelSpec {
+                kv_heads: 8,
+                ..m("llama2-70b", 80, 8192, 64, 28672, 3, 4096, 32000, 1024)
+            },
+            "llama3-405b" => ModelSpec {
+                kv_heads: 8,
+                ..m("llama3-405b", 126, 16384, 128, 53248, 3, 8192, 128256, 2048)
+            },
             "gpt-1t" => m("gpt-1t", 128, 25600, 160, 4 * 25600, 2, 2048, 51200, 3072),
+            "mixtral-8x7b" => ModelSpec {
+                kv_heads: 8,
+                moe: Some(moe(8, 2, 14336, 0, 0)),
+                ..m("mixtral-8x7b", 32, 4096, 32, 14336, 3, 4096, 32000, 1024)
+            },
+            "deepseek-v3-like" => ModelSpec {
+                moe: Some(moe(256, 8, 2048, 1, 3)),
+                ..m("deepseek-v3-like", 61, 7168, 128, 18432, 3, 4096, 129280, 15360)
+            },
             _ => return None,
         })
     }
 
-    /// Parameters of one layer.
-    fn layer_params(&self) -> f64 {
+    /// Parameters of one layer's attention: Q and the output projection
+    /// `h^2` each, K and V `h^2 kv / a` each.
+    pub fn attention_params(&self) -> f64 {
         let h = self.hidden as f64;
-        4.0 * h * h + f64::from(self.ffn_matrices) * h * self.ffn as f64
+        2.0 * h * h * (1.0 + f64::from(self.kv_heads) / f64::from(self.heads))
+    }
+
+    /// Parameters of a dense layer's FFN.
+    pub fn dense_ffn_params(&self) -> f64 {
+        f64::from(self.ffn_matrices) * self.hidden as f64 * self.ffn as f64
+    }
+
+    /// Parameters of one expert.
+    pub fn expert_params(&self) -> f64 {
+        self.moe.as_ref().map_or(0.0, |x| {
+            f64::from(self.ffn_matrices) * self.hidden as f64 * x.expert_ffn as f64
+        })
+    }
+
+    /// Parameters of a MoE layer outside its routed experts: the router
+    /// (`h E`) and the shared experts.
+    pub fn moe_dense_params(&self) -> f64 {
+        self.moe.as_ref().map_or(0.0, |x| {
+            self.hidden as f64 * f64::from(x.experts) + f64::from(x.shared_experts) * self.expert_params()
+        })
+    }
+
+    /// Whether layer `l` (from 0) is a MoE layer.
+    pub fn is_moe(&self, l: u32) -> bool {
+        self.moe.as_ref().is_some_and(|x| x.is_moe(l))
+    }
+
+    /// The model's dense and MoE layers.
+    pub fn layer_counts(&self) -> (u32, u32) {
+        let moe = (0..self.layers).filter(|&l| self.is_moe(l)).count() as u32;
+        (self.layers - moe, moe)
+    }
+
+    /// Parameters of a dense layer (`moe` false) or a MoE layer: all of
+    /// them, or (`active`) those one token goes through (its `top_k`
+    /// routed experts).
+    fn layer_params(&self, moe: bool, active: bool) -> f64 {
+        match &self.moe {
+            Some(x) if moe => {
+                let routed = if active { x.top_k } else { x.experts };
+                self.attention_params() + self.moe_dense_params() + f64::from(routed) * self.expert_params()
+            }
+            _ => self.attention_params() + self.dense_ffn_params(),
+        }
+    }
+
+    fn sum_layers(&self, per_layer: impl Fn(bool) -> f64) -> f64 {
+        let (dense, moe) = self.layer_counts();
+        let mut out = f64::from(dense) * per_layer(false);
+        if moe > 0 {
+            out += f64::from(moe) * per_layer(true);
+        }
+        out
     }
 
     /// All parameters.
     pub fn params(&self) -> f64 {
-        f64::from(self.layers) * self.layer_params() + self.embedding_params()
+        self.sum_layers(|moe| self.layer_params(moe, false)) + self.embedding_params()
+    }
+
+    /// The parameters one token goes through (all of them in a dense model).
+    pub fn active_params(&self) -> f64 {
+        self.sum_layers(|moe| self.layer_params(moe, true)) + self.embedding_params()
     }
 
     /// The (tied) embedding's parameters, `V h`.
@@ -162,10 +314,12 @@ impl ModelSpec {
         self.vocab as f64 * self.hidden as f64
     }
 
-    /// Forward FLOPs of one layer for one micro-batch.
-    pub fn layer_forward_flops(&self) -> f64 {
+    /// Forward FLOPs of a dense (`moe` false) or MoE layer for one
+    /// micro-batch: two per active parameter per token, and the attention
+    /// core's `4 b s^2 h`.
+    pub fn layer_forward_flops(&self, moe: bool) -> f64 {
         let (b, s, h) = (self.micro_batch as f64, self.seq as f64, self.hidden as f64);
-        2.0 * b * s * self.layer_params() + 4.0 * b * s * s * h
+        2.0 * b * s * self.layer_params(moe, true) + 4.0 * b * s * s * h
     }
 
     /// FLOPs of one iteration as Megatron-LM counts them (Narayanan et al.,
@@ -174,7 +328,8 @@ impl ModelSpec {
     /// (forward, input and weight gradients), four with full
     /// recomputation, and the logits three times. Selective recomputation
     /// (Korthikanti et al.) runs the attention core's two matrix products
-    /// (`Q K^T` and the scores times `V`, `4 b s^2 h`) a second time.
+    /// (`Q K^T` and the scores times `V`, `4 b s^2 h`) a second time. A MoE
+    /// layer counts the experts a token goes through.
     pub fn iteration_flops(&self, recompute: Recompute) -> f64 {
         let passes = if recompute == Recompute::Full { 4.0 } else { 3.0 };
         let (b, s, h) = (self.micro_batch as f64, self.seq as f64, self.hidden as f64);
@@ -185,7 +340,7 @@ impl ModelSpec {
         };
         let micro_batches = self.global_batch as f64 / b;
         let logits = 2.0 * b * s * h * self.vocab as f64;
-        micro_batches * (f64::from(self.layers) * (passes * self.layer_forward_flops() + again) + 3.0 * logits)
+        micro_batches * (self.sum_layers(|moe| passes * self.layer_forward_flops(moe) + again) + 3.0 * logits)
     }
 }
 
@@ -257,6 +412,10 @@ pub struct Strategy {
     pub pp: u64,
     /// Data-parallel degree d.
     pub dp: u64,
+    /// Expert-parallel degree (MoE models): the experts are split over the
+    /// innermost `ep` ranks of each data-parallel group, and replicated
+    /// over the rest (the expert-data-parallel group of `dp / ep`).
+    pub ep: u64,
     /// ZeRO stage 0-3.
     pub zero: u8,
     /// Sequence parallelism with TP.
@@ -283,6 +442,7 @@ impl Strategy {
             tp,
             pp,
             dp,
+            ep: 1,
             zero: 1,
             sequence_parallel: true,
             recompute: Recompute::None,
@@ -458,6 +618,24 @@ impl Strategy {
         let [a, b, c] = out;
         Some([a?, b?, c?])
     }
+
+    /// The expert-parallel group (the innermost `ep` ranks of the
+    /// data-parallel group) and the expert-data-parallel group (the rest of
+    /// it, `dp / ep`) on `fabric`.
+    pub fn expert_groups(&self, fabric: &Fabric) -> Option<[Group; 2]> {
+        let npus: Vec<u32> = fabric.dims.iter().map(|d| d.npus).collect();
+        let skip: u64 = self
+            .order
+            .iter()
+            .take_while(|p| **p != Par::Dp)
+            .map(|p| self.degree(*p))
+            .product();
+        let ep = self.ep.max(1);
+        Some([
+            place(skip, ep, &npus)?,
+            place(skip.checked_mul(ep)?, self.dp / ep, &npus)?,
+        ])
+    }
 }
 
 /// Memory per NPU, bytes.
@@ -519,8 +697,8 @@ pub enum StrategyError {
         /// Heads.
         heads: u32,
     },
-    /// PP x virtual stages does not divide the layers.
-    #[error("pp {pp} x virtual_stages {v} does not divide the {layers} layers")]
+    /// PP x virtual stages is more than the layers.
+    #[error("pp {pp} x virtual_stages {v} is more than the {layers} layers")]
     Layers {
         /// PP degree.
         pp: u64,
@@ -528,6 +706,24 @@ pub enum StrategyError {
         v: u64,
         /// Layers.
         layers: u32,
+    },
+    /// TP does not divide the key-value heads.
+    #[error("tp {tp} does not divide the {kv_heads} key-value heads")]
+    KvHeads {
+        /// TP degree.
+        tp: u64,
+        /// Key-value heads.
+        kv_heads: u32,
+    },
+    /// EP does not divide DP or the experts (or the model has none).
+    #[error("ep {ep} must divide dp {dp} and the {experts} experts")]
+    Experts {
+        /// EP degree.
+        ep: u64,
+        /// DP degree.
+        dp: u64,
+        /// Routed experts (0: a dense model, where EP is 1).
+        experts: u32,
     },
     /// DP x micro-batch does not divide the global batch.
     #[error("dp {dp} x micro-batch {micro_batch} does not divide the global batch {global_batch}")]
@@ -596,6 +792,9 @@ pub struct LayerTimes {
     pub attention: BlockTime,
     /// FFN block.
     pub ffn: BlockTime,
+    /// A MoE layer's FFN (router, shared and routed experts, token
+    /// permutation), if the model has one.
+    pub moe: Option<BlockTime>,
     /// Logits and cross-entropy (the last stage).
     pub logits: BlockTime,
 }
@@ -627,12 +826,15 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
         )
     };
     let add = |x: (f64, f64, f64), y: (f64, f64, f64)| (x.0 + y.0, x.1 + y.1, x.2 + y.2);
-    let linear = add(gemm(m, 3.0 * h / t, h, 1.0), gemm(m, h, h / t, 1.0));
+    // Q, K and V (K and V of kv / a the width), then the output projection.
+    let kv = f64::from(model.kv_heads) / a;
+    let linear = add(gemm(m, (1.0 + 2.0 * kv) * h / t, h, 1.0), gemm(m, h, h / t, 1.0));
     let (core_fwd, core_bwd) = if s.flash_attention {
         // One fused kernel: 4 b s^2 h / t FLOPs forward, 2.5 times that
-        // backward (the scores recomputed), reading Q, K, V and writing O.
+        // backward (the scores recomputed), reading Q, K, V and writing O
+        // (K and V kv / a as wide as Q).
         let flops = 4.0 * b * sq * sq * h / t;
-        let io = 4.0 * m * h / t * e;
+        let io = (2.0 + 2.0 * kv) * m * h / t * e;
         (d.fused_ns(flops, io), d.fused_ns(2.5 * flops, 2.0 * io))
     } else {
         let scores = gemm(sq, sq, dh, heads);
@@ -670,7 +872,49 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
         weight_grad_ns: lg.2,
         selective_ns: 0.0,
     };
-    LayerTimes { attention, ffn, logits }
+    let moe = model.moe.as_ref().map(|x| {
+        let k_mat = f64::from(model.ffn_matrices);
+        let fe = x.expert_ffn as f64;
+        // This NPU's experts and the token copies they process: the EP
+        // group's M k copies spread over its ranks, the busiest expert's
+        // share `load` times the mean.
+        let local = f64::from(x.experts) / s.ep.max(1) as f64;
+        let copies = m * f64::from(x.top_k) * x.load();
+        let rows = copies / local;
+        let routed = add(
+            gemm(rows, (k_mat - 1.0) * fe / t, h, local),
+            gemm(rows, h, fe / t, local),
+        );
+        let shared_f = f64::from(x.shared_experts) * fe;
+        let shared = if shared_f > 0.0 {
+            add(
+                gemm(m, (k_mat - 1.0) * shared_f / t, h, 1.0),
+                gemm(m, h, shared_f / t, 1.0),
+            )
+        } else {
+            (0.0, 0.0, 0.0)
+        };
+        // The router's logits, on every TP rank.
+        let router = gemm(m, f64::from(x.experts), h, 1.0);
+        let all = add(add(routed, shared), router);
+        // The activation over every copy's intermediate; the permutation
+        // reads and writes each copy going in and coming out.
+        let act = k_mat * (copies + m * f64::from(x.shared_experts)) * fe / t * e;
+        let permute = 4.0 * copies * h * e;
+        let stream = block_stream + act + permute;
+        BlockTime {
+            forward_ns: all.0 + d.stream_ns(stream),
+            input_grad_ns: all.1 + d.stream_ns(2.0 * stream),
+            weight_grad_ns: all.2,
+            selective_ns: 0.0,
+        }
+    });
+    LayerTimes {
+        attention,
+        ffn,
+        moe,
+        logits,
+    }
 }
 
 /// A strategy checked without its records: everything `generate` knows
@@ -683,6 +927,8 @@ pub struct Planned {
     pub memory: Memory,
     /// The tp, pp and dp groups on the fabric.
     pub groups: [Group; 3],
+    /// The expert-parallel and expert-data-parallel groups (MoE models).
+    pub expert_groups: Option<[Group; 2]>,
     /// The iteration's compute, ns: [`compute_ns`], what the generated
     /// workload's records sum to.
     pub compute_ns: f64,
@@ -693,10 +939,15 @@ pub struct Planned {
 /// same errors as [`generate`].
 pub fn plan(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Result<Planned, StrategyError> {
     let m = check(model, s, fabric)?;
-    let groups = s.groups(fabric).ok_or_else(|| StrategyError::Placement {
+    let placement = || StrategyError::Placement {
         order: s.order_name(),
         shape: fabric.shape(),
-    })?;
+    };
+    let groups = s.groups(fabric).ok_or_else(placement)?;
+    let expert_groups = match model.moe {
+        Some(_) => Some(s.expert_groups(fabric).ok_or_else(placement)?),
+        None => None,
+    };
     let memory = memory(model, npu, s, m);
     if memory.total() > npu.hbm_gib * crate::model::units::BYTES_PER_GIB {
         return Err(StrategyError::Memory {
@@ -708,45 +959,152 @@ pub fn plan(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Resu
         micro_batches: m,
         memory,
         groups,
+        expert_groups,
         compute_ns: compute_ns(model, npu, s, m),
     })
 }
 
+/// The timed device's layers, (dense, MoE): each of its v chunks holds
+/// `ceil(L / (p v))` layers (every chunk as many as the largest when p v
+/// does not divide L: uneven stages, timed on the fullest), and as many of
+/// them are MoE layers as on the device that holds the most (chunk `j` of
+/// the `p v` holds layers `j L / (p v)` to `(j + 1) L / (p v)`; device `k`
+/// holds chunks `k, k + p, ...`).
+pub fn device_layers(model: &ModelSpec, s: &Strategy) -> (u64, u64) {
+    let (p, v) = (s.pp.max(1), s.virtual_stages.max(1));
+    let layers = u64::from(model.layers);
+    let chunks = p.saturating_mul(v).max(1);
+    let n = layers.div_ceil(chunks).saturating_mul(v);
+    if model.moe.is_none() {
+        return (n, 0);
+    }
+    let mut most = 0;
+    for k in 0..p.min(layers) {
+        let mut count = 0;
+        for j in 0..v {
+            let chunk = j * p + k;
+            let (lo, hi) = (chunk * layers / chunks, (chunk + 1) * layers / chunks);
+            count += (lo..hi).filter(|&l| model.is_moe(l as u32)).count() as u64;
+        }
+        most = most.max(count);
+    }
+    let most = most.min(n);
+    (n - most, most)
+}
+
+/// One block of a layer as the timed device runs it.
+struct Block {
+    name: &'static str,
+    time: BlockTime,
+    /// The parameters whose gradients it accumulates and buckets, per NPU.
+    params: f64,
+    /// Its bucket goes to the expert-data-parallel group (routed experts),
+    /// else to the data-parallel group.
+    expert: bool,
+}
+
+/// The two blocks of a dense (`moe` false) or MoE layer: attention (with
+/// a MoE layer's router and shared experts' parameters) and the FFN or
+/// the routed experts.
+fn blocks(model: &ModelSpec, s: &Strategy, times: &LayerTimes, moe: bool) -> [Block; 2] {
+    let t = s.tp as f64;
+    match (&model.moe, times.moe) {
+        (Some(x), Some(experts)) if moe => [
+            Block {
+                name: "attn",
+                time: times.attention,
+                params: (model.attention_params() + model.moe_dense_params()) / t,
+                expert: false,
+            },
+            Block {
+                name: "experts",
+                time: experts,
+                params: f64::from(x.experts) / s.ep.max(1) as f64 * model.expert_params() / t,
+                expert: true,
+            },
+        ],
+        _ => [
+            Block {
+                name: "attn",
+                time: times.attention,
+                params: model.attention_params() / t,
+                expert: false,
+            },
+            Block {
+                name: "ffn",
+                time: times.ffn,
+                params: model.dense_ffn_params() / t,
+                expert: false,
+            },
+        ],
+    }
+}
+
+/// The parameters on one NPU of the timed device, after the TP split:
+/// (those replicated over the data-parallel group, the routed experts
+/// replicated over the expert-data-parallel group).
+fn rank_params(model: &ModelSpec, s: &Strategy) -> (f64, f64) {
+    let (dense, moe) = device_layers(model, s);
+    let t = s.tp as f64;
+    let mut shared = dense as f64 * model.layer_params(false, false) + model.embedding_params();
+    let mut experts = 0.0;
+    if let Some(x) = &model.moe
+        && moe > 0
+    {
+        shared = dense as f64 * model.layer_params(false, false)
+            + moe as f64 * (model.attention_params() + model.moe_dense_params())
+            + model.embedding_params();
+        experts = moe as f64 * f64::from(x.experts) / s.ep.max(1) as f64 * model.expert_params() / t;
+    }
+    (shared / t, experts)
+}
+
+/// `(dp, dp / ep)`: the data-parallel and expert-data-parallel degrees.
+fn dp_degrees(s: &Strategy) -> (f64, f64) {
+    (s.dp as f64, (s.dp / s.ep.max(1)) as f64)
+}
+
 /// The compute of the iteration [`generate`] builds for `s` with `m`
 /// micro-batches, ns, in closed form (no records): per micro-batch slot,
-/// every layer's attention and FFN blocks (forward; input gradients plus
-/// what selective recomputation runs again; weight gradients plus the fp32
-/// gradient buffer's accumulation; the forward again under full
-/// recomputation) and the logits, over the m + (p - 1) / v slots of the
-/// 1F1B schedule, then the optimizer step over the NPU's share of the
-/// stage. A lower bound on the iteration at any bandwidth (communication
-/// only adds), so coopt orders and prunes strategies by it.
+/// every layer's two blocks (forward; input gradients plus what selective
+/// recomputation runs again; weight gradients plus the fp32 gradient
+/// buffer's accumulation; the forward again under full recomputation) and
+/// the logits, over the m + (p - 1) / v slots of the 1F1B schedule, then
+/// the optimizer step over the NPU's share of the stage. A lower bound on
+/// the iteration at any bandwidth (communication only adds), so coopt
+/// orders and prunes strategies by it.
 pub fn compute_ns(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64) -> f64 {
     let d = &npu.device;
     let times = layer_times(model, s, d);
     let t = s.tp as f64;
-    let h = model.hidden as f64;
-    let block_params = [4.0 * h * h, f64::from(model.ffn_matrices) * h * model.ffn as f64];
     let accumulate = model.bytes_weight + 2.0 * model.bytes_grad;
-    let n_layers = u64::from(model.layers) / s.pp;
-    let mut layer = 0.0;
-    for (bt, params) in [(times.attention, block_params[0]), (times.ffn, block_params[1])] {
-        let selective = if s.recompute == Recompute::Selective {
-            bt.selective_ns
-        } else {
-            0.0
-        };
-        let again = if s.recompute == Recompute::Full {
-            bt.forward_ns
-        } else {
-            0.0
-        };
-        layer += bt.forward_ns
-            + bt.input_grad_ns
-            + selective
-            + bt.weight_grad_ns
-            + d.stream_ns(params / t * accumulate)
-            + again;
+    let (dense, moe) = device_layers(model, s);
+    let layer = |is_moe: bool| {
+        let mut out = 0.0;
+        for b in blocks(model, s, &times, is_moe) {
+            let bt = b.time;
+            let selective = if s.recompute == Recompute::Selective {
+                bt.selective_ns
+            } else {
+                0.0
+            };
+            let again = if s.recompute == Recompute::Full {
+                bt.forward_ns
+            } else {
+                0.0
+            };
+            out += bt.forward_ns
+                + bt.input_grad_ns
+                + selective
+                + bt.weight_grad_ns
+                + d.stream_ns(b.params * accumulate)
+                + again;
+        }
+        out
+    };
+    let mut body = dense as f64 * layer(false);
+    if moe > 0 {
+        body += moe as f64 * layer(true);
     }
     let embedding = model.embedding_params();
     let logits = times.logits.forward_ns
@@ -754,10 +1112,15 @@ pub fn compute_ns(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64) -> f64 {
         + times.logits.weight_grad_ns
         + d.stream_ns(embedding / t * accumulate);
     let slots = m as f64 + (s.pp as f64 - 1.0) / s.virtual_stages.max(1) as f64;
-    let stage_params = n_layers as f64 * model.layer_params() + embedding;
-    let share = stage_params / t / if s.zero >= 1 { s.dp as f64 } else { 1.0 };
+    let (shared, experts) = rank_params(model, s);
+    let (dp, edp) = dp_degrees(s);
+    let share = if s.zero >= 1 {
+        shared / dp + experts / edp
+    } else {
+        shared + experts
+    };
     let adam = model.bytes_grad + 24.0 + model.bytes_weight;
-    (n_layers as f64 * layer + logits) * slots + d.stream_ns(share * adam)
+    (body + logits) * slots + d.stream_ns(share * adam)
 }
 
 /// Generates the iteration of `model` on `npu` under `s` on `fabric`, or
@@ -767,12 +1130,16 @@ pub fn generate(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> 
         micro_batches: m,
         memory,
         groups: [tp_g, pp_g, dp_g],
+        expert_groups,
         ..
     } = plan(model, npu, s, fabric)?;
+    let [ep_g, edp_g] = expert_groups.unwrap_or_else(|| [Group(vec![None; fabric.ndims()]), dp_g.clone()]);
     let g = Groups {
         tp: &tp_g,
         pp: &pp_g,
         dp: &dp_g,
+        ep: &ep_g,
+        edp: &edp_g,
     };
     Ok(Generated {
         workload: Workload {
@@ -795,6 +1162,9 @@ fn check(model: &ModelSpec, s: &Strategy, fabric: &Fabric) -> Result<u64, Strate
     if model.micro_batch == 0 || model.global_batch == 0 {
         return Err(bad_model("micro_batch and global_batch must be >= 1"));
     }
+    if model.kv_heads == 0 || !model.heads.is_multiple_of(model.kv_heads) {
+        return Err(bad_model("kv_heads must divide heads"));
+    }
     let n = fabric.npus();
     let product = s.tp.checked_mul(s.pp).and_then(|x| x.checked_mul(s.dp));
     if product != Some(n) {
@@ -809,8 +1179,26 @@ fn check(model: &ModelSpec, s: &Strategy, fabric: &Fabric) -> Result<u64, Strate
             heads: model.heads,
         });
     }
+    if u64::from(model.kv_heads) % s.tp != 0 {
+        return Err(StrategyError::KvHeads {
+            tp: s.tp,
+            kv_heads: model.kv_heads,
+        });
+    }
+    let experts = model.moe.as_ref().map_or(0, |x| x.experts);
+    let ep_fits = match &model.moe {
+        Some(x) => s.ep >= 1 && s.dp.is_multiple_of(s.ep) && u64::from(x.experts).is_multiple_of(s.ep),
+        None => s.ep == 1,
+    };
+    if !ep_fits {
+        return Err(StrategyError::Experts {
+            ep: s.ep,
+            dp: s.dp,
+            experts,
+        });
+    }
     let v = s.virtual_stages.max(1);
-    if s.pp.checked_mul(v).is_none_or(|pv| u64::from(model.layers) % pv != 0) {
+    if s.pp.checked_mul(v).is_none_or(|pv| pv > u64::from(model.layers)) {
         return Err(StrategyError::Layers {
             pp: s.pp,
             v,
@@ -834,25 +1222,53 @@ fn check(model: &ModelSpec, s: &Strategy, fabric: &Fabric) -> Result<u64, Strate
 
 /// Memory per NPU on the first stage (see the module doc).
 pub fn memory(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64) -> Memory {
-    let (t, p, d) = (s.tp as f64, s.pp as f64, s.dp as f64);
+    let (t, p) = (s.tp as f64, s.pp as f64);
     let (b, sq, h) = (model.micro_batch as f64, model.seq as f64, model.hidden as f64);
     let v = s.virtual_stages.max(1) as f64;
-    let layers_per_stage = f64::from(model.layers) / p;
-    let stage_params = layers_per_stage * model.layer_params() + model.embedding_params();
-    let shard = |on: bool| if on { d } else { 1.0 };
+    let (dense, moe) = device_layers(model, s);
+    let (shared, experts) = rank_params(model, s);
+    let (dp, edp) = dp_degrees(s);
+    let sharded = |bytes: f64, on: bool| {
+        if on {
+            shared * bytes / dp + experts * bytes / edp
+        } else {
+            (shared + experts) * bytes
+        }
+    };
     let sp = if s.sequence_parallel { t } else { 1.0 };
     let core = if s.flash_attention || s.recompute == Recompute::Selective {
         0.0
     } else {
         5.0 * f64::from(model.heads) * sq / h
     };
-    let per_layer_act = match (s.recompute, s.sequence_parallel) {
-        (Recompute::Full, _) => 2.0 * sq * b * h / sp,
-        (_, true) => sq * b * h * (34.0 + core) / t,
-        (_, false) => sq * b * h * (10.0 + 24.0 / t + core / t),
+    // K and V (2 s b h each in Korthikanti's count) are kv / a as wide.
+    let kv_saved = 4.0 * (1.0 - f64::from(model.kv_heads) / f64::from(model.heads));
+    // A MoE layer: the FFN's intermediates (16 s b h for f = 4 h) scale
+    // with the width a token sees, (k load + shared) f_e instead of f; the
+    // dispatched and combined token copies (2 k load s b h each) are held
+    // whole on every TP rank (split only with sequence parallelism).
+    let (copies, wider) = match &model.moe {
+        Some(x) => {
+            let per_token = f64::from(x.top_k) * x.load();
+            let width = (per_token + f64::from(x.shared_experts)) * x.expert_ffn as f64;
+            (4.0 * per_token, 16.0 * (width - model.ffn as f64) / (4.0 * h))
+        }
+        None => (0.0, 0.0),
+    };
+    let per_layer_act = |is_moe: bool| {
+        let (rep, split) = if is_moe { (copies, wider) } else { (0.0, 0.0) };
+        match (s.recompute, s.sequence_parallel) {
+            (Recompute::Full, _) => 2.0 * sq * b * h / sp,
+            (_, true) => sq * b * h * (34.0 + core - kv_saved + rep + split) / t,
+            (_, false) => sq * b * h * (10.0 + rep + (24.0 - kv_saved + split) / t + core / t),
+        }
     };
     let interleave = if v > 1.0 { 1.0 + (p - 1.0) / (p * v) } else { 1.0 };
     let in_flight = p.min(m as f64) * interleave;
+    let mut layers_act = dense as f64 * per_layer_act(false);
+    if moe > 0 {
+        layers_act += moe as f64 * per_layer_act(true);
+    }
     // The fp32 logits and their gradient, on a stage that holds both ends.
     let logits = if s.pp == 1 {
         2.0 * 4.0 * b * sq * model.vocab as f64 / t
@@ -860,20 +1276,24 @@ pub fn memory(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64) -> Memory {
         0.0
     };
     Memory {
-        weights: stage_params / t * model.bytes_weight / shard(s.zero >= 3),
-        gradients: stage_params / t * model.bytes_grad / shard(s.zero >= 2),
-        optimizer: stage_params / t * model.bytes_optimizer / shard(s.zero >= 1),
-        activations: layers_per_stage * in_flight * per_layer_act,
+        weights: sharded(model.bytes_weight, s.zero >= 3),
+        gradients: sharded(model.bytes_grad, s.zero >= 2),
+        optimizer: sharded(model.bytes_optimizer, s.zero >= 1),
+        activations: in_flight * layers_act,
         workspace: logits,
         headroom: npu.headroom_gib * crate::model::units::BYTES_PER_GIB,
     }
 }
 
-/// The three groups of a placed strategy.
+/// The groups of a placed strategy.
 struct Groups<'a> {
     tp: &'a Group,
     pp: &'a Group,
     dp: &'a Group,
+    /// Expert parallel (a single NPU in a dense model).
+    ep: &'a Group,
+    /// Expert data parallel (the data-parallel group in a dense model).
+    edp: &'a Group,
 }
 
 /// A collective of `bytes` on `group`, if it moves anything.
@@ -890,16 +1310,18 @@ fn comm(kind: CollectiveKind, bytes: f64, group: &Group) -> Option<Comm> {
 fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -> Vec<Layer> {
     let d = &npu.device;
     let times = layer_times(model, s, d);
-    let (t, p, dp) = (s.tp as f64, s.pp as f64, s.dp as f64);
+    let (t, p) = (s.tp as f64, s.pp as f64);
     let v = s.virtual_stages.max(1);
     let act = model.micro_batch as f64 * model.seq as f64 * model.hidden as f64 * model.bytes_weight;
-    let h = model.hidden as f64;
-    let block_params = [4.0 * h * h, f64::from(model.ffn_matrices) * h * model.ffn as f64];
+    // A MoE layer's dispatch (and combine): every token's k copies, the
+    // busiest rank's `load` times the mean, to the EP group.
+    let dispatch = model.moe.as_ref().map_or(0.0, |x| act * f64::from(x.top_k) * x.load());
     // Bytes per parameter per micro-batch of the fp32 gradient buffer: read
     // the gradient, read and write the buffer.
     let accumulate = model.bytes_weight + 2.0 * model.bytes_grad;
-    let n_layers = u64::from(model.layers) / s.pp;
-    let stage_params = n_layers as f64 * model.layer_params() + model.embedding_params();
+    let (dense, moe) = device_layers(model, s);
+    let (shared, experts) = rank_params(model, s);
+    let (dp, edp) = dp_degrees(s);
     let grad_kind = if s.zero >= 3 {
         CollectiveKind::ReduceScatter
     } else {
@@ -913,13 +1335,33 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
     let slots = (0..whole)
         .map(|k| (k, 1.0))
         .chain((part > 0.0).then_some((whole, part)));
+    let a2a = |name: String, backward_only: bool| {
+        let c = comm(CollectiveKind::AllToAll, dispatch, g.ep);
+        Layer {
+            name,
+            forward: if backward_only {
+                Phase::default()
+            } else {
+                Phase {
+                    compute_ns: 0.0,
+                    comm: c.clone(),
+                }
+            },
+            input_grad: Phase {
+                compute_ns: 0.0,
+                comm: c,
+            },
+            weight_grad: Phase::default(),
+        }
+    };
     for (slot, frac) in slots {
         let mut slot_records = Vec::new();
-        for l in 0..n_layers {
-            for (name, bt, params) in [
-                ("attn", times.attention, block_params[0]),
-                ("ffn", times.ffn, block_params[1]),
-            ] {
+        // Dense layers first (a MoE model's first dense layers), then MoE.
+        for l in 0..dense + moe {
+            let is_moe = l >= dense;
+            for b in blocks(model, s, &times, is_moe) {
+                let bt = b.time;
+                let name = b.name;
                 let selective = if s.recompute == Recompute::Selective {
                     bt.selective_ns
                 } else {
@@ -928,10 +1370,17 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
                 // The last micro-batch's backward (slot 0 runs last in the
                 // backward pass) issues the block's gradient bucket.
                 let bucket = if slot == 0 {
-                    comm(grad_kind, params / t * model.bytes_grad, g.dp)
+                    comm(
+                        grad_kind,
+                        b.params * model.bytes_grad,
+                        if b.expert { g.edp } else { g.dp },
+                    )
                 } else {
                     None
                 };
+                if b.expert {
+                    slot_records.push(a2a(format!("mb{slot}.l{l}.dispatch"), false));
+                }
                 slot_records.push(Layer {
                     name: format!("mb{slot}.l{l}.{name}"),
                     forward: Phase {
@@ -943,12 +1392,16 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
                         comm: comm(CollectiveKind::AllReduce, act, g.tp),
                     },
                     weight_grad: Phase {
-                        compute_ns: bt.weight_grad_ns + d.stream_ns(params / t * accumulate),
+                        compute_ns: bt.weight_grad_ns + d.stream_ns(b.params * accumulate),
                         comm: bucket,
                     },
                 });
+                if b.expert {
+                    slot_records.push(a2a(format!("mb{slot}.l{l}.combine"), false));
+                }
                 if s.recompute == Recompute::Full {
-                    // The forward again, in the backward, with its all-reduce.
+                    // The forward again, in the backward, with its all-reduce
+                    // (and a MoE block's dispatch and combine).
                     slot_records.push(Layer {
                         name: format!("mb{slot}.l{l}.{name}.recompute"),
                         forward: Phase::default(),
@@ -958,6 +1411,10 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
                         },
                         weight_grad: Phase::default(),
                     });
+                    if b.expert {
+                        slot_records.push(a2a(format!("mb{slot}.l{l}.recompute.dispatch"), true));
+                        slot_records.push(a2a(format!("mb{slot}.l{l}.recompute.combine"), true));
+                    }
                 }
             }
         }
@@ -999,20 +1456,27 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
             }
         }
         if s.zero >= 3 && slot < m {
-            // Gather the stage's parameters before the forward and the backward.
+            // Gather the stage's parameters before the forward and the
+            // backward (the routed experts over their own group).
             slot_records.push(comm_layer(
                 format!("mb{slot}.zero3-gather"),
-                comm(
-                    CollectiveKind::AllGather,
-                    stage_params / t * model.bytes_weight / dp,
-                    g.dp,
-                ),
+                comm(CollectiveKind::AllGather, shared * model.bytes_weight / dp, g.dp),
             ));
+            if experts > 0.0 {
+                slot_records.push(comm_layer(
+                    format!("mb{slot}.zero3-gather-experts"),
+                    comm(CollectiveKind::AllGather, experts * model.bytes_weight / edp, g.edp),
+                ));
+            }
         }
         out.extend(slot_records.into_iter().map(|r| scaled(r, frac)));
     }
     // The optimizer step over the NPU's share of the stage's parameters.
-    let share = stage_params / t / if s.zero >= 1 { dp } else { 1.0 };
+    let share = if s.zero >= 1 {
+        shared / dp + experts / edp
+    } else {
+        shared + experts
+    };
     let adam = model.bytes_grad + 24.0 + model.bytes_weight;
     out.push(Layer {
         name: "optimizer-step".into(),
@@ -1064,6 +1528,7 @@ mod tests {
             layers: 4,
             hidden: 1024,
             heads: 16,
+            kv_heads: 16,
             ffn: 4096,
             ffn_matrices: 2,
             seq: 512,
@@ -1073,6 +1538,7 @@ mod tests {
             bytes_weight: 2.0,
             bytes_grad: 2.0,
             bytes_optimizer: 12.0,
+            moe: None,
         }
     }
 
@@ -1080,12 +1546,12 @@ mod tests {
     fn sizes_by_hand() {
         let m = small();
         // 4 h^2 + 2 h f = 4 * 1048576 + 2 * 1024 * 4096 = 4194304 + 8388608 = 12582912.
-        assert_eq!(m.layer_params(), 12_582_912.0);
+        assert_eq!(m.layer_params(false, false), 12_582_912.0);
         // 4 layers + V h = 50331648 + 1024000 = 51355648.
         assert_eq!(m.params(), 51_355_648.0);
         // 2 b s P + 4 b s^2 h = 2 * 512 * 12582912 + 4 * 262144 * 1024
         //                     = 12884901888 + 1073741824 = 13958643712.
-        assert_eq!(m.layer_forward_flops(), 13_958_643_712.0);
+        assert_eq!(m.layer_forward_flops(false), 13_958_643_712.0);
         // GPT-3's preset has about 175e9 parameters: 96 * 12 h^2 + V h.
         let g = ModelSpec::preset("gpt3-175b").unwrap();
         assert!((g.params() / 1e9 - 174.6).abs() < 0.1, "{}", g.params());
@@ -1176,6 +1642,159 @@ mod tests {
         assert_eq!(c.bytes * 16.0, 1_048_576.0);
     }
 
+    /// `small` with grouped-query attention (4 key-value heads of 16) and
+    /// a MoE layer after a dense one: 4 experts of FFN 1024, top-2,
+    /// dropless with the busiest expert at 1.5 x the mean.
+    fn small_moe() -> ModelSpec {
+        ModelSpec {
+            layers: 2,
+            moe: Some(Moe {
+                experts: 4,
+                top_k: 2,
+                expert_ffn: 1024,
+                shared_experts: 0,
+                moe_every: 1,
+                first_dense: 1,
+                capacity_factor: None,
+                imbalance: 1.5,
+            }),
+            ..small()
+        }
+    }
+
+    #[test]
+    fn grouped_query_attention_by_hand() {
+        let m = ModelSpec { kv_heads: 4, ..small() };
+        // Q and O h^2 each, K and V h^2 * 4 / 16 each:
+        // 2 * 1048576 * (1 + 0.25) = 2621440; with the FFN's 8388608: 11010048.
+        assert_eq!(m.attention_params(), 2_621_440.0);
+        assert_eq!(m.layer_params(false, false), 11_010_048.0);
+        // The QKV product is (1 + 2 * 4 / 16) h = 1.5 h wide, not 3 h:
+        // 2 * 512 * 1536 * 1024 + the projection's 2 * 512 * 1024 * 1024 =
+        // 1610612736 + 1073741824 = 2684354560 FLOP, and the attention core
+        // 2 * (2 * 512 * 512 * 64) * 16 = 1073741824 (one TP rank, no
+        // flash): 3758096384 FLOP at 5e4 per ns.
+        let s = strategy(1, 1, 16);
+        let t = layer_times(&m, &s, &flat_npu().device);
+        assert!((t.attention.forward_ns - 3_758_096_384.0 / 5e4).abs() < 1e-6);
+        // K and V are a quarter as wide: Korthikanti's 34 s b h less
+        // 4 * (1 - 1/4) = 3, with s b h = 512 * 1024 = 524288 (no TP, one
+        // micro-batch in flight, scores kept: 5 a s / h = 40 more).
+        let mem = memory(&m, &flat_npu(), &s, 1);
+        assert_eq!(mem.activations, 4.0 * 524_288.0 * (34.0 - 3.0 + 40.0));
+        // TP must divide the key-value heads too.
+        let e = check(&m, &strategy(8, 1, 2), &libra_small(16)).unwrap_err();
+        assert_eq!(e.to_string(), "tp 8 does not divide the 4 key-value heads");
+    }
+
+    /// Four NPUs as 2 x 2, or 16 as 4 x 4.
+    fn libra_small(n: u32) -> Fabric {
+        use crate::model::fabric::{Block, tests::dim};
+        let side = if n == 16 { 4 } else { 2 };
+        Fabric {
+            dims: vec![dim("a", Block::Ring, side, 100.0), dim("b", Block::Switch, side, 500.0)],
+        }
+    }
+
+    #[test]
+    fn moe_layer_by_hand() {
+        let m = small_moe();
+        // Dense layer 12582912; MoE layer: attention 4 h^2 = 4194304, the
+        // router h E = 4096 and 4 experts of 2 h f_e = 2097152 each:
+        // 4194304 + 4096 + 8388608 = 12587008; + V h = 1024000.
+        assert_eq!(m.params(), 12_582_912.0 + 12_587_008.0 + 1_024_000.0);
+        // A token goes through 2 experts: 4194304 + 4096 + 4194304 = 8392704.
+        assert_eq!(m.active_params(), 12_582_912.0 + 8_392_704.0 + 1_024_000.0);
+        // 4 NPUs, DP 4 with EP 2: the experts split over 2 ranks, each
+        // replicated over 2; m = 8 / 4 = 2 micro-batches.
+        let s = Strategy {
+            ep: 2,
+            ..strategy(1, 1, 4)
+        };
+        let f = libra_small(4);
+        let g = generate(&m, &flat_npu(), &s, &f).unwrap();
+        let [ep, edp] = s.expert_groups(&f).unwrap();
+        assert_eq!((ep.to_libra(), edp.to_libra()), (vec![2, -1], vec![-1, 2]));
+        // Dispatch = tokens x top_k x hidden x bytes x load
+        //          = 512 x 2 x 1024 x 2 x 1.5 = 3145728 bytes per rank.
+        let a2a: Vec<&Comm> = g
+            .workload
+            .layers
+            .iter()
+            .flat_map(|l| [&l.forward.comm, &l.input_grad.comm, &l.weight_grad.comm])
+            .flatten()
+            .filter(|c| c.kind == CollectiveKind::AllToAll)
+            .collect();
+        // Dispatch and combine, forward and backward, 2 micro-batches x 1
+        // MoE layer: 8, all on the EP group.
+        assert_eq!(a2a.len(), 8);
+        assert!(a2a.iter().all(|c| c.bytes == 3_145_728.0 && c.group == ep));
+        // Gradient buckets: the experts' 2 x 2097152 parameters x 2 bytes =
+        // 8388608 over the expert-data-parallel group; the MoE layer's
+        // attention and router (4194304 + 4096) x 2 = 8396800 over DP.
+        let buckets: Vec<(f64, Vec<i64>)> = g
+            .workload
+            .layers
+            .iter()
+            .filter_map(|l| l.weight_grad.comm.as_ref().map(|c| (c.bytes, c.group.to_libra())))
+            .collect();
+        assert!(buckets.contains(&(8_388_608.0, vec![-1, 2])));
+        assert!(buckets.contains(&(8_396_800.0, vec![2, 2])));
+        // The routed experts' forward: 1536 token copies (512 x 2 x 1.5)
+        // through 2 products of 1024 x 1024 (2 * 1536 * 1024 * 1024 =
+        // 3221225472 FLOP each), and the router's 2 * 512 * 4 * 1024 =
+        // 4194304: 6446645248 FLOP at 5e4 per ns.
+        let experts = g.workload.layers.iter().find(|l| l.name == "mb0.l1.experts").unwrap();
+        assert!((experts.forward.compute_ns - 6_446_645_248.0 / 5e4).abs() < 1e-6);
+        // Memory (ZeRO-1): the replicated 12582912 + 4194304 + 4096 +
+        // 1024000 = 17805312 parameters and the 4194304 of this rank's two
+        // experts; the optimizer's 12 bytes split over DP 4 and EDP 2.
+        let mem = g.memory;
+        assert_eq!(mem.weights, (17_805_312.0 + 4_194_304.0) * 2.0);
+        assert_eq!(mem.optimizer, 17_805_312.0 * 12.0 / 4.0 + 4_194_304.0 * 12.0 / 2.0);
+        // Activations, s b h = 524288 (no TP, no flash: the scores' 5 a s /
+        // h = 40 in both): the dense layer 34 + 40; the MoE layer adds the
+        // token copies 4 k load = 12 and scales the FFN's 16 by the width a
+        // token sees, 2 x 1.5 x 1024 against f = 4096: 16 (3072 - 4096) /
+        // 4096 = -4. One micro-batch in flight.
+        assert_eq!(
+            mem.activations,
+            524_288.0 * ((34.0 + 40.0) + (34.0 + 40.0 + 12.0 - 4.0))
+        );
+        // Closed-form compute is what the records sum to.
+        let planned = plan(&m, &flat_npu(), &s, &f).unwrap();
+        let summed = g.workload.compute_ns();
+        assert!((planned.compute_ns - summed).abs() <= 1e-12 * summed);
+        // EP must divide DP and the experts; a dense model has none.
+        for (ep, model) in [(3, m.clone()), (8, m.clone()), (2, small())] {
+            let e = check(&model, &Strategy { ep, ..s.clone() }, &f).unwrap_err();
+            assert!(matches!(e, StrategyError::Experts { .. }), "{e}");
+        }
+    }
+
+    #[test]
+    fn published_sizes_of_the_moe_presets() {
+        // Mixtral 8x7B: 46.7B parameters, 12.9B active (Jiang et al.); the
+        // preset ties the embedding (0.13B less).
+        let x = ModelSpec::preset("mixtral-8x7b").unwrap();
+        assert!((x.params() / 1e9 - 46.7).abs() < 0.2, "{}", x.params());
+        assert!((x.active_params() / 1e9 - 12.9).abs() < 0.3, "{}", x.active_params());
+        // DeepSeek-V3: 671B, 37B active (multi-head attention's 18M more
+        // per layer than MLA, the embedding tied).
+        let d = ModelSpec::preset("deepseek-v3-like").unwrap();
+        assert!((d.params() / 1e9 / 671.0 - 1.0).abs() < 0.01, "{}", d.params());
+        assert!(
+            (d.active_params() / 1e9 / 37.0 - 1.0).abs() < 0.03,
+            "{}",
+            d.active_params()
+        );
+        assert_eq!(d.layer_counts(), (3, 58));
+        // Llama 2 70B with its 8 key-value heads: 69B (Touvron et al.:
+        // "70B"; 68.98B with an untied 0.26B embedding).
+        let l = ModelSpec::preset("llama2-70b").unwrap();
+        assert!((l.params() / 1e9 - 68.7).abs() < 0.1, "{}", l.params());
+    }
+
     #[test]
     fn impossible_models_and_overflowing_degrees_are_refused() {
         let npu = flat_npu();
@@ -1215,6 +1834,7 @@ mod tests {
             layers: 24,
             hidden: 2304,
             heads: 24,
+            kv_heads: 24,
             ffn: 4 * 2304,
             ffn_matrices: 2,
             seq: 2048,
@@ -1224,6 +1844,7 @@ mod tests {
             bytes_weight: 2.0,
             bytes_grad: 4.0,
             bytes_optimizer: 12.0,
+            moe: None,
         };
         let (b, s, l, h, v) = (512.0, 2048.0, 24.0, 2304.0, 51200.0);
         let paper = 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));

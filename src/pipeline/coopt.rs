@@ -103,6 +103,9 @@ pub struct Row {
     pub pp: u64,
     /// Data-parallel degree.
     pub dp: u64,
+    /// Expert-parallel degree (within the data-parallel group; 1 in a
+    /// dense model).
+    pub ep: u64,
     /// Placement order, innermost first.
     pub order: String,
     /// Micro-batch size, sequences.
@@ -202,9 +205,12 @@ const ORDERS: [[Par; 3]; 6] = [
 ];
 
 /// Every strategy for `n` NPUs, the study's ZeRO stage, sequence
-/// parallelism and recomputation kept.
-pub fn strategies(n: u64, base: &Strategy) -> Vec<Strategy> {
+/// parallelism and recomputation kept; for a model of `experts` routed
+/// experts (0: dense), every expert-parallel degree that divides both the
+/// data-parallel degree and the experts.
+pub fn strategies(n: u64, base: &Strategy, experts: u32) -> Vec<Strategy> {
     let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for t in divisors(n) {
         for p in divisors(n / t) {
             let d = n / t / p;
@@ -216,20 +222,20 @@ pub fn strategies(n: u64, base: &Strategy) -> Vec<Strategy> {
                     Par::Dp => d == 1,
                 };
                 let kept: Vec<Par> = order.iter().copied().filter(|q| !trivial(*q)).collect();
-                let duplicate = out.iter().any(|s: &Strategy| {
-                    s.tp == t
-                        && s.pp == p
-                        && s.dp == d
-                        && s.order.iter().copied().filter(|q| !trivial(*q)).collect::<Vec<_>>() == kept
-                });
-                if !duplicate {
-                    out.push(Strategy {
-                        tp: t,
-                        pp: p,
-                        dp: d,
-                        order,
-                        ..base.clone()
-                    });
+                if !seen.insert((t, p, kept)) {
+                    continue;
+                }
+                for ep in divisors(d) {
+                    if ep == 1 || (experts > 0 && u64::from(experts).is_multiple_of(ep)) {
+                        out.push(Strategy {
+                            tp: t,
+                            pp: p,
+                            dp: d,
+                            ep,
+                            order,
+                            ..base.clone()
+                        });
+                    }
                 }
             }
         }
@@ -331,7 +337,8 @@ pub fn coopt_in(
             ..model.clone()
         })
         .collect();
-    let placements = strategies(fabric.npus(), base);
+    let experts = model.moe.as_ref().map_or(0, |x| x.experts);
+    let placements = strategies(fabric.npus(), base, experts);
     let candidates = placements.len().saturating_mul(space.len());
     if candidates > MAX_CANDIDATES {
         return Err(CooptError::TooMany {
@@ -595,6 +602,7 @@ pub fn coopt_in(
             tp: c.s.tp,
             pp: c.s.pp,
             dp: c.s.dp,
+            ep: c.s.ep,
             order: c.s.order_name(),
             micro_batch: models[c.model].micro_batch,
             zero: c.s.zero,
@@ -714,8 +722,13 @@ pub(crate) fn why_lost(r: &Coopt, best_ms: f64, per_kind: usize) -> Vec<String> 
         } else {
             String::new()
         };
+        let ep = if row.ep > 1 {
+            format!(" ep {}", row.ep)
+        } else {
+            String::new()
+        };
         out.push(format!(
-            "tp {} pp {} dp {} ({}{recipe}): {why}",
+            "tp {} pp {} dp {}{ep} ({}{recipe}): {why}",
             row.tp, row.pp, row.dp, row.order
         ));
     }

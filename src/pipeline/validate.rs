@@ -337,6 +337,7 @@ pub fn model_of(r: &Run) -> Result<(ModelSpec, Strategy), RunRefused> {
         layers: r.layers,
         hidden: r.hidden,
         heads: r.heads,
+        kv_heads: r.heads,
         ffn: r.ffn.unwrap_or(r.hidden.saturating_mul(4)),
         ffn_matrices: r.ffn_matrices,
         seq: r.seq,
@@ -347,6 +348,7 @@ pub fn model_of(r: &Run) -> Result<(ModelSpec, Strategy), RunRefused> {
         // Megatron accumulates and all-reduces gradients in fp32 buffers.
         bytes_grad: 4.0,
         bytes_optimizer: 12.0,
+        moe: None,
     };
     let strategy = Strategy {
         zero: r.zero,

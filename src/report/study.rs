@@ -1229,6 +1229,26 @@ fn coopt_section(study: &Study, stamp: &Stamp, r: &Coopt, doc: &mut Doc, out: &m
     out.json("coopt.json", &json)?;
     doc.heading(2, "Parallelization and fabric, chosen together");
     let recipes = r.recipe_space.len() > 1;
+    let moe = study.model.as_ref().and_then(|m| m.moe.as_ref());
+    if let (Some(m), Some(x)) = (&study.model, moe) {
+        doc.para(format!(
+            "{}: {:.1}B parameters, {:.1}B active per token; {} routed experts of FFN {}, top-{}, {} shared; {} of {} layers MoE; {}. Expert parallelism (`ep`) splits the experts over the innermost ranks of each data-parallel group; each MoE layer dispatches and combines every token's copies by all-to-all over that group.",
+            m.name,
+            m.params() / 1e9,
+            m.active_params() / 1e9,
+            x.experts,
+            x.expert_ffn,
+            x.top_k,
+            x.shared_experts,
+            m.layer_counts().1,
+            m.layers,
+            match x.capacity_factor {
+                Some(c) => format!("capacity factor {c} (padded buffers)"),
+                None => format!("dropless, the busiest expert at {} x the mean", x.imbalance),
+            }
+        ));
+    }
+    let moe = moe.is_some();
     if recipes {
         let sp = &r.recipe_space;
         doc.para(format!(
@@ -1267,17 +1287,18 @@ fn coopt_section(study: &Study, stamp: &Stamp, r: &Coopt, doc: &mut Doc, out: &m
             ..
         } = &row.verdict
         {
-            let mut r = vec![
-                row.tp.to_string(),
-                row.pp.to_string(),
-                row.dp.to_string(),
+            let mut r = vec![row.tp.to_string(), row.pp.to_string(), row.dp.to_string()];
+            if moe {
+                r.push(row.ep.to_string());
+            }
+            r.extend([
                 row.order.clone(),
                 format!("{iteration_time_ms:.3}"),
                 format!("{:.1}", row.memory_gib.unwrap_or(f64::NAN)),
                 sig3_list(bw_gbps),
                 format!("{:.3}", usd_to_musd(*network_cost_usd)),
                 row.groups(", "),
-            ];
+            ]);
             if recipes {
                 r.push(row.recipe());
             }
@@ -1288,17 +1309,18 @@ fn coopt_section(study: &Study, stamp: &Stamp, r: &Coopt, doc: &mut Doc, out: &m
         Pricing::Catalog => "capex ($M, bought)",
         Pricing::Linear => "cost ($M, linear)",
     };
-    let mut head = header(&[
-        "tp",
-        "pp",
-        "dp",
+    let mut head = header(&["tp", "pp", "dp"]);
+    if moe {
+        head.push("ep".into());
+    }
+    head.extend(header(&[
         "order",
         "iteration (ms)",
         "memory (GiB)",
         "GB/s per NPU",
         cost,
         "groups (tp, pp, dp)",
-    ]);
+    ]));
     if recipes {
         head.push("recipe".into());
     }

@@ -454,6 +454,7 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
     );
     let _ = writeln!(s, "each strategy's fabric priced by {}", r.priced_by.label());
     let recipes = r.recipe_space.len() > 1;
+    let moe = study.model.as_ref().is_some_and(|m| m.moe.is_some());
     if recipes {
         let sp = &r.recipe_space;
         let _ = writeln!(
@@ -474,10 +475,11 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "{:>4} {:>4} {:>5} {:<9} {:>12} {:>10} {:<34} {:>8} groups (tp | pp | dp){}",
+        "{:>4} {:>4} {:>5}{} {:<9} {:>12} {:>10} {:<34} {:>8} groups (tp | pp | dp){}",
         "tp",
         "pp",
         "dp",
+        if moe { format!(" {:>4}", "ep") } else { String::new() },
         "order",
         "time ms",
         "mem GiB",
@@ -502,10 +504,11 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
             };
             let _ = writeln!(
                 s,
-                "{:>4} {:>4} {:>5} {:<9} {:>12.3} {:>10.1} {:<34} {:>8.3} {}{recipe}",
+                "{:>4} {:>4} {:>5}{} {:<9} {:>12.3} {:>10.1} {:<34} {:>8.3} {}{recipe}",
                 row.tp,
                 row.pp,
                 row.dp,
+                if moe { format!(" {:>4}", row.ep) } else { String::new() },
                 row.order,
                 iteration_time_ms,
                 row.memory_gib.unwrap_or(f64::NAN),

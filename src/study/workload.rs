@@ -11,7 +11,7 @@ use crate::error::{InputError, one_of};
 use crate::interop::libra;
 use crate::model::compute::{self, Device};
 use crate::model::fabric::Fabric;
-use crate::model::transformer::{ModelSpec, Npu, Par, RecipeSpace, Recompute, Strategy};
+use crate::model::transformer::{ModelSpec, Moe, Npu, Par, RecipeSpace, Recompute, Strategy};
 use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
 use serde::Deserialize;
 use toml::Spanned;
@@ -96,6 +96,7 @@ pub(super) struct RawModel {
     layers: Option<u32>,
     hidden: Option<u64>,
     heads: Option<u32>,
+    kv_heads: Option<u32>,
     ffn: Option<u64>,
     ffn_matrices: Option<u32>,
     seq: Option<u64>,
@@ -105,6 +106,14 @@ pub(super) struct RawModel {
     bytes_weight: Option<f64>,
     bytes_grad: Option<f64>,
     bytes_optimizer: Option<f64>,
+    experts: Option<u32>,
+    top_k: Option<u32>,
+    expert_ffn: Option<u64>,
+    shared_experts: Option<u32>,
+    moe_every: Option<u32>,
+    first_dense: Option<u32>,
+    capacity_factor: Option<f64>,
+    expert_imbalance: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -113,6 +122,8 @@ pub(super) struct RawParallelism {
     tp: u64,
     pp: u64,
     dp: u64,
+    #[serde(default = "one_u64")]
+    ep: u64,
     #[serde(default = "one")]
     zero: u8,
     #[serde(default = "yes")]
@@ -597,15 +608,21 @@ fn model_spec(m: &RawModel) -> Result<ModelSpec, String> {
             }
         };
     }
-    let spec = ModelSpec {
+    let heads = field!(heads);
+    let layers = field!(layers);
+    let mut spec = ModelSpec {
         name: m
             .name
             .clone()
             .or_else(|| m.preset.clone())
             .unwrap_or_else(|| "model".into()),
-        layers: field!(layers),
+        layers,
         hidden: field!(hidden),
-        heads: field!(heads),
+        heads,
+        kv_heads: m
+            .kv_heads
+            .or_else(|| base.as_ref().filter(|b| b.heads == heads).map(|b| b.kv_heads))
+            .unwrap_or(heads),
         ffn: field!(ffn),
         ffn_matrices: field!(ffn_matrices),
         seq: field!(seq),
@@ -615,7 +632,15 @@ fn model_spec(m: &RawModel) -> Result<ModelSpec, String> {
         bytes_weight: field!(bytes_weight),
         bytes_grad: field!(bytes_grad),
         bytes_optimizer: field!(bytes_optimizer),
+        moe: None,
     };
+    spec.moe = moe_spec(m, base.as_ref().and_then(|b| b.moe.clone()), &spec)?;
+    if spec.kv_heads == 0 || !spec.heads.is_multiple_of(spec.kv_heads) {
+        return Err(format!(
+            "kv_heads {} is not allowed: a divisor of the {} heads (equal to them for multi-head attention)",
+            spec.kv_heads, spec.heads
+        ));
+    }
     if spec.layers == 0
         || spec.hidden == 0
         || spec.heads == 0
@@ -639,6 +664,95 @@ fn model_spec(m: &RawModel) -> Result<ModelSpec, String> {
         return Err("bytes per element must be >= 0".into());
     }
     Ok(spec)
+}
+
+/// The model's mixture of experts: the preset's, with the fields given
+/// over it, or one from `experts` on; every MoE field checked.
+fn moe_spec(m: &RawModel, base: Option<Moe>, spec: &ModelSpec) -> Result<Option<Moe>, String> {
+    let given = [
+        ("top_k", m.top_k.is_some()),
+        ("expert_ffn", m.expert_ffn.is_some()),
+        ("shared_experts", m.shared_experts.is_some()),
+        ("moe_every", m.moe_every.is_some()),
+        ("first_dense", m.first_dense.is_some()),
+        ("capacity_factor", m.capacity_factor.is_some()),
+        ("expert_imbalance", m.expert_imbalance.is_some()),
+    ];
+    let mut x = match (base, m.experts) {
+        (Some(b), _) => b,
+        (None, Some(_)) => Moe {
+            experts: 0,
+            top_k: m
+                .top_k
+                .ok_or("`top_k` is missing: a MoE model (experts = ...) needs the experts per token")?,
+            expert_ffn: spec.ffn,
+            shared_experts: 0,
+            moe_every: 1,
+            first_dense: 0,
+            capacity_factor: None,
+            imbalance: 1.0,
+        },
+        (None, None) => {
+            return match given.iter().find(|(_, g)| *g) {
+                Some((name, _)) => Err(format!("`{name}` needs `experts` (a dense model has no experts)")),
+                None => Ok(None),
+            };
+        }
+    };
+    if let Some(e) = m.experts {
+        x.experts = e;
+    }
+    x.top_k = m.top_k.unwrap_or(x.top_k);
+    x.expert_ffn = m.expert_ffn.unwrap_or(x.expert_ffn);
+    x.shared_experts = m.shared_experts.unwrap_or(x.shared_experts);
+    x.moe_every = m.moe_every.unwrap_or(x.moe_every);
+    x.first_dense = m.first_dense.unwrap_or(x.first_dense);
+    if m.capacity_factor.is_some() {
+        x.capacity_factor = m.capacity_factor;
+    }
+    x.imbalance = m.expert_imbalance.unwrap_or(x.imbalance);
+    if x.experts < 2 {
+        return Err(format!(
+            "experts = {} is not allowed: a MoE layer has 2 or more",
+            x.experts
+        ));
+    }
+    if x.top_k == 0 || x.top_k > x.experts {
+        return Err(format!(
+            "top_k = {} is not allowed: 1 to the {} experts",
+            x.top_k, x.experts
+        ));
+    }
+    if x.expert_ffn == 0 || x.moe_every == 0 {
+        return Err("expert_ffn and moe_every must be >= 1".into());
+    }
+    if x.first_dense >= spec.layers {
+        return Err(format!(
+            "first_dense = {} is not allowed: fewer than the {} layers",
+            x.first_dense, spec.layers
+        ));
+    }
+    if let Some(c) = x.capacity_factor {
+        if m.expert_imbalance.is_some() {
+            return Err(
+                "give capacity_factor (padded buffers, tokens over them dropped) or expert_imbalance (dropless), not both"
+                    .into(),
+            );
+        }
+        if !(c.is_finite() && c > 0.0 && c <= f64::from(x.experts)) {
+            return Err(format!(
+                "capacity_factor = {c} is not allowed: above 0 and at most the {} experts",
+                x.experts
+            ));
+        }
+    }
+    if !(x.imbalance.is_finite() && x.imbalance >= 1.0 && x.imbalance <= f64::from(x.experts)) {
+        return Err(format!(
+            "expert_imbalance = {} is not allowed: 1 (balanced) to the {} experts",
+            x.imbalance, x.experts
+        ));
+    }
+    Ok(Some(x))
 }
 
 /// Why a placement order is not one.
@@ -672,8 +786,8 @@ pub fn parse_order(s: &str) -> Result<[Par; 3], OrderError> {
 
 /// A `[parallelism]`: degrees >= 1, a ZeRO stage, a placement order.
 fn strategy(p: &RawParallelism) -> Result<Strategy, String> {
-    if p.tp == 0 || p.pp == 0 || p.dp == 0 {
-        return Err("tp, pp and dp must be >= 1".into());
+    if p.tp == 0 || p.pp == 0 || p.dp == 0 || p.ep == 0 {
+        return Err("tp, pp, dp and ep must be >= 1".into());
     }
     if p.virtual_stages == 0 {
         return Err("virtual_stages must be >= 1".into());
@@ -685,6 +799,7 @@ fn strategy(p: &RawParallelism) -> Result<Strategy, String> {
         tp: p.tp,
         pp: p.pp,
         dp: p.dp,
+        ep: p.ep,
         zero: p.zero,
         sequence_parallel: p.sequence_parallel,
         recompute: p.recompute.resolve()?,
