@@ -1,7 +1,9 @@
 //! Full co-optimization of GPT-3 175B on LIBRA's 4096-NPU 4D fabric (every
 //! TP x PP x DP and placement order, each with its optimal allocation).
 //! Target: <= 1 s (issue 20: GPT-3 175B and the 1T model on the kernel-by-kernel compute model);
-//! the whole recipe for GPT-3 175B <= 2 s (issue 26). `cargo bench --bench coopt`.
+//! the whole recipe for GPT-3 175B <= 2 s, the DeepSeek-V3-like MoE on
+//! 2,048 NPUs (TP x PP x DP x EP, its 27 recipes) <= 5 s (issue 26).
+//! `cargo bench --bench coopt`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
@@ -13,7 +15,12 @@ use std::path::Path;
 
 fn bench(c: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for name in ["gpt3-175b-coopt", "gpt-1t-coopt"] {
+    for name in [
+        "gpt3-175b-coopt",
+        "gpt-1t-coopt",
+        "deepseek-v3-coopt",
+        "mixtral-8x7b-coopt",
+    ] {
         let s = Study::load(&root.join(format!("studies/{name}.toml"))).expect("study");
         let r = coopt::coopt(&s, &|_, _| {}).expect("coopt");
         eprintln!(

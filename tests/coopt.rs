@@ -262,6 +262,7 @@ fn recipe_search_against_brute_force() {
                 );
             }
             let it = IterationModel::new(&g.workload, &s.fabric, &s.collective, s.training_loop);
+            counted_matches_listed(&m, npu, &st, &s, &g.workload, &it);
             let p = Problem::new(&s.fabric, it, s.linear_cost(), s.constraints(&[]).unwrap());
             let t = optimize::solve(&p, Objective::Perf).unwrap().iteration_time_ms;
             assert!(summed / 1e6 <= t * (1.0 + 1e-12), "bound {summed} ns above {t} ms");
@@ -442,6 +443,7 @@ fn moe_search_against_brute_force() {
             let summed = g.workload.compute_ns();
             assert!((planned.compute_ns - summed).abs() <= 1e-12 * summed, "{st:?}");
             let it = IterationModel::new(&g.workload, &s.fabric, &s.collective, s.training_loop);
+            counted_matches_listed(&m, npu, &st, &s, &g.workload, &it);
             let p = Problem::new(&s.fabric, it, s.linear_cost(), s.constraints(&[]).unwrap());
             let t = optimize::solve(&p, Objective::Perf).unwrap().iteration_time_ms;
             assert!(best <= t * (1.0 + 1e-9), "{st:?} mb {mb}: {t} < joint {best}");
@@ -494,5 +496,37 @@ fn moe_fields_are_checked() {
         let e = Study::load(&p).unwrap_err().to_string();
         assert!(e.contains(needle), "{from}: {e}");
         assert_eq!(e.lines().count(), 1, "{e}");
+    }
+}
+
+/// The counted workload (`transformer::census`, what coopt bounds and
+/// times candidates by without their records) against the listed one:
+/// the same iteration time under no-overlap at uneven allocations, never
+/// above it under overlap, the same collectives issued as often.
+fn counted_matches_listed(
+    m: &transformer::ModelSpec,
+    npu: &transformer::Npu,
+    st: &transformer::Strategy,
+    s: &Study,
+    listed: &dimsum::model::workload::Workload,
+    it: &IterationModel,
+) {
+    use dimsum::model::training::{Counted, Loop};
+    let census = transformer::census(m, npu, st, &s.fabric).unwrap();
+    let counted = Counted::new(census.compute_ns, &census.comms, &s.fabric, &s.collective);
+    let issued: u64 = census.comms.iter().map(|(_, _, n)| n).sum();
+    let listed_comms = listed
+        .layers
+        .iter()
+        .flat_map(|l| [&l.forward.comm, &l.input_grad.comm, &l.weight_grad.comm])
+        .flatten()
+        .count() as u64;
+    assert_eq!(issued, listed_comms, "{st:?}");
+    let overlap = IterationModel::new(listed, &s.fabric, &s.collective, Loop::Overlap);
+    for bw in [[37.0, 163.0], [150.0, 50.0]] {
+        let t = it.iteration_ns(&bw);
+        let c = counted.iteration_ns(&bw, s.training_loop);
+        assert!((c - t).abs() <= 1e-12 * t, "{st:?}: counted {c} vs listed {t}");
+        assert!(counted.iteration_ns(&bw, Loop::Overlap) <= overlap.iteration_ns(&bw) * (1.0 + 1e-12));
     }
 }

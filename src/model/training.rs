@@ -25,7 +25,7 @@
 
 use crate::model::collective::{self, Coefficients, CollectiveModel};
 use crate::model::fabric::Fabric;
-use crate::model::workload::{Comm, PhaseKind, Workload};
+use crate::model::workload::{Comm, Group, PhaseKind, Workload};
 use serde::{Deserialize, Serialize};
 
 /// How phases overlap within an iteration.
@@ -85,13 +85,20 @@ impl IterationModel {
     /// Builds the model of `workload` on `fabric`. Every communicator must
     /// have been checked against the fabric.
     pub fn new(workload: &Workload, fabric: &Fabric, model: &CollectiveModel, lp: Loop) -> Self {
+        // Equal collectives (a generated iteration repeats a few per layer
+        // and micro-batch) share their coefficients, computed once.
+        let mut known: std::collections::HashMap<(crate::model::workload::CollectiveKind, u64, &Group), Coefficients> =
+            std::collections::HashMap::new();
         let collectives: Vec<CollectiveTerm> = workload
             .comms()
             .map(|(layer, phase, comm)| CollectiveTerm {
                 layer,
                 phase,
                 comm: comm.clone(),
-                coeffs: collective::coefficients(comm, fabric, model),
+                coeffs: known
+                    .entry((comm.kind, comm.bytes.to_bits(), &comm.group))
+                    .or_insert_with(|| collective::coefficients(comm, fabric, model))
+                    .clone(),
             })
             .collect();
         let compute_ns = workload.compute_ns();
@@ -133,6 +140,48 @@ impl IterationModel {
     pub fn lower_bound_ns(&self, bw: &[f64]) -> f64 {
         let lb: Vec<f64> = self.collectives.iter().map(|c| c.coeffs.lower_bound_ns(bw)).collect();
         self.iteration_ns_from(&lb)
+    }
+}
+
+/// A workload counted instead of listed (each distinct collective with
+/// how many times it is issued, as `transformer::census` gives it), with
+/// each collective's coefficients: its time at any allocation without its
+/// records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counted {
+    /// Compute, ns.
+    pub compute_ns: f64,
+    /// Each distinct collective's coefficients, whether a weight-gradient
+    /// phase issues it, and how many times.
+    pub terms: Vec<(Coefficients, bool, u64)>,
+}
+
+impl Counted {
+    /// The counted collectives `comms` (collective, weight-gradient phase,
+    /// count) on `fabric` under `model`.
+    pub fn new(compute_ns: f64, comms: &[(Comm, bool, u64)], fabric: &Fabric, model: &CollectiveModel) -> Counted {
+        Counted {
+            compute_ns,
+            terms: comms
+                .iter()
+                .map(|(c, wg, n)| (collective::coefficients(c, fabric, model), *wg, *n))
+                .collect(),
+        }
+    }
+
+    /// The iteration time at `bw` under `lp`, ns: under `no-overlap` the
+    /// time itself ([`IterationModel::iteration_ns`] of the listed
+    /// workload); under `overlap` a lower bound on it (the compute stream
+    /// with its forward and input-gradient collectives, that loop's first
+    /// path).
+    pub fn iteration_ns(&self, bw: &[f64], lp: Loop) -> f64 {
+        let comm: f64 = self
+            .terms
+            .iter()
+            .filter(|(_, wg, _)| lp == Loop::NoOverlap || !wg)
+            .map(|(c, _, n)| *n as f64 * c.time_ns(bw))
+            .sum();
+        self.compute_ns + comm
     }
 }
 

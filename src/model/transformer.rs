@@ -356,6 +356,11 @@ pub struct Npu {
     pub hbm_gib: f64,
     /// HBM kept free (CUDA context, allocator fragmentation), GiB.
     pub headroom_gib: f64,
+    /// Board power, W (a built-in type's, or `[npu] tdp_w`).
+    pub tdp_w: Option<f64>,
+    /// Price, $ (`[npu] price_usd`; no list price is published for the
+    /// built-in types).
+    pub price_usd: Option<f64>,
 }
 
 impl Npu {
@@ -374,6 +379,8 @@ impl Npu {
             },
             hbm_gib,
             headroom_gib: 0.0,
+            tdp_w: None,
+            price_usd: None,
         }
     }
 }
@@ -1296,21 +1303,101 @@ struct Groups<'a> {
     edp: &'a Group,
 }
 
-/// A collective of `bytes` on `group`, if it moves anything.
-fn comm(kind: CollectiveKind, bytes: f64, group: &Group) -> Option<Comm> {
-    (group.size() > 1 && bytes > 0.0).then(|| Comm {
-        kind,
-        bytes,
-        group: group.clone(),
-    })
+/// A collective of a record template: kind, bytes, group.
+type TComm<'a> = Option<(CollectiveKind, f64, &'a Group)>;
+
+/// One phase of a record template.
+#[derive(Clone, Copy)]
+struct TPhase<'a> {
+    compute_ns: f64,
+    comm: TComm<'a>,
 }
 
-/// The records of the last stage's iteration: the slots of the 1F1B
-/// schedule (m micro-batches and the bubble), then the optimizer step.
-fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -> Vec<Layer> {
+impl<'a> TPhase<'a> {
+    const NONE: TPhase<'static> = TPhase {
+        compute_ns: 0.0,
+        comm: None,
+    };
+
+    fn new(compute_ns: f64, comm: TComm<'a>) -> TPhase<'a> {
+        TPhase { compute_ns, comm }
+    }
+
+    /// The phase of a slot that runs `frac` of a whole one (1, or the
+    /// bubble's partial slot).
+    fn phase(&self, frac: f64) -> Phase {
+        let scale = |x: f64| if frac < 1.0 { x * frac } else { x };
+        Phase {
+            compute_ns: scale(self.compute_ns),
+            comm: self.comm.map(|(kind, bytes, group)| Comm {
+                kind,
+                bytes: scale(bytes),
+                group: group.clone(),
+            }),
+        }
+    }
+}
+
+/// A record's name after `mb{slot}.`, kept unformatted until a record is
+/// built (a census needs none).
+#[derive(Clone, Copy)]
+enum Tag {
+    /// `l{l}.{block}`.
+    Block(u64, &'static str),
+    /// `l{l}.{block}.recompute`.
+    Recompute(u64, &'static str),
+    /// `l{l}.{what}` (`dispatch`, `combine`, `recompute.dispatch`, ...).
+    Exchange(u64, &'static str),
+    /// `logits`.
+    Logits,
+    /// `stage-boundary{k}`.
+    Boundary(u64),
+    /// `stage-boundary{k}.gather`.
+    Gather(u64),
+    /// `zero3-gather` or `zero3-gather-experts`.
+    Zero3(&'static str),
+}
+
+impl Tag {
+    fn name(self, slot: u64) -> String {
+        match self {
+            Tag::Block(l, b) => format!("mb{slot}.l{l}.{b}"),
+            Tag::Recompute(l, b) => format!("mb{slot}.l{l}.{b}.recompute"),
+            Tag::Exchange(l, w) => format!("mb{slot}.l{l}.{w}"),
+            Tag::Logits => format!("mb{slot}.logits"),
+            Tag::Boundary(k) => format!("mb{slot}.stage-boundary{k}"),
+            Tag::Gather(k) => format!("mb{slot}.stage-boundary{k}.gather"),
+            Tag::Zero3(w) => format!("mb{slot}.{w}"),
+        }
+    }
+}
+
+/// A record of one micro-batch slot: its tag and its forward,
+/// input-gradient and weight-gradient phases.
+type Template<'a> = (Tag, [TPhase<'a>; 3]);
+
+/// A template's collective, if it moves anything.
+fn tcomm(kind: CollectiveKind, bytes: f64, group: &Group) -> TComm<'_> {
+    (group.size() > 1 && bytes > 0.0).then_some((kind, bytes, group))
+}
+
+/// The records of one micro-batch slot of the last stage, in order:
+/// every layer's blocks (and a MoE layer's dispatch and combine), the
+/// logits, the stage boundaries, the ZeRO-3 gathers. `first`: the slot
+/// whose backward runs last and issues the gradient buckets (slot 0);
+/// `gather`: a slot with a micro-batch (not the bubble), which ZeRO-3
+/// gathers parameters for.
+fn slot_template<'a>(
+    model: &ModelSpec,
+    npu: &Npu,
+    s: &Strategy,
+    times: &LayerTimes,
+    g: &Groups<'a>,
+    first: bool,
+    gather: bool,
+) -> Vec<Template<'a>> {
     let d = &npu.device;
-    let times = layer_times(model, s, d);
-    let (t, p) = (s.tp as f64, s.pp as f64);
+    let t = s.tp as f64;
     let v = s.virtual_stages.max(1);
     let act = model.micro_batch as f64 * model.seq as f64 * model.hidden as f64 * model.bytes_weight;
     // A MoE layer's dispatch (and combine): every token's k copies, the
@@ -1327,190 +1414,254 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -
     } else {
         CollectiveKind::AllReduce
     };
-    // The stage's micro-batch slots: m, then the bubble's (p - 1) / v.
-    let bubble = (p - 1.0) / v as f64;
-    let whole = m + bubble.floor() as u64;
-    let part = bubble - bubble.floor();
-    let mut out = Vec::new();
-    let slots = (0..whole)
-        .map(|k| (k, 1.0))
-        .chain((part > 0.0).then_some((whole, part)));
-    let a2a = |name: String, backward_only: bool| {
-        let c = comm(CollectiveKind::AllToAll, dispatch, g.ep);
-        Layer {
-            name,
-            forward: if backward_only {
-                Phase::default()
-            } else {
-                Phase {
-                    compute_ns: 0.0,
-                    comm: c.clone(),
-                }
-            },
-            input_grad: Phase {
-                compute_ns: 0.0,
-                comm: c,
-            },
-            weight_grad: Phase::default(),
-        }
+    let tp_all_reduce = tcomm(CollectiveKind::AllReduce, act, g.tp);
+    let a2a = tcomm(CollectiveKind::AllToAll, dispatch, g.ep);
+    let exchange = |l: u64, what: &'static str, forward: bool| -> Template<'a> {
+        (
+            Tag::Exchange(l, what),
+            [
+                if forward { TPhase::new(0.0, a2a) } else { TPhase::NONE },
+                TPhase::new(0.0, a2a),
+                TPhase::NONE,
+            ],
+        )
     };
-    for (slot, frac) in slots {
-        let mut slot_records = Vec::new();
-        // Dense layers first (a MoE model's first dense layers), then MoE.
-        for l in 0..dense + moe {
-            let is_moe = l >= dense;
-            for b in blocks(model, s, &times, is_moe) {
-                let bt = b.time;
-                let name = b.name;
-                let selective = if s.recompute == Recompute::Selective {
-                    bt.selective_ns
-                } else {
-                    0.0
-                };
-                // The last micro-batch's backward (slot 0 runs last in the
-                // backward pass) issues the block's gradient bucket.
-                let bucket = if slot == 0 {
-                    comm(
-                        grad_kind,
-                        b.params * model.bytes_grad,
-                        if b.expert { g.edp } else { g.dp },
-                    )
-                } else {
-                    None
-                };
+    let mut out = Vec::new();
+    // Dense layers first (a MoE model's first dense layers), then MoE.
+    for l in 0..dense + moe {
+        for b in blocks(model, s, times, l >= dense) {
+            let bt = b.time;
+            let selective = if s.recompute == Recompute::Selective {
+                bt.selective_ns
+            } else {
+                0.0
+            };
+            // The last micro-batch's backward (slot 0 runs last in the
+            // backward pass) issues the block's gradient bucket.
+            let bucket = if first {
+                tcomm(
+                    grad_kind,
+                    b.params * model.bytes_grad,
+                    if b.expert { g.edp } else { g.dp },
+                )
+            } else {
+                None
+            };
+            if b.expert {
+                out.push(exchange(l, "dispatch", true));
+            }
+            out.push((
+                Tag::Block(l, b.name),
+                [
+                    TPhase::new(bt.forward_ns, tp_all_reduce),
+                    TPhase::new(bt.input_grad_ns + selective, tp_all_reduce),
+                    TPhase::new(bt.weight_grad_ns + d.stream_ns(b.params * accumulate), bucket),
+                ],
+            ));
+            if b.expert {
+                out.push(exchange(l, "combine", true));
+            }
+            if s.recompute == Recompute::Full {
+                // The forward again, in the backward, with its all-reduce
+                // (and a MoE block's dispatch and combine).
+                out.push((
+                    Tag::Recompute(l, b.name),
+                    [TPhase::NONE, TPhase::new(bt.forward_ns, tp_all_reduce), TPhase::NONE],
+                ));
                 if b.expert {
-                    slot_records.push(a2a(format!("mb{slot}.l{l}.dispatch"), false));
-                }
-                slot_records.push(Layer {
-                    name: format!("mb{slot}.l{l}.{name}"),
-                    forward: Phase {
-                        compute_ns: bt.forward_ns,
-                        comm: comm(CollectiveKind::AllReduce, act, g.tp),
-                    },
-                    input_grad: Phase {
-                        compute_ns: bt.input_grad_ns + selective,
-                        comm: comm(CollectiveKind::AllReduce, act, g.tp),
-                    },
-                    weight_grad: Phase {
-                        compute_ns: bt.weight_grad_ns + d.stream_ns(b.params * accumulate),
-                        comm: bucket,
-                    },
-                });
-                if b.expert {
-                    slot_records.push(a2a(format!("mb{slot}.l{l}.combine"), false));
-                }
-                if s.recompute == Recompute::Full {
-                    // The forward again, in the backward, with its all-reduce
-                    // (and a MoE block's dispatch and combine).
-                    slot_records.push(Layer {
-                        name: format!("mb{slot}.l{l}.{name}.recompute"),
-                        forward: Phase::default(),
-                        input_grad: Phase {
-                            compute_ns: bt.forward_ns,
-                            comm: comm(CollectiveKind::AllReduce, act, g.tp),
-                        },
-                        weight_grad: Phase::default(),
-                    });
-                    if b.expert {
-                        slot_records.push(a2a(format!("mb{slot}.l{l}.recompute.dispatch"), true));
-                        slot_records.push(a2a(format!("mb{slot}.l{l}.recompute.combine"), true));
-                    }
+                    out.push(exchange(l, "recompute.dispatch", false));
+                    out.push(exchange(l, "recompute.combine", false));
                 }
             }
         }
-        let embedding = model.embedding_params();
-        slot_records.push(Layer {
-            name: format!("mb{slot}.logits"),
-            forward: Phase {
-                compute_ns: times.logits.forward_ns,
-                comm: None,
-            },
-            input_grad: Phase {
-                compute_ns: times.logits.input_grad_ns,
-                comm: None,
-            },
-            weight_grad: Phase {
-                compute_ns: times.logits.weight_grad_ns + d.stream_ns(embedding / t * accumulate),
-                comm: if slot == 0 {
-                    comm(grad_kind, embedding / t * model.bytes_grad, g.dp)
+    }
+    let embedding = model.embedding_params();
+    out.push((
+        Tag::Logits,
+        [
+            TPhase::new(times.logits.forward_ns, None),
+            TPhase::new(times.logits.input_grad_ns, None),
+            TPhase::new(
+                times.logits.weight_grad_ns + d.stream_ns(embedding / t * accumulate),
+                if first {
+                    tcomm(grad_kind, embedding / t * model.bytes_grad, g.dp)
                 } else {
                     None
                 },
-            },
-        });
-        if s.pp > 1 {
-            let scatter = s.scatter_gather && s.tp > 1;
-            let send = if scatter { act / t } else { act };
-            for k in 0..v {
-                slot_records.push(comm_layer(
-                    format!("mb{slot}.stage-boundary{k}"),
-                    comm(CollectiveKind::SendRecv, send, g.pp),
-                ));
-                if scatter {
-                    slot_records.push(comm_layer(
-                        format!("mb{slot}.stage-boundary{k}.gather"),
-                        // An all-gather's bytes are one NPU's share.
-                        comm(CollectiveKind::AllGather, send, g.tp),
-                    ));
-                }
+            ),
+        ],
+    ));
+    let both = |c: TComm<'a>| [TPhase::new(0.0, c), TPhase::new(0.0, c), TPhase::NONE];
+    if s.pp > 1 {
+        let scatter = s.scatter_gather && s.tp > 1;
+        let send = if scatter { act / t } else { act };
+        for k in 0..v {
+            out.push((Tag::Boundary(k), both(tcomm(CollectiveKind::SendRecv, send, g.pp))));
+            if scatter {
+                // An all-gather's bytes are one NPU's share.
+                out.push((Tag::Gather(k), both(tcomm(CollectiveKind::AllGather, send, g.tp))));
             }
         }
-        if s.zero >= 3 && slot < m {
-            // Gather the stage's parameters before the forward and the
-            // backward (the routed experts over their own group).
-            slot_records.push(comm_layer(
-                format!("mb{slot}.zero3-gather"),
-                comm(CollectiveKind::AllGather, shared * model.bytes_weight / dp, g.dp),
-            ));
-            if experts > 0.0 {
-                slot_records.push(comm_layer(
-                    format!("mb{slot}.zero3-gather-experts"),
-                    comm(CollectiveKind::AllGather, experts * model.bytes_weight / edp, g.edp),
-                ));
-            }
-        }
-        out.extend(slot_records.into_iter().map(|r| scaled(r, frac)));
     }
-    // The optimizer step over the NPU's share of the stage's parameters.
+    if s.zero >= 3 && gather {
+        // Gather the stage's parameters before the forward and the
+        // backward (the routed experts over their own group).
+        out.push((
+            Tag::Zero3("zero3-gather"),
+            both(tcomm(CollectiveKind::AllGather, shared * model.bytes_weight / dp, g.dp)),
+        ));
+        if experts > 0.0 {
+            out.push((
+                Tag::Zero3("zero3-gather-experts"),
+                both(tcomm(
+                    CollectiveKind::AllGather,
+                    experts * model.bytes_weight / edp,
+                    g.edp,
+                )),
+            ));
+        }
+    }
+    out
+}
+
+/// The 1F1B schedule's slots in four classes, each (first slot, how many
+/// slots, the share of a slot each runs): slot 0 (it issues the buckets),
+/// the other micro-batches, the bubble's whole slots and its partial slot
+/// ((p - 1) / v bubble slots in all).
+fn slot_classes(s: &Strategy, m: u64) -> [(u64, u64, f64); 4] {
+    let bubble = (s.pp as f64 - 1.0) / s.virtual_stages.max(1) as f64;
+    let whole = m + bubble.floor() as u64;
+    let part = bubble - bubble.floor();
+    [
+        (0, 1, 1.0),
+        (1, m - 1, 1.0),
+        (m, whole - m, 1.0),
+        (whole, u64::from(part > 0.0), part),
+    ]
+}
+
+/// The optimizer step over the NPU's share of the stage's parameters.
+fn optimizer_record(model: &ModelSpec, npu: &Npu, s: &Strategy) -> Layer {
+    let (shared, experts) = rank_params(model, s);
+    let (dp, edp) = dp_degrees(s);
     let share = if s.zero >= 1 {
         shared / dp + experts / edp
     } else {
         shared + experts
     };
     let adam = model.bytes_grad + 24.0 + model.bytes_weight;
-    out.push(Layer {
+    Layer {
         name: "optimizer-step".into(),
         forward: Phase {
-            compute_ns: d.stream_ns(share * adam),
+            compute_ns: npu.device.stream_ns(share * adam),
             comm: None,
         },
         input_grad: Phase::default(),
         weight_grad: Phase::default(),
-    });
-    out
+    }
 }
 
-/// `r` with its compute and bytes scaled by `frac` (a bubble's partial slot).
-fn scaled(mut r: Layer, frac: f64) -> Layer {
-    if frac < 1.0 {
-        for phase in [&mut r.forward, &mut r.input_grad, &mut r.weight_grad] {
-            phase.compute_ns *= frac;
-            if let Some(c) = phase.comm.as_mut() {
-                c.bytes *= frac;
+/// The templates of slot 0, of the other micro-batches and of the
+/// bubble (`slot_classes` 0, 1 and 2-3).
+fn templates<'a>(model: &ModelSpec, npu: &Npu, s: &Strategy, g: &Groups<'a>) -> [Vec<Template<'a>>; 3] {
+    let times = layer_times(model, s, &npu.device);
+    [
+        slot_template(model, npu, s, &times, g, true, true),
+        slot_template(model, npu, s, &times, g, false, true),
+        slot_template(model, npu, s, &times, g, false, false),
+    ]
+}
+
+/// The records of the last stage's iteration: the slots of the 1F1B
+/// schedule (m micro-batches and the bubble), then the optimizer step.
+fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, g: &Groups<'_>) -> Vec<Layer> {
+    let tmpl = templates(model, npu, s, g);
+    let mut out = Vec::new();
+    for (class, (start, count, frac)) in slot_classes(s, m).into_iter().enumerate() {
+        for slot in start..start + count {
+            for (tag, [f, i, w]) in &tmpl[class.min(2)] {
+                out.push(Layer {
+                    name: tag.name(slot),
+                    forward: f.phase(frac),
+                    input_grad: i.phase(frac),
+                    weight_grad: w.phase(frac),
+                });
             }
         }
     }
-    r
+    out.push(optimizer_record(model, npu, s));
+    out
 }
 
-/// A record with no compute whose forward and backward each issue `comm`.
-fn comm_layer(name: String, comm: Option<Comm>) -> Layer {
-    let phase = Phase { compute_ns: 0.0, comm };
-    Layer {
-        name,
-        forward: phase.clone(),
-        input_grad: phase,
-        weight_grad: Phase::default(),
+/// The iteration [`generate`] builds, counted instead of listed: its
+/// compute and each distinct collective with how many times it is issued.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Census {
+    /// Compute, ns ([`compute_ns`], what the records sum to).
+    pub compute_ns: f64,
+    /// Each distinct collective, whether a weight-gradient phase issues
+    /// it, and how many times.
+    pub comms: Vec<(Comm, bool, u64)>,
+}
+
+/// The census of `s`'s iteration (see [`Census`]): the records of
+/// [`generate`], each slot class visited once and counted; the same
+/// errors.
+pub fn census(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Result<Census, StrategyError> {
+    let planned = plan(model, npu, s, fabric)?;
+    Ok(census_of(model, npu, s, fabric, &planned))
+}
+
+/// The census of a planned strategy.
+pub fn census_of(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric, planned: &Planned) -> Census {
+    let [tp_g, pp_g, dp_g] = &planned.groups;
+    let single = Group(vec![None; fabric.ndims()]);
+    let (ep_g, edp_g) = match &planned.expert_groups {
+        Some([ep, edp]) => (ep, edp),
+        None => (&single, dp_g),
+    };
+    let g = Groups {
+        tp: tp_g,
+        pp: pp_g,
+        dp: dp_g,
+        ep: ep_g,
+        edp: edp_g,
+    };
+    let tmpl = templates(model, npu, s, &g);
+    // Distinct by kind, bytes, group and whether a weight-gradient phase
+    // issues it; a handful per strategy.
+    let mut comms: Vec<(Comm, bool, u64)> = Vec::new();
+    for (class, (_, count, frac)) in slot_classes(s, planned.micro_batches).into_iter().enumerate() {
+        if count == 0 {
+            continue;
+        }
+        for (_, phases) in &tmpl[class.min(2)] {
+            for (k, p) in phases.iter().enumerate() {
+                let Some((kind, bytes, group)) = p.comm else {
+                    continue;
+                };
+                let bytes = if frac < 1.0 { bytes * frac } else { bytes };
+                let wg = k == 2;
+                match comms.iter_mut().find(|(c, w, _)| {
+                    *w == wg && c.kind == kind && c.bytes.to_bits() == bytes.to_bits() && c.group == *group
+                }) {
+                    Some((_, _, n)) => *n += count,
+                    None => comms.push((
+                        Comm {
+                            kind,
+                            bytes,
+                            group: group.clone(),
+                        },
+                        wg,
+                        count,
+                    )),
+                }
+            }
+        }
+    }
+    Census {
+        compute_ns: planned.compute_ns,
+        comms,
     }
 }
 

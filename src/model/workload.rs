@@ -90,6 +90,28 @@ impl std::str::FromStr for CollectiveKind {
     }
 }
 
+/// A fast, deterministic (not DoS-resistant) hasher for fingerprints: each
+/// word multiplied into the state (the Fx hash's rotate-xor-multiply).
+struct FastHasher(u64);
+
+impl std::hash::Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// Why a communicator is not allowed (`Group::from_libra`) or does not fit
 /// a fabric (`Group::check`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -281,7 +303,7 @@ impl Workload {
     /// is what it stands for).
     pub fn fingerprint(&self) -> u64 {
         use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = FastHasher(0);
         for l in &self.layers {
             l.name.hash(&mut h);
             for p in [&l.forward, &l.input_grad, &l.weight_grad] {

@@ -31,7 +31,7 @@
 use super::procure::{self, Pricing};
 use crate::model::collective::CollectiveModel;
 use crate::model::fabric::Fabric;
-use crate::model::training::IterationModel;
+use crate::model::training::{Counted, IterationModel};
 use crate::model::transformer::{self, ModelSpec, Par, RecipeSpace, Recompute, Strategy};
 use crate::optimize::{self, Objective, Problem};
 use crate::study::Study;
@@ -243,14 +243,17 @@ pub fn strategies(n: u64, base: &Strategy, experts: u32) -> Vec<Strategy> {
     out
 }
 
-fn problem(study: &Study, fabric: &Fabric, workload: &crate::model::workload::Workload) -> Result<Problem, String> {
-    let model = CollectiveModel {
+fn collective_model(study: &Study) -> CollectiveModel {
+    CollectiveModel {
         time_model: study.collective.time_model,
         group_bandwidth: study.collective.group_bandwidth,
         algorithms: study.collective.algorithms.clone(),
         reduction_gbps: study.collective.reduction_gbps,
-    };
-    let it = IterationModel::new(workload, fabric, &model, study.training_loop);
+    }
+}
+
+fn problem(study: &Study, fabric: &Fabric, workload: &crate::model::workload::Workload) -> Result<Problem, String> {
+    let it = IterationModel::new(workload, fabric, &collective_model(study), study.training_loop);
     let cons = study.constraints(&[]).map_err(|e| e.to_string())?;
     Ok(Problem::new(fabric, it, study.linear_cost(), cons))
 }
@@ -310,11 +313,29 @@ struct Cand {
     memory: Option<f64>,
     /// Its compute bound, ms, or why it is invalid.
     planned: Result<f64, String>,
+    /// Its plan (valid candidates).
+    plan: Option<transformer::Planned>,
+    /// Its workload counted (`transformer::census`; valid candidates).
+    counted: Option<Counted>,
+    /// Its time at the most bandwidth, ms: exact under no-overlap, a lower
+    /// bound under overlap (NaN where not known).
+    most_ms: f64,
 }
 
 impl Cand {
+    /// Its compute bound, ms (infinite if invalid).
     fn bound(&self) -> f64 {
         self.planned.as_ref().map_or(f64::INFINITY, |b| *b)
+    }
+
+    /// Its best lower bound, ms: the compute bound, or the time at the
+    /// most bandwidth where larger.
+    fn key(&self) -> f64 {
+        if self.most_ms > self.bound() {
+            self.most_ms
+        } else {
+            self.bound()
+        }
     }
 }
 
@@ -366,6 +387,9 @@ pub fn coopt_in(
                     mapping,
                     memory: Some(p.memory.gib()),
                     planned: Ok(crate::model::units::ns_to_ms(p.compute_ns)),
+                    plan: Some(p),
+                    counted: None,
+                    most_ms: f64::NAN,
                 },
                 Err(reason) => Cand {
                     s: s.clone(),
@@ -373,6 +397,9 @@ pub fn coopt_in(
                     mapping,
                     memory: None,
                     planned: Err(reason.to_string()),
+                    plan: None,
+                    counted: None,
+                    most_ms: f64::NAN,
                 },
             }
         })
@@ -439,6 +466,22 @@ pub fn coopt_in(
                 .collect(),
         })
     });
+    // Every valid candidate counted (no records) and timed at the most
+    // bandwidth: a second lower bound, exact under no-overlap; then
+    // visited best bound first.
+    let cm = collective_model(study);
+    let lp = study.training_loop;
+    cands.par_iter_mut().for_each(|c| {
+        if let Some(p) = c.plan.take() {
+            let census = transformer::census_of(&models[c.model], npu, &c.s, fabric, &p);
+            let counted = Counted::new(census.compute_ns, &census.comms, fabric, &cm);
+            if let Some(most) = &most {
+                c.most_ms = crate::model::units::ns_to_ms(counted.iteration_ns(most, lp));
+            }
+            c.counted = Some(counted);
+        }
+    });
+    cands.sort_by(|a, b| a.key().total_cmp(&b.key()));
     let mut verdicts: Vec<Option<Verdict>> = vec![None; cands.len()];
     let mut problems: Vec<Option<Problem>> = (0..cands.len()).map(|_| None).collect();
     // Solved iterations by fingerprint: an equal workload (checked record
@@ -470,6 +513,27 @@ pub fn coopt_in(
         } else {
             f64::INFINITY
         };
+        if cut.is_finite() && cands[i].key() >= cut {
+            // Visited by their bound: this one and every one after it are
+            // pruned (or invalid).
+            for (k, c) in cands.iter().enumerate().skip(i) {
+                verdicts[k] = Some(match &c.planned {
+                    Err(reason) => Verdict::Rejected { reason: reason.clone() },
+                    Ok(b) if *b >= cut => Verdict::Pruned {
+                        bound_ms: *b,
+                        bound: Bound::Compute,
+                        equal_split_ms: f64::NAN,
+                    },
+                    Ok(_) => Verdict::Pruned {
+                        bound_ms: c.most_ms,
+                        bound: Bound::MostBandwidth,
+                        equal_split_ms: f64::NAN,
+                    },
+                });
+            }
+            progress(cands.len(), cands.len());
+            break;
+        }
         let done: Vec<Visited> = chunk
             .par_iter()
             .map(|c| {
@@ -484,6 +548,9 @@ pub fn coopt_in(
                 };
                 if cut.is_finite() && bound >= cut {
                     return (pruned(bound, Bound::Compute), None, None, None);
+                }
+                if cut.is_finite() && c.most_ms >= cut {
+                    return (pruned(c.most_ms, Bound::MostBandwidth), None, None, None);
                 }
                 if let Some(&j) = by_same.get(&same(c))
                     && let Some(v) = &verdicts[j]
@@ -506,12 +573,6 @@ pub fn coopt_in(
                     Err(reason) => return (Verdict::Rejected { reason }, None, None, None),
                 };
                 let eq = fixed_equal.map(|bw| p.time_ms(bw));
-                if let Some(most) = &most {
-                    let t = p.time_ms(most);
-                    if cut.is_finite() && t >= cut {
-                        return (pruned(t, Bound::MostBandwidth), None, None, eq);
-                    }
-                }
                 (solve(&p), Some(p), Some(print), eq)
             })
             .collect();
@@ -577,10 +638,14 @@ pub fn coopt_in(
                     return None;
                 }
                 let c = &cands[k];
-                match (&problems[k], equal_of.get(&same(c))) {
-                    (Some(p), _) => Some(p.time_ms(&equal_bw)),
-                    (None, Some(t)) => Some(*t),
-                    (None, None) => build(c).ok().map(|p| p.time_ms(&equal_bw)),
+                match (&problems[k], equal_of.get(&same(c)), &c.counted) {
+                    (Some(p), _, _) => Some(p.time_ms(&equal_bw)),
+                    (None, Some(t), _) => Some(*t),
+                    // Counted, exact under no-overlap: no records needed.
+                    (None, None, Some(n)) if lp == crate::model::training::Loop::NoOverlap => {
+                        Some(crate::model::units::ns_to_ms(n.iteration_ns(&equal_bw, lp)))
+                    }
+                    (None, None, _) => build(c).ok().map(|p| p.time_ms(&equal_bw)),
                 }
             })
             .collect();

@@ -421,6 +421,8 @@ pub fn npu_of(c: &Cluster, gemm: Option<f64>) -> Result<Npu, RunRefused> {
         },
         hbm_gib: a.hbm_gib,
         headroom_gib: compute::DEFAULT_HEADROOM_GIB,
+        tdp_w: Some(a.tdp_w),
+        price_usd: a.price_usd,
     })
 }
 

@@ -45,6 +45,7 @@ mod write;
 pub use frontier::{Case, FrontierSpec};
 pub use optimize::OptimizeSpec;
 pub use sweep::{SweepSpec, SweepWorkload};
+pub use workload::Economics;
 pub use workload::{OrderError, parse_order};
 
 use crate::error::{InputError, line_of_offset};
@@ -98,8 +99,14 @@ pub struct Study {
     pub hash: String,
     /// The model the workload was generated from, if any.
     pub model: Option<ModelSpec>,
-    /// The NPU the model runs on.
+    /// The NPU the model runs on (the first of `[npu] type = [...]`).
     pub npu: Option<Npu>,
+    /// The accelerators coopt chooses among (`[npu] type = [...]`; empty
+    /// for one NPU).
+    pub npu_choices: Vec<Npu>,
+    /// How accelerators are compared (`[coopt]` life, energy price and
+    /// the cluster's budgets).
+    pub economics: Economics,
     /// The study's default parallelization.
     pub parallelism: Option<Strategy>,
     /// The recipes `coopt` searches (`[coopt]`; none: the study's own).
@@ -153,6 +160,8 @@ impl Study {
             npu: None,
             parallelism: None,
             recipe_space: None,
+            npu_choices: Vec::new(),
+            economics: Economics::default(),
             evaluator: Default::default(),
             evaluator_line: None,
             procurement: None,
@@ -232,6 +241,10 @@ impl Study {
         let derived_tiers = fabric::derive_tiers(&raw.fabric, &fabric, &mut cost, &parts, src)?;
         let generator = workload::generator(raw.model.as_ref(), raw.npu.as_ref(), raw.parallelism.as_ref(), src)?;
         let workload = workload::workload(raw.workload.as_ref(), &generator, &fabric, src)?;
+        let economics = match &raw.coopt {
+            None => Economics::default(),
+            Some(c) => workload::economics(c, src)?,
+        };
         let recipe_space = match &raw.coopt {
             None => None,
             Some(c) => Some(workload::recipe_space(
@@ -287,6 +300,8 @@ impl Study {
             npu: generator.npu,
             parallelism: generator.parallelism,
             recipe_space,
+            npu_choices: generator.npu_choices,
+            economics,
             evaluator,
             evaluator_line: find_line(text, "[evaluator]"),
             procurement,

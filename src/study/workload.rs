@@ -13,7 +13,7 @@ use crate::model::compute::{self, Device};
 use crate::model::fabric::Fabric;
 use crate::model::transformer::{ModelSpec, Moe, Npu, Par, RecipeSpace, Recompute, Strategy};
 use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 #[derive(Deserialize)]
@@ -146,11 +146,63 @@ pub(super) struct RawParallelism {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCoopt {
     recipe: Option<String>,
+    life_years: Option<f64>,
+    usd_per_kwh: Option<f64>,
+    budget_usd: Option<f64>,
+    budget_w: Option<f64>,
     micro_batch: Option<Vec<u64>>,
     recompute: Option<Vec<RawRecompute>>,
     zero: Option<Vec<u8>>,
     sequence_parallel: Option<Vec<bool>>,
     virtual_stages: Option<Vec<u64>>,
+}
+
+/// How coopt compares accelerators (`[npu] type = [...]`): what a token
+/// costs over the cluster's life, and the whole cluster's budgets.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Economics {
+    /// Years the capex is written off over (`[coopt] life_years`, default
+    /// 4: an assumption, the common depreciation period of servers).
+    pub life_years: f64,
+    /// Electricity, $ per kWh (`[coopt] usd_per_kwh`, default 0.10: an
+    /// assumption).
+    pub usd_per_kwh: f64,
+    /// The whole cluster's capex budget, accelerators and fabric, $.
+    pub budget_usd: Option<f64>,
+    /// The whole cluster's power budget, accelerators and fabric, W.
+    pub budget_w: Option<f64>,
+}
+
+impl Default for Economics {
+    fn default() -> Economics {
+        Economics {
+            life_years: 4.0,
+            usd_per_kwh: 0.10,
+            budget_usd: None,
+            budget_w: None,
+        }
+    }
+}
+
+/// `[coopt]`'s economics, each figure checked.
+pub(super) fn economics(raw: &RawCoopt, src: StudyFile<'_>) -> Result<Economics, InputError> {
+    let d = Economics::default();
+    let check = |v: Option<f64>, key: &str| -> Result<Option<f64>, InputError> {
+        match v {
+            Some(x) if !(x.is_finite() && x > 0.0) => Err(src.at_line(
+                "[coopt]",
+                format!("coopt.{key}"),
+                format!("{x} is not allowed: it must be > 0"),
+            )),
+            other => Ok(other),
+        }
+    };
+    Ok(Economics {
+        life_years: check(raw.life_years, "life_years")?.unwrap_or(d.life_years),
+        usd_per_kwh: check(raw.usd_per_kwh, "usd_per_kwh")?.unwrap_or(d.usd_per_kwh),
+        budget_usd: check(raw.budget_usd, "budget_usd")?,
+        budget_w: check(raw.budget_w, "budget_w")?,
+    })
 }
 
 /// The recipe space of `[coopt]` for `model` whose own recipe is `own`.
@@ -269,7 +321,9 @@ impl RawRecompute {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawNpu {
     #[serde(rename = "type")]
-    kind: Option<String>,
+    kind: Option<OneOrMany<String>>,
+    price_usd: Option<OneOrMany<f64>>,
+    tdp_w: Option<f64>,
     peak_tflops: Option<f64>,
     hbm_gib: Option<f64>,
     hbm_gbps: Option<f64>,
@@ -280,8 +334,100 @@ pub(super) struct RawNpu {
     headroom_gib: Option<f64>,
 }
 
-fn npu(n: &RawNpu) -> Result<Npu, String> {
-    let base = match &n.kind {
+/// One value, or a list of them (`[npu] type = [...]`).
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+pub(super) enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T: Clone> OneOrMany<T> {
+    fn list(&self) -> Vec<T> {
+        match self {
+            OneOrMany::One(x) => vec![x.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// Most accelerator types a study may list.
+const MAX_TYPES: usize = 16;
+
+/// `[npu]`: one NPU, or with `type = [...]` the accelerators coopt chooses
+/// among (built-in types only, each priced by `price_usd = [...]`); the
+/// first is the study's own.
+fn npus(n: &RawNpu) -> Result<Vec<Npu>, String> {
+    let prices = n.price_usd.as_ref().map(OneOrMany::list);
+    let Some(OneOrMany::Many(types)) = &n.kind else {
+        let kind = match &n.kind {
+            Some(OneOrMany::One(k)) => Some(k.clone()),
+            _ => None,
+        };
+        let mut one = npu(n, kind)?;
+        match prices.as_deref() {
+            None => {}
+            Some([p]) => one.price_usd = Some(positive(*p, "price_usd")?),
+            Some(_) => return Err("price_usd: give one price for one type".into()),
+        }
+        return Ok(vec![one]);
+    };
+    if types.is_empty() || types.len() > MAX_TYPES {
+        return Err(format!(
+            "type: give 1 to {MAX_TYPES} accelerator types, not {}",
+            types.len()
+        ));
+    }
+    if [
+        n.peak_tflops,
+        n.hbm_gib,
+        n.hbm_gbps,
+        n.gemm_efficiency,
+        n.memory_efficiency,
+        n.efficiency,
+        n.tdp_w,
+    ]
+    .iter()
+    .any(Option::is_some)
+        || n.sms.is_some()
+    {
+        return Err("with a list of types, give no per-type figure (peak_tflops, hbm_gib, ...): each type keeps its built-in ones".into());
+    }
+    let prices = prices.ok_or_else(|| {
+        format!(
+            "price_usd = [...] is missing: one price per type ({} types), as no list price is published for them",
+            types.len()
+        )
+    })?;
+    if prices.len() != types.len() {
+        return Err(format!(
+            "price_usd: {} prices for {} types: give one per type",
+            prices.len(),
+            types.len()
+        ));
+    }
+    let mut out: Vec<Npu> = Vec::new();
+    for (t, p) in types.iter().zip(&prices) {
+        if out.iter().any(|x| x.name == *t) {
+            return Err(format!("type `{t}` is listed twice"));
+        }
+        let mut one = npu(n, Some(t.clone()))?;
+        one.price_usd = Some(positive(*p, "price_usd")?);
+        out.push(one);
+    }
+    Ok(out)
+}
+
+fn positive(v: f64, key: &str) -> Result<f64, String> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{key} = {v} is not allowed: it must be > 0"))
+    }
+}
+
+fn npu(n: &RawNpu, kind: Option<String>) -> Result<Npu, String> {
+    let base = match &kind {
         Some(k) => Some(compute::accelerator(k).ok_or_else(|| {
             format!(
                 "type `{k}` is not a built-in accelerator; allowed: {}",
@@ -322,12 +468,17 @@ fn npu(n: &RawNpu) -> Result<Npu, String> {
             "headroom_gib = {headroom_gib} is not allowed: use 0 to less than hbm_gib"
         ));
     }
-    let name = n.kind.clone().unwrap_or_else(|| "custom".into());
+    let name = kind.clone().unwrap_or_else(|| "custom".into());
+    let tdp_w = match n.tdp_w {
+        Some(w) => Some(positive(w, "tdp_w")?),
+        None => base.map(|a| a.tdp_w),
+    };
     if let Some(eff) = n.efficiency {
         let eff = fraction(pick(Some(eff), None, "efficiency")?, "efficiency")?;
         let mut out = Npu::flat(peak_tflops, eff, hbm_gib);
         out.name = name;
         out.headroom_gib = headroom_gib;
+        out.tdp_w = tdp_w;
         return Ok(out);
     }
     let device = Device {
@@ -353,6 +504,8 @@ fn npu(n: &RawNpu) -> Result<Npu, String> {
         device,
         hbm_gib,
         headroom_gib,
+        tdp_w,
+        price_usd: None,
     })
 }
 
@@ -372,8 +525,10 @@ fn yes() -> bool {
 pub(super) struct Generator {
     /// `[model]`.
     pub(super) model: Option<ModelSpec>,
-    /// `[npu]`.
+    /// `[npu]` (the first of its types).
     pub(super) npu: Option<Npu>,
+    /// `[npu] type = [...]`: every type listed (empty for one NPU).
+    pub(super) npu_choices: Vec<Npu>,
     /// `[parallelism]`.
     pub(super) parallelism: Option<Strategy>,
 }
@@ -390,10 +545,19 @@ pub(super) fn generator(
         None => None,
         Some(m) => Some(model_spec(m).map_err(|msg| src.at_line("[model]", "model", msg))?),
     };
-    let npu = match npu {
-        None => None,
-        Some(n) => Some(self::npu(n).map_err(|msg| src.at_line("[npu]", "npu", msg))?),
+    let listed = match npu {
+        None => Vec::new(),
+        Some(n) => npus(n).map_err(|msg| src.at_line("[npu]", "npu", msg))?,
     };
+    let is_list = matches!(
+        npu,
+        Some(RawNpu {
+            kind: Some(OneOrMany::Many(_)),
+            ..
+        })
+    );
+    let npu = listed.first().cloned();
+    let npu_choices = if is_list { listed } else { Vec::new() };
     let parallelism = match parallelism {
         None => None,
         Some(p) => Some(strategy(p).map_err(|msg| src.at_line("[parallelism]", "parallelism", msg))?),
@@ -401,6 +565,7 @@ pub(super) fn generator(
     Ok(Generator {
         model,
         npu,
+        npu_choices,
         parallelism,
     })
 }
