@@ -2,7 +2,8 @@
 //! TP x PP x DP and placement order, each with its optimal allocation).
 //! Target: <= 1 s (issue 20: GPT-3 175B and the 1T model on the kernel-by-kernel compute model);
 //! the whole recipe for GPT-3 175B <= 2 s, the DeepSeek-V3-like MoE on
-//! 2,048 NPUs (TP x PP x DP x EP, its 27 recipes) <= 5 s (issue 26).
+//! 2,048 NPUs (TP x PP x DP x EP, its 27 recipes) <= 5 s, four accelerator
+//! types with the purchasable fabric <= 10 s (issue 26).
 //! `cargo bench --bench coopt`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
@@ -48,9 +49,19 @@ fn bench(c: &mut Criterion) {
     });
 }
 
+fn accelerators(c: &mut Criterion) {
+    // Four accelerator types x every strategy and recipe x the catalog
+    // fabric (issue 26: <= 10 s).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let s = Study::load(&root.join("studies/llama70b-2048-accelerators.toml")).expect("study");
+    c.bench_function("coopt/llama70b-2048-accelerators", |b| {
+        b.iter(|| coopt::coopt_accelerators(&s, &|_, _| {}))
+    });
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10);
-    targets = bench
+    targets = bench, accelerators
 }
 criterion_main!(benches);

@@ -530,3 +530,123 @@ fn counted_matches_listed(
         assert!(counted.iteration_ns(&bw, Loop::Overlap) <= overlap.iteration_ns(&bw) * (1.0 + 1e-12));
     }
 }
+
+/// TINY with two accelerator types to choose among.
+fn tiny_types(extra: &str) -> String {
+    TINY.replacen(
+        "[npu]\npeak_tflops = 100\nefficiency = 0.5\nhbm_gib = 80\n",
+        &format!("[npu]\ntype = [\"h100-sxm\", \"b200\"]\nprice_usd = [25000, 35000]\n{extra}"),
+        1,
+    )
+}
+
+/// Each accelerator's design is the search on that accelerator alone;
+/// cost, power and the objectives follow from it by hand; the best by
+/// each objective is the best design within the budgets.
+#[test]
+fn accelerator_choice_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = tiny_types("");
+    assert_ne!(text, TINY);
+    let s = tiny(dir.path(), &text);
+    assert_eq!(s.npu_choices.len(), 2);
+    let a = coopt::coopt_accelerators(&s, &|_, _| {}).unwrap();
+    assert_eq!(a.designs.len(), 2);
+    let tokens = 32.0 * 512.0; // global batch x sequence
+    for (d, npu) in a.designs.iter().zip(&s.npu_choices) {
+        let mut one = s.clone();
+        one.npu = Some(npu.clone());
+        one.collective.reduction_gbps = Some(npu.device.hbm_gbps);
+        let alone = coopt::coopt(&one, &|_, _| {}).unwrap();
+        let Verdict::Solved {
+            iteration_time_ms,
+            network_cost_usd,
+            network_power_w,
+            ..
+        } = alone.strategies[0].verdict.clone()
+        else {
+            panic!("nothing solved on {}", npu.name)
+        };
+        assert_eq!(d.iteration_ms, Some(iteration_time_ms));
+        // 16 accelerators at their price and board power, plus the fabric.
+        let (price, tdp) = if d.npu == "b200" {
+            (35000.0, 1000.0)
+        } else {
+            (25000.0, 700.0)
+        };
+        assert_eq!(d.npu_capex_usd, 16.0 * price);
+        assert_eq!(d.capex_usd, Some(16.0 * price + network_cost_usd));
+        assert_eq!(d.power_w, Some(16.0 * tdp + network_power_w));
+        let per_s = tokens / (iteration_time_ms / 1e3);
+        // $ per second: capex over 4 years, plus the power at $0.10 per kWh.
+        let usd_per_s = (16.0 * price + network_cost_usd) / (4.0 * 365.25 * 86400.0)
+            + (16.0 * tdp + network_power_w) / 1e3 * 0.10 / 3600.0;
+        let close = |x: Option<f64>, y: f64| (x.unwrap() - y).abs() <= 1e-12 * y.abs();
+        assert!(close(d.tokens_per_s, per_s));
+        assert!(close(d.tokens_per_usd, per_s / usd_per_s));
+        assert!(close(d.tokens_per_joule, per_s / (16.0 * tdp + network_power_w)));
+    }
+    let best_by = |key: &dyn Fn(&coopt::AcceleratorDesign) -> f64| {
+        a.designs
+            .iter()
+            .min_by(|x, y| key(x).total_cmp(&key(y)))
+            .unwrap()
+            .npu
+            .clone()
+    };
+    assert_eq!(a.best[0], ("time".into(), best_by(&|d| d.iteration_ms.unwrap())));
+    assert_eq!(
+        a.best[2],
+        ("tokens per $".into(), best_by(&|d| -d.tokens_per_usd.unwrap()))
+    );
+    // A cluster budget the B200s alone exceed leaves the H100 (16 x
+    // $35,000 = $560,000 > $500,000 > 16 x $25,000 + its fabric).
+    let h100_total = a.designs[0].capex_usd.unwrap();
+    assert!(h100_total < 500_000.0, "{h100_total}");
+    let s = tiny(dir.path(), &format!("{}[coopt]\nbudget_usd = 500000\n", tiny_types("")));
+    let a = coopt::coopt_accelerators(&s, &|_, _| {}).unwrap();
+    assert!(
+        a.designs[1]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("over the cluster's $0.5M budget")
+    );
+    assert!(a.best.iter().all(|(_, npu)| npu == "h100-sxm"));
+}
+
+/// A list of types is checked: prices one per type, built-in types only,
+/// no per-type figures, no repeats.
+#[test]
+fn accelerator_lists_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.toml");
+    for (text, needle) in [
+        (
+            tiny_types("").replacen("price_usd = [25000, 35000]\n", "", 1),
+            "price_usd = [...] is missing: one price per type (2 types)",
+        ),
+        (
+            tiny_types("").replacen("[25000, 35000]", "[25000]", 1),
+            "price_usd: 1 prices for 2 types",
+        ),
+        (tiny_types("hbm_gib = 80\n"), "give no per-type figure"),
+        (
+            tiny_types("").replacen("\"b200\"]", "\"h100-sxm\"]", 1),
+            "type `h100-sxm` is listed twice",
+        ),
+        (
+            tiny_types("").replacen("\"b200\"]", "\"tpu\"]", 1),
+            "type `tpu` is not a built-in accelerator",
+        ),
+        (
+            format!("{}[coopt]\nlife_years = 0\n", tiny_types("")),
+            "coopt.life_years: 0 is not allowed",
+        ),
+    ] {
+        std::fs::write(&p, &text).unwrap();
+        let e = Study::load(&p).unwrap_err().to_string();
+        assert!(e.contains(needle), "{needle}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+}

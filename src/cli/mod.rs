@@ -683,12 +683,28 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
         other => anyhow::anyhow!(other),
     })?;
     progress.finish();
+    // `[npu] type = [...]`: every accelerator searched and priced.
+    let acc = if study.npu_choices.is_empty() {
+        None
+    } else {
+        let bar = Progress::new(1, "accelerator strategies");
+        let a = coopt::coopt_accelerators(&study, &|done, total| {
+            bar.bar.set_length(total as u64);
+            bar.set(done);
+        })?;
+        bar.finish();
+        Some(a)
+    };
     let secs = started.elapsed().as_secs_f64();
     if json {
-        println!("{}", report::json::coopt(&study, &r, secs, top));
+        println!("{}", report::json::coopt(&study, &r, acc.as_ref(), secs, top));
         return Ok(());
     }
     print!("{}", report::text::coopt(&study, &r, secs, top));
+    if let Some(a) = &acc {
+        println!();
+        print!("{}", report::text::accelerators(a));
+    }
     Ok(())
 }
 

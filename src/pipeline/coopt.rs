@@ -799,3 +799,197 @@ pub(crate) fn why_lost(r: &Coopt, best_ms: f64, per_kind: usize) -> Vec<String> 
     }
     out
 }
+
+/// One accelerator's best design (`[npu] type = [...]`): its fastest
+/// strategy and fabric, what the cluster costs and draws, and the
+/// objectives accelerators are compared by.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AcceleratorDesign {
+    /// The accelerator type.
+    pub npu: String,
+    /// NPUs in the cluster.
+    pub npus: u64,
+    /// Price per accelerator, $ (`[npu] price_usd`).
+    pub price_usd: f64,
+    /// Board power per accelerator, W.
+    pub tdp_w: f64,
+    /// Its fastest strategy and fabric (the search's first row), if any.
+    pub best: Option<Row>,
+    /// The search's counts: searched, solved, pruned, invalid.
+    pub counts: [usize; 4],
+    /// The accelerators' capex, $.
+    pub npu_capex_usd: f64,
+    /// The fabric's capex (the bill of materials with catalog pricing, else
+    /// the linear price), $.
+    pub network_capex_usd: Option<f64>,
+    /// Accelerators and fabric, $.
+    pub capex_usd: Option<f64>,
+    /// Accelerators at their board power and the fabric, W.
+    pub power_w: Option<f64>,
+    /// Iteration time, ms.
+    pub iteration_ms: Option<f64>,
+    /// Tokens trained per second.
+    pub tokens_per_s: Option<f64>,
+    /// Tokens per $: per second, over the capex written off across the
+    /// cluster's life plus the energy bought, per second.
+    pub tokens_per_usd: Option<f64>,
+    /// Tokens per joule of the cluster's power.
+    pub tokens_per_joule: Option<f64>,
+    /// Iteration time x capex, ms x $M.
+    pub time_x_cost: Option<f64>,
+    /// Why it is not a candidate (over a budget, nothing valid), if so.
+    pub note: Option<String>,
+}
+
+/// A design's figure to minimize (`None`: it has none).
+type Key = dyn Fn(&AcceleratorDesign) -> Option<f64>;
+
+/// What accelerators are compared by, and the best by each.
+pub const ACCELERATOR_OBJECTIVES: [&str; 4] = ["time", "time x cost", "tokens per $", "tokens per joule"];
+
+/// The accelerator choice: each type's best design and the best type by
+/// each of [`ACCELERATOR_OBJECTIVES`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Accelerators {
+    /// One per type, in the study's order.
+    pub designs: Vec<AcceleratorDesign>,
+    /// (objective, the best type), over the designs within the budgets.
+    pub best: Vec<(String, String)>,
+    /// The life, energy price and budgets used.
+    pub economics: crate::study::Economics,
+}
+
+/// Co-optimizes the strategy and the fabric for every accelerator of
+/// `[npu] type = [...]` (each its own search over the study's recipe
+/// space, [`coopt`]), prices each cluster (accelerators at their price and
+/// board power, the fabric at its bill of materials or linear price) and
+/// picks the best type by each objective. With catalog pricing, the
+/// fabric's budgets are what the cluster's (`[coopt] budget_usd`,
+/// `budget_w`) leave after the accelerators; otherwise a design over them
+/// is reported and not chosen.
+pub fn coopt_accelerators(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Accelerators, CooptError> {
+    let Some(model) = &study.model else {
+        return Err(CooptError::NoModel);
+    };
+    let econ = &study.economics;
+    let n = study.fabric.npus();
+    let tokens = model.global_batch as f64 * model.seq as f64;
+    let types = study.npu_choices.len().max(1);
+    let mut designs = Vec::new();
+    for (k, npu) in study.npu_choices.iter().enumerate() {
+        let price = npu.price_usd.unwrap_or(0.0);
+        let tdp = npu.tdp_w.unwrap_or(0.0);
+        let npu_capex = n as f64 * price;
+        let npu_power = n as f64 * tdp;
+        let mut s = study.clone();
+        // `reduction_memory = true` follows the accelerator's HBM.
+        if let Some(first) = &study.npu
+            && s.collective.reduction_gbps.map(f64::to_bits) == Some(first.device.hbm_gbps.to_bits())
+        {
+            s.collective.reduction_gbps = Some(npu.device.hbm_gbps).filter(|g| *g > 0.0);
+        }
+        s.npu = Some(npu.clone());
+        let mut note = None;
+        if Pricing::of(study) == Pricing::Catalog {
+            let mut parts = s.procurement();
+            let left = |cluster: Option<f64>, own: Option<f64>, spent: f64| match (cluster, own) {
+                (Some(c), Some(o)) => Some(o.min(c - spent)),
+                (Some(c), None) => Some(c - spent),
+                (None, o) => o,
+            };
+            parts.budget_usd = left(econ.budget_usd, parts.budget_usd, npu_capex);
+            parts.budget_w = left(econ.budget_w, parts.budget_w, npu_power);
+            if parts.budget_usd.is_some_and(|b| b <= 0.0) || parts.budget_w.is_some_and(|b| b <= 0.0) {
+                note = Some("the accelerators alone exceed the cluster's budget".to_string());
+            }
+            s.procurement = Some(parts);
+        }
+        let r = if note.is_none() {
+            Some(coopt(&s, &|d, t| progress(k * t + d, types * t))?)
+        } else {
+            None
+        };
+        let best = r
+            .as_ref()
+            .and_then(|r| r.strategies.first().filter(|x| x.time_ms().is_some()).cloned());
+        let counts = r
+            .as_ref()
+            .map_or([0; 4], |r| [r.searched, r.solved, r.pruned, r.rejected]);
+        let solved = best.as_ref().and_then(|b| match &b.verdict {
+            Verdict::Solved {
+                iteration_time_ms,
+                network_cost_usd,
+                network_power_w,
+                ..
+            } => Some((*iteration_time_ms, *network_cost_usd, *network_power_w)),
+            _ => None,
+        });
+        if solved.is_none() && note.is_none() {
+            note = Some("no valid strategy".to_string());
+        }
+        let capex = solved.map(|(_, c, _)| npu_capex + c);
+        let power = solved.map(|(_, _, w)| npu_power + w);
+        if note.is_none() {
+            if let (Some(b), Some(c)) = (econ.budget_usd, capex)
+                && c > b * (1.0 + 1e-9)
+            {
+                note = Some(format!("${:.1}M, over the cluster's ${:.1}M budget", c / 1e6, b / 1e6));
+            } else if let (Some(b), Some(w)) = (econ.budget_w, power)
+                && w > b * (1.0 + 1e-9)
+            {
+                note = Some(format!(
+                    "{:.0} kW, over the cluster's {:.0} kW budget",
+                    w / 1e3,
+                    b / 1e3
+                ));
+            }
+        }
+        let per_s = solved.map(|(ms, _, _)| tokens / (ms / 1e3));
+        let life_s = econ.life_years * 365.25 * 86400.0;
+        let usd_per_s = capex
+            .zip(power)
+            .map(|(c, w)| c / life_s + w / 1e3 * econ.usd_per_kwh / 3600.0);
+        designs.push(AcceleratorDesign {
+            npu: npu.name.clone(),
+            npus: n,
+            price_usd: price,
+            tdp_w: tdp,
+            best,
+            counts,
+            npu_capex_usd: npu_capex,
+            network_capex_usd: solved.map(|(_, c, _)| c),
+            capex_usd: capex,
+            power_w: power,
+            iteration_ms: solved.map(|(ms, _, _)| ms),
+            tokens_per_s: per_s,
+            tokens_per_usd: per_s.zip(usd_per_s).map(|(t, u)| t / u),
+            tokens_per_joule: per_s.zip(power).map(|(t, w)| t / w),
+            time_x_cost: solved.zip(capex).map(|((ms, _, _), c)| ms * c / 1e6),
+            note,
+        });
+    }
+    let within: Vec<&AcceleratorDesign> = designs.iter().filter(|d| d.note.is_none()).collect();
+    let pick = |key: &Key| {
+        within
+            .iter()
+            .filter_map(|d| key(d).map(|v| (v, d.npu.clone())))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, name)| name)
+    };
+    let keys: [&Key; 4] = [
+        &|d| d.iteration_ms,
+        &|d| d.time_x_cost,
+        &|d| d.tokens_per_usd.map(|x| -x),
+        &|d| d.tokens_per_joule.map(|x| -x),
+    ];
+    let best = ACCELERATOR_OBJECTIVES
+        .iter()
+        .zip(keys)
+        .filter_map(|(o, k)| pick(k).map(|name| ((*o).to_string(), name)))
+        .collect();
+    Ok(Accelerators {
+        designs,
+        best,
+        economics: econ.clone(),
+    })
+}

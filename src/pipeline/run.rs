@@ -130,6 +130,8 @@ pub struct StudyResults {
     pub sweeps: Vec<SweepResults>,
     /// With `[model]`: the parallelization chosen with the fabric.
     pub coopt: Option<Coopt>,
+    /// With `[npu] type = [...]`: every accelerator's best design.
+    pub accelerators: Option<coopt::Accelerators>,
 }
 
 /// Progress of long work: `(task, done, total)`.
@@ -278,7 +280,12 @@ pub fn run_study(study: &Study, dir: &Path, progress: Progress) -> Result<StudyR
         Some(_) => Some(coopt::coopt(study, &|_, _| {})?),
         None => None,
     };
+    let accelerators = match (&study.model, study.npu_choices.is_empty()) {
+        (Some(_), false) => Some(coopt::coopt_accelerators(study, &|_, _| {})?),
+        _ => None,
+    };
     Ok(StudyResults {
+        accelerators,
         stamp,
         problem,
         recommended,

@@ -215,7 +215,13 @@ pub fn catalog(
 /// `top` strategies (as the table does; `strategies_total` counts them
 /// all, and `searched`, `solved`, `pruned` and `rejected` are the whole
 /// search's).
-pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> Value {
+pub fn coopt(
+    study: &Study,
+    r: &Coopt,
+    acc: Option<&crate::pipeline::coopt::Accelerators>,
+    secs: f64,
+    top: usize,
+) -> Value {
     let best = r.strategies.first().and_then(|b| b.time_ms());
     let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
     if let Some(o) = v.as_object_mut() {
@@ -228,6 +234,9 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> Value {
         o.insert("dimsum_version".into(), env!("CARGO_PKG_VERSION").into());
         o.insert("solve_s".into(), secs.into());
         o.insert("best_ms".into(), best.into());
+        if let Some(a) = acc {
+            o.insert("accelerators".into(), serde_json::to_value(a).unwrap_or(Value::Null));
+        }
     }
     v
 }

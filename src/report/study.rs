@@ -105,7 +105,7 @@ pub fn write(study: &Study, r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>
         sweep(study, s, &mut doc);
     }
     if let Some(c) = &r.coopt {
-        coopt_section(study, &r.stamp, c, &mut doc, &mut out)?;
+        coopt_section(study, &r.stamp, c, r.accelerators.as_ref(), &mut doc, &mut out)?;
     }
     out.write("summary.md", doc.markdown().as_bytes())?;
     let summary = out.files.pop().unwrap_or_default();
@@ -1224,8 +1224,18 @@ fn sweep(study: &Study, s: &SweepResults, doc: &mut Doc) {
 }
 
 /// The parallelization chosen with the fabric; `coopt.json`.
-fn coopt_section(study: &Study, stamp: &Stamp, r: &Coopt, doc: &mut Doc, out: &mut Out) -> Result<(), ReportError> {
-    let json = json!({ "stamp": stamp, "study": study.name, "coopt": r });
+fn coopt_section(
+    study: &Study,
+    stamp: &Stamp,
+    r: &Coopt,
+    acc: Option<&coopt::Accelerators>,
+    doc: &mut Doc,
+    out: &mut Out,
+) -> Result<(), ReportError> {
+    let json = match acc {
+        Some(a) => json!({ "stamp": stamp, "study": study.name, "coopt": r, "accelerators": a }),
+        None => json!({ "stamp": stamp, "study": study.name, "coopt": r }),
+    };
     out.json("coopt.json", &json)?;
     doc.heading(2, "Parallelization and fabric, chosen together");
     let recipes = r.recipe_space.len() > 1;
@@ -1345,5 +1355,76 @@ fn coopt_section(study: &Study, stamp: &Stamp, r: &Coopt, doc: &mut Doc, out: &m
         doc.para("Why the others lost (examples of each reason):");
         doc.push(Block::List(coopt::why_lost(r, best, 3)));
     }
+    if let Some(a) = acc {
+        accelerators_section(a, doc);
+    }
     Ok(())
+}
+
+/// The accelerator choice: each type's best design, priced and powered.
+fn accelerators_section(a: &coopt::Accelerators, doc: &mut Doc) {
+    doc.heading(2, "Accelerator, strategy and fabric, chosen together");
+    let e = &a.economics;
+    let budget = match (e.budget_usd, e.budget_w) {
+        (Some(u), Some(w)) => format!(" within the cluster's ${:.1}M and {:.0} kW", usd_to_musd(u), w / 1e3),
+        (Some(u), None) => format!(" within the cluster's ${:.1}M", usd_to_musd(u)),
+        (None, Some(w)) => format!(" within the cluster's {:.0} kW", w / 1e3),
+        (None, None) => String::new(),
+    };
+    doc.para(format!(
+        "Each accelerator type searched on its own (every strategy, placement and recipe, each with its optimal fabric){budget}; the cluster priced at the study's price per accelerator plus the fabric, powered at each accelerator's board power plus the fabric. Tokens per $ count the capex written off over {} years and electricity at ${:.2} per kWh (assumptions, `[coopt] life_years` and `usd_per_kwh`).",
+        e.life_years, e.usd_per_kwh
+    ));
+    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".to_string(), f);
+    let rows = a
+        .designs
+        .iter()
+        .map(|d| {
+            let strategy = d.best.as_ref().map_or("-".to_string(), |b| {
+                let ep = if b.ep > 1 {
+                    format!(" ep {}", b.ep)
+                } else {
+                    String::new()
+                };
+                format!("tp {} pp {} dp {}{ep} ({}; {})", b.tp, b.pp, b.dp, b.order, b.recipe())
+            });
+            vec![
+                d.npu.clone(),
+                format!("{:.1}", d.price_usd / 1e3),
+                strategy,
+                opt(d.iteration_ms, &|x| format!("{x:.3}")),
+                format!("{:.1}", usd_to_musd(d.npu_capex_usd)),
+                opt(d.network_capex_usd, &|x| format!("{:.1}", usd_to_musd(x))),
+                opt(d.capex_usd, &|x| format!("{:.1}", usd_to_musd(x))),
+                opt(d.power_w, &|x| format!("{:.0}", x / 1e3)),
+                opt(d.tokens_per_s, &|x| format!("{:.3}", x / 1e6)),
+                opt(d.tokens_per_usd, &|x| format!("{x:.0}")),
+                opt(d.tokens_per_joule, &|x| format!("{x:.3}")),
+                d.note.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    doc.push(Block::Table(
+        header(&[
+            "accelerator",
+            "price ($k)",
+            "best strategy",
+            "iteration (ms)",
+            "accelerators ($M)",
+            "fabric ($M)",
+            "cluster ($M)",
+            "power (kW)",
+            "M tokens / s",
+            "tokens per $",
+            "tokens per J",
+            "note",
+        ]),
+        rows,
+    ));
+    doc.push(Block::List(
+        a.best
+            .iter()
+            .map(|(objective, npu)| format!("best by {objective}: **{npu}**"))
+            .collect(),
+    ));
 }

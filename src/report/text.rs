@@ -721,3 +721,44 @@ pub fn side_by_side(study: &Study, designs: &[Evaluated]) -> String {
     }
     s
 }
+
+/// `dimsum coopt` with `[npu] type = [...]`: each accelerator's best
+/// design, priced and powered, and the best type by each objective.
+pub fn accelerators(a: &coopt::Accelerators) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<10} {:>9} {:>12} {:>8} {:>8} {:>8} {:>9} {:>10} {:>12} {:>9}  best strategy",
+        "type", "price $k", "time ms", "npus $M", "fabric", "total $M", "power kW", "Mtok/s", "tokens/$", "tokens/J"
+    );
+    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".to_string(), f);
+    for d in &a.designs {
+        let strategy = d.best.as_ref().map_or(String::new(), |b| {
+            let ep = if b.ep > 1 {
+                format!(" ep {}", b.ep)
+            } else {
+                String::new()
+            };
+            format!("tp {} pp {} dp {}{ep} ({}; {})", b.tp, b.pp, b.dp, b.order, b.recipe())
+        });
+        let note = d.note.as_ref().map_or(String::new(), |n| format!("  [{n}]"));
+        let _ = writeln!(
+            s,
+            "{:<10} {:>9.1} {:>12} {:>8.1} {:>8} {:>8} {:>9} {:>10} {:>12} {:>9}  {strategy}{note}",
+            d.npu,
+            d.price_usd / 1e3,
+            opt(d.iteration_ms, &|x| format!("{x:.3}")),
+            usd_to_musd(d.npu_capex_usd),
+            opt(d.network_capex_usd, &|x| format!("{:.1}", usd_to_musd(x))),
+            opt(d.capex_usd, &|x| format!("{:.1}", usd_to_musd(x))),
+            opt(d.power_w, &|x| format!("{:.0}", x / 1e3)),
+            opt(d.tokens_per_s, &|x| format!("{:.3}", x / 1e6)),
+            opt(d.tokens_per_usd, &|x| format!("{x:.0}")),
+            opt(d.tokens_per_joule, &|x| format!("{x:.3}")),
+        );
+    }
+    for (objective, npu) in &a.best {
+        let _ = writeln!(s, "best by {objective}: {npu}");
+    }
+    s
+}
