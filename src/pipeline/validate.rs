@@ -440,6 +440,8 @@ pub struct Validation {
     /// The large-GEMM efficiency that minimises the largest error on these
     /// runs (0.40 to 1.00 in steps of 0.005), and that error.
     pub best_fit: (f64, f64),
+    /// Each run's strategy searched again by coopt on its cluster.
+    pub rechosen: Vec<Rechosen>,
 }
 
 impl Validation {
@@ -509,7 +511,93 @@ pub fn validate(p: &Published) -> Result<Validation, RunRefused> {
         gemm_efficiency: npu.device.gemm_efficiency,
         memory_efficiency: npu.device.memory_efficiency,
         best_fit: fit(p)?,
+        rechosen: rechoose(p, &npu)?,
     })
+}
+
+/// A published run's strategy searched again by coopt on its own cluster:
+/// every TP x PP x DP and placement order with the run's recipe
+/// (micro-batch, recomputation, ZeRO, virtual stages), the fabric fixed as
+/// built, each candidate timed as the run is predicted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rechosen {
+    /// The run.
+    pub run: String,
+    /// The published strategy's predicted iteration on the cluster, ms.
+    pub published_ms: Option<f64>,
+    /// The best strategy coopt finds (degrees, order, time, memory).
+    pub best: Option<super::coopt::Row>,
+    /// Candidates searched, solved, pruned and invalid.
+    pub counts: [usize; 4],
+}
+
+/// Every run of `p` searched again (see [`Rechosen`]) on `npu`.
+pub fn rechoose(p: &Published, npu: &Npu) -> Result<Vec<Rechosen>, RunRefused> {
+    let c = &p.cluster;
+    let mut out = Vec::new();
+    for r in &p.runs {
+        let refused = |reason: String| RunRefused {
+            run: r.name.clone(),
+            reason,
+        };
+        let (model, strategy) = model_of(r)?;
+        let mut fabric = fabric(c, r.gpus);
+        let mut bw = Vec::new();
+        let mut tiers = std::collections::BTreeMap::new();
+        for d in &mut fabric.dims {
+            let b = if d.name == "node" { c.node_gbps } else { c.network_gbps };
+            // The cluster as built: each dimension at its bandwidth.
+            d.min_gbps = Some(b);
+            d.max_gbps = Some(b);
+            bw.push(b);
+            tiers.insert(
+                d.tier.clone(),
+                crate::model::cost::Tier {
+                    link_usd_per_gbps: 0.0,
+                    switch_usd_per_gbps: 0.0,
+                    nic_usd_per_gbps: 0.0,
+                    link_pj_per_bit: 0.0,
+                    switch_pj_per_bit: 0.0,
+                    nic_pj_per_bit: 0.0,
+                },
+            );
+        }
+        let study = crate::study::Study {
+            name: format!("{}-{}", p.name, r.name),
+            description: format!("{} on {} GPUs, searched again", r.name, r.gpus),
+            path: Path::new(&p.name).to_path_buf(),
+            collective: CollectiveModel::defaults(&fabric, c.time_model),
+            fabric,
+            cost: crate::model::cost::CostModel { tiers },
+            workload: crate::model::workload::Workload { layers: Vec::new() },
+            training_loop: r.training_loop.unwrap_or(c.training_loop),
+            bw: Some(bw),
+            optimize: Default::default(),
+            frontiers: Vec::new(),
+            cases: Vec::new(),
+            objectives: vec!["perf".into()],
+            sweeps: Vec::new(),
+            hash: String::new(),
+            model: Some(model),
+            npu: Some(npu.clone()),
+            parallelism: Some(strategy),
+            recipe_space: None,
+            npu_choices: Vec::new(),
+            economics: Default::default(),
+            evaluator: Default::default(),
+            evaluator_line: None,
+            procurement: None,
+            derived_tiers: Vec::new(),
+        };
+        let found = super::coopt::coopt(&study, &|_, _| {}).map_err(|e| refused(e.to_string()))?;
+        out.push(Rechosen {
+            run: r.name.clone(),
+            published_ms: found.default_optimized_ms,
+            best: found.strategies.first().filter(|x| x.time_ms().is_some()).cloned(),
+            counts: [found.searched, found.solved, found.pruned, found.rejected],
+        });
+    }
+    Ok(out)
 }
 
 /// The large-GEMM efficiency (0.40 to 1.00 in steps of 0.005) whose

@@ -81,6 +81,40 @@ pub fn markdown(v: &Validation, stamp: &Stamp, input: &str) -> String {
         100.0 * mean,
         v.predictions.len()
     );
+    if !v.rechosen.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Each run's strategy searched again\n\n`coopt` on each run's cluster as built (every TP x PP x DP and placement order with the run's own recipe: micro-batch, recomputation, ZeRO, virtual stages), each candidate timed as the run is predicted above.\n"
+        );
+        s.push_str("| run | published TP, PP, DP | published (ms) | coopt's best TP, PP, DP (order) | best (ms) | faster | memory (GiB) | searched / solved / pruned / invalid |\n");
+        s.push_str("|---|---|---|---|---|---|---|---|\n");
+        for (x, rc) in v.predictions.iter().zip(&v.rechosen) {
+            let r = &x.run;
+            let (best, best_ms, mem) = rc.best.as_ref().map_or(("-".to_string(), None, None), |b| {
+                (
+                    format!("{}, {}, {} ({})", b.tp, b.pp, b.dp, b.order),
+                    b.time_ms(),
+                    b.memory_gib,
+                )
+            });
+            let faster = rc
+                .published_ms
+                .zip(best_ms)
+                .map_or("-".to_string(), |(p, b)| format!("{:.3}x", p / b));
+            let [a, b, c, d] = rc.counts;
+            let _ = writeln!(
+                s,
+                "| {} | {}, {}, {} | {} | {best} | {} | {faster} | {} | {a} / {b} / {c} / {d} |",
+                rc.run,
+                r.tp,
+                r.pp,
+                x.dp,
+                rc.published_ms.map_or("-".to_string(), sig3),
+                best_ms.map_or("-".to_string(), sig3),
+                mem.map_or("-".to_string(), sig3),
+            );
+        }
+    }
     s
 }
 
