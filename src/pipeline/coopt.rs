@@ -875,99 +875,105 @@ pub fn coopt_accelerators(study: &Study, progress: &(dyn Fn(usize, usize) + Sync
     let n = study.fabric.npus();
     let tokens = model.global_batch as f64 * model.seq as f64;
     let types = study.npu_choices.len().max(1);
-    let mut designs = Vec::new();
-    for (k, npu) in study.npu_choices.iter().enumerate() {
-        let price = npu.price_usd.unwrap_or(0.0);
-        let tdp = npu.tdp_w.unwrap_or(0.0);
-        let npu_capex = n as f64 * price;
-        let npu_power = n as f64 * tdp;
-        let mut s = study.clone();
-        // `reduction_memory = true` follows the accelerator's HBM.
-        if let Some(first) = &study.npu
-            && s.collective.reduction_gbps.map(f64::to_bits) == Some(first.device.hbm_gbps.to_bits())
-        {
-            s.collective.reduction_gbps = Some(npu.device.hbm_gbps).filter(|g| *g > 0.0);
-        }
-        s.npu = Some(npu.clone());
-        let mut note = None;
-        if Pricing::of(study) == Pricing::Catalog {
-            let mut parts = s.procurement();
-            let left = |cluster: Option<f64>, own: Option<f64>, spent: f64| match (cluster, own) {
-                (Some(c), Some(o)) => Some(o.min(c - spent)),
-                (Some(c), None) => Some(c - spent),
-                (None, o) => o,
+    // The types side by side (each search is parallel too; together they
+    // keep the cores busy through each other's sequential steps).
+    let designs = study
+        .npu_choices
+        .par_iter()
+        .enumerate()
+        .map(|(k, npu)| -> Result<AcceleratorDesign, CooptError> {
+            let price = npu.price_usd.unwrap_or(0.0);
+            let tdp = npu.tdp_w.unwrap_or(0.0);
+            let npu_capex = n as f64 * price;
+            let npu_power = n as f64 * tdp;
+            let mut s = study.clone();
+            // `reduction_memory = true` follows the accelerator's HBM.
+            if let Some(first) = &study.npu
+                && s.collective.reduction_gbps.map(f64::to_bits) == Some(first.device.hbm_gbps.to_bits())
+            {
+                s.collective.reduction_gbps = Some(npu.device.hbm_gbps).filter(|g| *g > 0.0);
+            }
+            s.npu = Some(npu.clone());
+            let mut note = None;
+            if Pricing::of(study) == Pricing::Catalog {
+                let mut parts = s.procurement();
+                let left = |cluster: Option<f64>, own: Option<f64>, spent: f64| match (cluster, own) {
+                    (Some(c), Some(o)) => Some(o.min(c - spent)),
+                    (Some(c), None) => Some(c - spent),
+                    (None, o) => o,
+                };
+                parts.budget_usd = left(econ.budget_usd, parts.budget_usd, npu_capex);
+                parts.budget_w = left(econ.budget_w, parts.budget_w, npu_power);
+                if parts.budget_usd.is_some_and(|b| b <= 0.0) || parts.budget_w.is_some_and(|b| b <= 0.0) {
+                    note = Some("the accelerators alone exceed the cluster's budget".to_string());
+                }
+                s.procurement = Some(parts);
+            }
+            let r = if note.is_none() {
+                Some(coopt(&s, &|d, t| progress(k * t + d, types * t))?)
+            } else {
+                None
             };
-            parts.budget_usd = left(econ.budget_usd, parts.budget_usd, npu_capex);
-            parts.budget_w = left(econ.budget_w, parts.budget_w, npu_power);
-            if parts.budget_usd.is_some_and(|b| b <= 0.0) || parts.budget_w.is_some_and(|b| b <= 0.0) {
-                note = Some("the accelerators alone exceed the cluster's budget".to_string());
+            let best = r
+                .as_ref()
+                .and_then(|r| r.strategies.first().filter(|x| x.time_ms().is_some()).cloned());
+            let counts = r
+                .as_ref()
+                .map_or([0; 4], |r| [r.searched, r.solved, r.pruned, r.rejected]);
+            let solved = best.as_ref().and_then(|b| match &b.verdict {
+                Verdict::Solved {
+                    iteration_time_ms,
+                    network_cost_usd,
+                    network_power_w,
+                    ..
+                } => Some((*iteration_time_ms, *network_cost_usd, *network_power_w)),
+                _ => None,
+            });
+            if solved.is_none() && note.is_none() {
+                note = Some("no valid strategy".to_string());
             }
-            s.procurement = Some(parts);
-        }
-        let r = if note.is_none() {
-            Some(coopt(&s, &|d, t| progress(k * t + d, types * t))?)
-        } else {
-            None
-        };
-        let best = r
-            .as_ref()
-            .and_then(|r| r.strategies.first().filter(|x| x.time_ms().is_some()).cloned());
-        let counts = r
-            .as_ref()
-            .map_or([0; 4], |r| [r.searched, r.solved, r.pruned, r.rejected]);
-        let solved = best.as_ref().and_then(|b| match &b.verdict {
-            Verdict::Solved {
-                iteration_time_ms,
-                network_cost_usd,
-                network_power_w,
-                ..
-            } => Some((*iteration_time_ms, *network_cost_usd, *network_power_w)),
-            _ => None,
-        });
-        if solved.is_none() && note.is_none() {
-            note = Some("no valid strategy".to_string());
-        }
-        let capex = solved.map(|(_, c, _)| npu_capex + c);
-        let power = solved.map(|(_, _, w)| npu_power + w);
-        if note.is_none() {
-            if let (Some(b), Some(c)) = (econ.budget_usd, capex)
-                && c > b * (1.0 + 1e-9)
-            {
-                note = Some(format!("${:.1}M, over the cluster's ${:.1}M budget", c / 1e6, b / 1e6));
-            } else if let (Some(b), Some(w)) = (econ.budget_w, power)
-                && w > b * (1.0 + 1e-9)
-            {
-                note = Some(format!(
-                    "{:.0} kW, over the cluster's {:.0} kW budget",
-                    w / 1e3,
-                    b / 1e3
-                ));
+            let capex = solved.map(|(_, c, _)| npu_capex + c);
+            let power = solved.map(|(_, _, w)| npu_power + w);
+            if note.is_none() {
+                if let (Some(b), Some(c)) = (econ.budget_usd, capex)
+                    && c > b * (1.0 + 1e-9)
+                {
+                    note = Some(format!("${:.1}M, over the cluster's ${:.1}M budget", c / 1e6, b / 1e6));
+                } else if let (Some(b), Some(w)) = (econ.budget_w, power)
+                    && w > b * (1.0 + 1e-9)
+                {
+                    note = Some(format!(
+                        "{:.0} kW, over the cluster's {:.0} kW budget",
+                        w / 1e3,
+                        b / 1e3
+                    ));
+                }
             }
-        }
-        let per_s = solved.map(|(ms, _, _)| tokens / (ms / 1e3));
-        let life_s = econ.life_years * 365.25 * 86400.0;
-        let usd_per_s = capex
-            .zip(power)
-            .map(|(c, w)| c / life_s + w / 1e3 * econ.usd_per_kwh / 3600.0);
-        designs.push(AcceleratorDesign {
-            npu: npu.name.clone(),
-            npus: n,
-            price_usd: price,
-            tdp_w: tdp,
-            best,
-            counts,
-            npu_capex_usd: npu_capex,
-            network_capex_usd: solved.map(|(_, c, _)| c),
-            capex_usd: capex,
-            power_w: power,
-            iteration_ms: solved.map(|(ms, _, _)| ms),
-            tokens_per_s: per_s,
-            tokens_per_usd: per_s.zip(usd_per_s).map(|(t, u)| t / u),
-            tokens_per_joule: per_s.zip(power).map(|(t, w)| t / w),
-            time_x_cost: solved.zip(capex).map(|((ms, _, _), c)| ms * c / 1e6),
-            note,
-        });
-    }
+            let per_s = solved.map(|(ms, _, _)| tokens / (ms / 1e3));
+            let life_s = econ.life_years * 365.25 * 86400.0;
+            let usd_per_s = capex
+                .zip(power)
+                .map(|(c, w)| c / life_s + w / 1e3 * econ.usd_per_kwh / 3600.0);
+            Ok(AcceleratorDesign {
+                npu: npu.name.clone(),
+                npus: n,
+                price_usd: price,
+                tdp_w: tdp,
+                best,
+                counts,
+                npu_capex_usd: npu_capex,
+                network_capex_usd: solved.map(|(_, c, _)| c),
+                capex_usd: capex,
+                power_w: power,
+                iteration_ms: solved.map(|(ms, _, _)| ms),
+                tokens_per_s: per_s,
+                tokens_per_usd: per_s.zip(usd_per_s).map(|(t, u)| t / u),
+                tokens_per_joule: per_s.zip(power).map(|(t, w)| t / w),
+                time_x_cost: solved.zip(capex).map(|((ms, _, _), c)| ms * c / 1e6),
+                note,
+            })
+        })
+        .collect::<Result<Vec<_>, CooptError>>()?;
     let within: Vec<&AcceleratorDesign> = designs.iter().filter(|d| d.note.is_none()).collect();
     let pick = |key: &Key| {
         within
