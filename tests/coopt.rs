@@ -643,6 +643,18 @@ fn accelerator_lists_are_checked() {
             format!("{}[coopt]\nlife_years = 0\n", tiny_types("")),
             "coopt.life_years: 0 is not allowed",
         ),
+        (
+            format!("{TINY}[coopt]\nbudget_usd = 1e6\n"),
+            "coopt.budget_usd: compares accelerators: give it with [npu] type = [...]",
+        ),
+        (
+            TINY.replacen("efficiency = 0.5\n", "efficiency = 0.5\nprice_usd = 30000\n", 1),
+            "give it with a list, type = [...]",
+        ),
+        (
+            TINY.replacen("[model]\n", "[model]\npreset = \"llama2-70b\"\n", 1),
+            "heads is overridden on a preset with 8 key-value heads: give kv_heads too",
+        ),
     ] {
         std::fs::write(&p, &text).unwrap();
         let e = Study::load(&p).unwrap_err().to_string();

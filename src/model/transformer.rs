@@ -60,6 +60,35 @@
 //!   gradient when one stage holds both ends; and the NPU's headroom (the
 //!   CUDA context, the allocator's fragmentation).
 //!
+//! Grouped-query attention (`kv_heads` of the `a` heads): K and V are
+//! `h kv / a` wide, so the attention has `2 h^2 (1 + kv / a)` parameters,
+//! the QKV product is `(1 + 2 kv / a) h / t` wide, and K and V keep `4 (1 -
+//! kv / a) s b h` bytes fewer activations; TP must divide the key-value
+//! heads (as Megatron-LM requires).
+//!
+//! Mixture of experts (`Moe`): in a MoE layer a router (`h E`, replicated
+//! on every TP rank) sends each token to `top_k` of `E` routed experts and
+//! to every shared expert, each an FFN of `expert_ffn` with the model's
+//! matrices. Expert parallelism `ep` splits the routed experts over the
+//! innermost `ep` ranks of each data-parallel group (as Megatron-LM and
+//! DeepSeek place it); they are replicated over the rest (the
+//! expert-data-parallel group of `dp / ep`), which all-reduces their
+//! gradients, and split by TP like a dense FFN. Per MoE layer per
+//! micro-batch each TP rank dispatches every token's `top_k` copies to
+//! the EP group by all-to-all and combines them back the same way: `b s h
+//! e top_k load` bytes per NPU each way, forward and backward (again under
+//! full recomputation), where `load` is the busiest expert's tokens over
+//! the mean (the capacity factor with padded buffers, else the dropless
+//! imbalance); the busiest rank's experts process `b s top_k load` token
+//! copies; activations add the copies (`4 top_k load s b h`) and scale
+//! the FFN's intermediates with the width a token sees.
+//!
+//! Uneven stages: `p v` need not divide the layers; every chunk is timed
+//! and sized as the fullest, `ceil(L / (p v))` layers, on the device with
+//! the most MoE layers (the timed device also holds the logits, and its
+//! memory is charged the embedding and the first stage's activations in
+//! flight), an upper bound on the best layer split.
+//!
 //! A strategy is placed on the fabric in rank order: the groups of the three
 //! parallelisms, in the order given (innermost first), each take the next
 //! consecutive NPUs (`workload::place`), so a group may span several dimensions
@@ -637,7 +666,10 @@ impl Strategy {
             .take_while(|p| **p != Par::Dp)
             .map(|p| self.degree(*p))
             .product();
-        let ep = self.ep.max(1);
+        let ep = self.ep;
+        if ep == 0 || !self.dp.is_multiple_of(ep) {
+            return None;
+        }
         Some([
             place(skip, ep, &npus)?,
             place(skip.checked_mul(ep)?, self.dp / ep, &npus)?,
@@ -952,7 +984,10 @@ pub fn plan(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Resu
     };
     let groups = s.groups(fabric).ok_or_else(placement)?;
     let expert_groups = match model.moe {
-        Some(_) => Some(s.expert_groups(fabric).ok_or_else(placement)?),
+        Some(_) => Some(s.expert_groups(fabric).ok_or_else(|| StrategyError::Placement {
+            order: format!("{} with ep {} inside dp", s.order_name(), s.ep),
+            shape: fabric.shape(),
+        })?),
         None => None,
     };
     let memory = memory(model, npu, s, m);
@@ -1020,7 +1055,7 @@ fn blocks(model: &ModelSpec, s: &Strategy, times: &LayerTimes, moe: bool) -> [Bl
             Block {
                 name: "attn",
                 time: times.attention,
-                params: (model.attention_params() + model.moe_dense_params()) / t,
+                params: moe_rank_params(model, t),
                 expert: false,
             },
             Block {
@@ -1058,12 +1093,22 @@ fn rank_params(model: &ModelSpec, s: &Strategy) -> (f64, f64) {
     if let Some(x) = &model.moe
         && moe > 0
     {
-        shared = dense as f64 * model.layer_params(false, false)
-            + moe as f64 * (model.attention_params() + model.moe_dense_params())
-            + model.embedding_params();
+        shared = dense as f64 * model.layer_params(false, false) + model.embedding_params();
         experts = moe as f64 * f64::from(x.experts) / s.ep.max(1) as f64 * model.expert_params() / t;
+        return (shared / t + moe as f64 * moe_rank_params(model, t), experts);
     }
     (shared / t, experts)
+}
+
+/// A MoE layer's parameters on one NPU outside its routed experts: the
+/// attention and the shared experts split by TP, the router whole on
+/// every TP rank (its product runs on each).
+fn moe_rank_params(model: &ModelSpec, t: f64) -> f64 {
+    let router = model
+        .moe
+        .as_ref()
+        .map_or(0.0, |x| model.hidden as f64 * f64::from(x.experts));
+    (model.attention_params() + model.moe_dense_params() - router) / t + router
 }
 
 /// `(dp, dp / ep)`: the data-parallel and expert-data-parallel degrees.
@@ -1078,8 +1123,8 @@ fn dp_degrees(s: &Strategy) -> (f64, f64) {
 /// buffer's accumulation; the forward again under full recomputation) and
 /// the logits, over the m + (p - 1) / v slots of the 1F1B schedule, then
 /// the optimizer step over the NPU's share of the stage. A lower bound on
-/// the iteration at any bandwidth (communication only adds), so coopt
-/// orders and prunes strategies by it.
+/// the iteration at any bandwidth (communication only adds), one of the
+/// two coopt prunes strategies by.
 pub fn compute_ns(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64) -> f64 {
     let d = &npu.device;
     let times = layer_times(model, s, d);
@@ -1119,15 +1164,7 @@ pub fn compute_ns(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64) -> f64 {
         + times.logits.weight_grad_ns
         + d.stream_ns(embedding / t * accumulate);
     let slots = m as f64 + (s.pp as f64 - 1.0) / s.virtual_stages.max(1) as f64;
-    let (shared, experts) = rank_params(model, s);
-    let (dp, edp) = dp_degrees(s);
-    let share = if s.zero >= 1 {
-        shared / dp + experts / edp
-    } else {
-        shared + experts
-    };
-    let adam = model.bytes_grad + 24.0 + model.bytes_weight;
-    (body + logits) * slots + d.stream_ns(share * adam)
+    (body + logits) * slots + optimizer_ns(model, npu, s)
 }
 
 /// Generates the iteration of `model` on `npu` under `s` on `fabric`, or
@@ -1253,7 +1290,8 @@ pub fn memory(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64) -> Memory {
     // A MoE layer: the FFN's intermediates (16 s b h for f = 4 h) scale
     // with the width a token sees, (k load + shared) f_e instead of f; the
     // dispatched and combined token copies (2 k load s b h each) are held
-    // whole on every TP rank (split only with sequence parallelism).
+    // whole on every TP rank (each dispatches every token, as the records
+    // have it).
     let (copies, wider) = match &model.moe {
         Some(x) => {
             let per_token = f64::from(x.top_k) * x.load();
@@ -1266,7 +1304,7 @@ pub fn memory(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64) -> Memory {
         let (rep, split) = if is_moe { (copies, wider) } else { (0.0, 0.0) };
         match (s.recompute, s.sequence_parallel) {
             (Recompute::Full, _) => 2.0 * sq * b * h / sp,
-            (_, true) => sq * b * h * (34.0 + core - kv_saved + rep + split) / t,
+            (_, true) => sq * b * h * ((34.0 + core - kv_saved + split) / t + rep),
             (_, false) => sq * b * h * (10.0 + rep + (24.0 - kv_saved + split) / t + core / t),
         }
     };
@@ -1540,8 +1578,9 @@ fn slot_classes(s: &Strategy, m: u64) -> [(u64, u64, f64); 4] {
     ]
 }
 
-/// The optimizer step over the NPU's share of the stage's parameters.
-fn optimizer_record(model: &ModelSpec, npu: &Npu, s: &Strategy) -> Layer {
+/// The optimizer step's time over the NPU's share of the stage's
+/// parameters (Adam: `e_grad + 24 + e_weight` bytes per parameter), ns.
+fn optimizer_ns(model: &ModelSpec, npu: &Npu, s: &Strategy) -> f64 {
     let (shared, experts) = rank_params(model, s);
     let (dp, edp) = dp_degrees(s);
     let share = if s.zero >= 1 {
@@ -1550,10 +1589,15 @@ fn optimizer_record(model: &ModelSpec, npu: &Npu, s: &Strategy) -> Layer {
         shared + experts
     };
     let adam = model.bytes_grad + 24.0 + model.bytes_weight;
+    npu.device.stream_ns(share * adam)
+}
+
+/// The optimizer step over the NPU's share of the stage's parameters.
+fn optimizer_record(model: &ModelSpec, npu: &Npu, s: &Strategy) -> Layer {
     Layer {
         name: "optimizer-step".into(),
         forward: Phase {
-            compute_ns: npu.device.stream_ns(share * adam),
+            compute_ns: optimizer_ns(model, npu, s),
             comm: None,
         },
         input_grad: Phase::default(),

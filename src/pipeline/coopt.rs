@@ -8,19 +8,21 @@
 //!
 //! Exactness with pruning: every candidate is first planned without its
 //! records (`transformer::plan`: divisibility, placement, memory, and its
-//! compute in closed form), then candidates are visited by increasing
-//! compute time (a lower bound on their iteration time at any bandwidth:
-//! communication only adds), and once that bound reaches the tenth best
-//! time found ([`EXACT_TOP`]) the rest cannot be among the ten best and are
-//! neither built nor solved. A candidate
-//! below that bound is built, and pruned as well if its time with every
-//! dimension at the most bandwidth the constraints allow
-//! (`optimize::most_bandwidth`) reaches it: time falls as any
-//! bandwidth grows, so no allocation does better. Candidates whose
-//! iterations are equal (ZeRO 1 and 2 differ in memory alone; selective
-//! recomputation is none under fused attention) share one solve, found by
-//! the workload's fingerprint and checked record by record. Every solve is
-//! certified (optimize's gap, or the catalog MILP's).
+//! compute in closed form) and counted (`transformer::census_of`: each
+//! distinct collective and how often), which gives two lower bounds on its
+//! iteration time at any feasible allocation: its compute (communication
+//! only adds), and its time with every dimension at the most bandwidth the
+//! constraints allow (`optimize::most_bandwidth`; time falls as any
+//! bandwidth grows; under the overlap loop, the compute stream's time
+//! there, then the built iteration's own). Candidates are visited best
+//! bound first; once a bound reaches the tenth best time found
+//! ([`EXACT_TOP`], with a margin of 1e-9 for rounding) the candidate, and
+//! every one after it, cannot be among the ten best and is neither built
+//! nor solved. Candidates whose iterations are equal (ZeRO 1 and 2 differ
+//! in memory alone; selective recomputation is none under fused attention)
+//! share one solve, found by the workload's fingerprint and checked record
+//! by record. Every solve is certified (optimize's gap, or the catalog
+//! MILP's).
 //!
 //! Prices: a study with `[procurement]` solves each strategy against its
 //! catalog (`procure::Pricing::Catalog`): the fastest purchasable design
@@ -313,12 +315,9 @@ struct Cand {
     memory: Option<f64>,
     /// Its compute bound, ms, or why it is invalid.
     planned: Result<f64, String>,
-    /// Its plan (valid candidates).
-    plan: Option<transformer::Planned>,
-    /// Its workload counted (`transformer::census`; valid candidates).
-    counted: Option<Counted>,
-    /// Its time at the most bandwidth, ms: exact under no-overlap, a lower
-    /// bound under overlap (NaN where not known).
+    /// Its time at the most bandwidth, ms, from its counted collectives:
+    /// exact under no-overlap (up to rounding, about 1e-13), a lower bound
+    /// under overlap (NaN where not known).
     most_ms: f64,
 }
 
@@ -373,7 +372,33 @@ pub fn coopt_in(
         .flat_map(|p| space.each(p))
         .map(|(mb, s)| (space.micro_batch.iter().position(|&m| m == mb).unwrap_or(0), s))
         .collect();
-    // Plan every candidate (no records): valid ones get their compute bound.
+    let priced_by = Pricing::of(study);
+    // The parts of the study's one fabric, for every strategy.
+    let parts = study.procurement();
+    let options = match priced_by {
+        Pricing::Catalog => procure::dim_options(fabric, &parts),
+        Pricing::Linear => Vec::new(),
+    };
+    // The most bandwidth each dimension can get: the same for every
+    // candidate (the constraints are the study's, whatever the workload;
+    // a bought design takes one of each dimension's options).
+    let most: Option<Vec<f64>> = match priced_by {
+        Pricing::Linear => problem(study, fabric, &crate::model::workload::Workload { layers: Vec::new() })
+            .ok()
+            .map(|p| optimize::most_bandwidth(&p)),
+        Pricing::Catalog => Some(
+            options
+                .iter()
+                .map(|o| o.iter().map(|x| x.gbps).fold(0.0, f64::max))
+                .collect(),
+        ),
+    };
+    let cm = collective_model(study);
+    let lp = study.training_loop;
+    // Plan every candidate (no records): valid ones get their compute
+    // bound, and their time at the most bandwidth from their counted
+    // collectives (`transformer::census_of`): a second lower bound, the
+    // time itself under no-overlap, the compute stream's under overlap.
     let mut cands: Vec<Cand> = all
         .par_iter()
         .map(|(mi, s)| {
@@ -381,24 +406,27 @@ pub fn coopt_in(
                 .groups(fabric)
                 .map(|g| [g[0].to_libra(), g[1].to_libra(), g[2].to_libra()]);
             match transformer::plan(&models[*mi], npu, s, fabric) {
-                Ok(p) => Cand {
-                    s: s.clone(),
-                    model: *mi,
-                    mapping,
-                    memory: Some(p.memory.gib()),
-                    planned: Ok(crate::model::units::ns_to_ms(p.compute_ns)),
-                    plan: Some(p),
-                    counted: None,
-                    most_ms: f64::NAN,
-                },
+                Ok(p) => {
+                    let most_ms = most.as_ref().map_or(f64::NAN, |most| {
+                        let census = transformer::census_of(&models[*mi], npu, s, fabric, &p);
+                        let counted = Counted::new(census.compute_ns, &census.comms, fabric, &cm);
+                        crate::model::units::ns_to_ms(counted.iteration_ns(most, lp))
+                    });
+                    Cand {
+                        s: s.clone(),
+                        model: *mi,
+                        mapping,
+                        memory: Some(p.memory.gib()),
+                        planned: Ok(crate::model::units::ns_to_ms(p.compute_ns)),
+                        most_ms,
+                    }
+                }
                 Err(reason) => Cand {
                     s: s.clone(),
                     model: *mi,
                     mapping,
                     memory: None,
                     planned: Err(reason.to_string()),
-                    plan: None,
-                    counted: None,
                     most_ms: f64::NAN,
                 },
             }
@@ -413,17 +441,9 @@ pub fn coopt_in(
         c.mapping.is_none() || seen.insert((unordered, c.model, c.mapping.clone()))
     });
     let searched = cands.len();
-    cands.sort_by(|a, b| a.bound().total_cmp(&b.bound()));
     let equal = match &study.bw {
         Some(bw) => bw.clone(),
         None => vec![0.0; fabric.ndims()],
-    };
-    let priced_by = Pricing::of(study);
-    // The parts of the study's one fabric, for every strategy.
-    let parts = study.procurement();
-    let options = match priced_by {
-        Pricing::Catalog => procure::dim_options(fabric, &parts),
-        Pricing::Linear => Vec::new(),
     };
     let generate = |c: &Cand| transformer::generate(&models[c.model], npu, &c.s, fabric).map_err(|e| e.to_string());
     let build = |c: &Cand| -> Result<Problem, String> { problem(study, fabric, &generate(c)?.workload) };
@@ -453,34 +473,7 @@ pub fn coopt_in(
             Err(e) => Verdict::Failed { reason: e.to_string() },
         }
     };
-    // The most bandwidth each dimension can get: the same for every
-    // candidate (the constraints are the study's; a bought design takes
-    // one of each dimension's options).
-    let most: Option<Vec<f64>> = cands.iter().find(|c| c.planned.is_ok()).and_then(|c| {
-        let p = build(c).ok()?;
-        Some(match priced_by {
-            Pricing::Linear => optimize::most_bandwidth(&p),
-            Pricing::Catalog => options
-                .iter()
-                .map(|o| o.iter().map(|x| x.gbps).fold(0.0, f64::max))
-                .collect(),
-        })
-    });
-    // Every valid candidate counted (no records) and timed at the most
-    // bandwidth: a second lower bound, exact under no-overlap; then
-    // visited best bound first.
-    let cm = collective_model(study);
-    let lp = study.training_loop;
-    cands.par_iter_mut().for_each(|c| {
-        if let Some(p) = c.plan.take() {
-            let census = transformer::census_of(&models[c.model], npu, &c.s, fabric, &p);
-            let counted = Counted::new(census.compute_ns, &census.comms, fabric, &cm);
-            if let Some(most) = &most {
-                c.most_ms = crate::model::units::ns_to_ms(counted.iteration_ns(most, lp));
-            }
-            c.counted = Some(counted);
-        }
-    });
+    // Visited best bound first.
     cands.sort_by(|a, b| a.key().total_cmp(&b.key()));
     let mut verdicts: Vec<Option<Verdict>> = vec![None; cands.len()];
     let mut problems: Vec<Option<Problem>> = (0..cands.len()).map(|_| None).collect();
@@ -508,8 +501,10 @@ pub fn coopt_in(
         // every built candidate there too, so the pass below need not
         // build it again.
         let fixed_equal = study.bw.as_ref();
+        // Both bounds are closed forms whose rounding differs from the
+        // built iteration's (about 1e-13): they prune with a margin of 1e-9.
         let cut = if top.len() >= EXACT_TOP {
-            top[EXACT_TOP - 1] * (1.0 - 1e-12)
+            top[EXACT_TOP - 1] * (1.0 - 1e-9)
         } else {
             f64::INFINITY
         };
@@ -573,6 +568,17 @@ pub fn coopt_in(
                     Err(reason) => return (Verdict::Rejected { reason }, None, None, None),
                 };
                 let eq = fixed_equal.map(|bw| p.time_ms(bw));
+                // Under overlap the counted bound is the compute stream's:
+                // the built iteration's own time at the most bandwidth is
+                // tighter.
+                if lp == crate::model::training::Loop::Overlap
+                    && let Some(most) = &most
+                {
+                    let t = p.time_ms(most);
+                    if cut.is_finite() && t >= cut {
+                        return (pruned(t, Bound::MostBandwidth), None, None, eq);
+                    }
+                }
                 (solve(&p), Some(p), Some(print), eq)
             })
             .collect();
@@ -619,9 +625,9 @@ pub fn coopt_in(
         progress(i, cands.len());
     }
     // Every solved strategy at the equal split (cheap: no solve), and the
-    // best strategy there: visited by the compute bound again (in parallel
-    // chunks), built where needed, until the bound reaches the best
-    // equal-split time. Failed strategies do not count.
+    // best strategy there: every candidate whose compute bound is below the
+    // best equal-split time so far (in parallel chunks), timed from its
+    // counts under no-overlap, else built. Failed strategies do not count.
     let mut best_eq = f64::INFINITY;
     let mut at = 0;
     while at < cands.len() {
@@ -638,14 +644,18 @@ pub fn coopt_in(
                     return None;
                 }
                 let c = &cands[k];
-                match (&problems[k], equal_of.get(&same(c)), &c.counted) {
-                    (Some(p), _, _) => Some(p.time_ms(&equal_bw)),
-                    (None, Some(t), _) => Some(*t),
-                    // Counted, exact under no-overlap: no records needed.
-                    (None, None, Some(n)) if lp == crate::model::training::Loop::NoOverlap => {
-                        Some(crate::model::units::ns_to_ms(n.iteration_ns(&equal_bw, lp)))
+                match (&problems[k], equal_of.get(&same(c))) {
+                    (Some(p), _) => Some(p.time_ms(&equal_bw)),
+                    (None, Some(t)) => Some(*t),
+                    // Counted, the time itself under no-overlap: no records
+                    // needed.
+                    (None, None) if lp == crate::model::training::Loop::NoOverlap => {
+                        transformer::census(&models[c.model], npu, &c.s, fabric).ok().map(|n| {
+                            let counted = Counted::new(n.compute_ns, &n.comms, fabric, &cm);
+                            crate::model::units::ns_to_ms(counted.iteration_ns(&equal_bw, lp))
+                        })
                     }
-                    (None, None, _) => build(c).ok().map(|p| p.time_ms(&equal_bw)),
+                    (None, None) => build(c).ok().map(|p| p.time_ms(&equal_bw)),
                 }
             })
             .collect();
@@ -767,7 +777,7 @@ pub(crate) fn why_lost(r: &Coopt, best_ms: f64, per_kind: usize) -> Vec<String> 
             } => (
                 "pruned at most bandwidth".to_string(),
                 format!(
-                    "even with every dimension at its most bandwidth it takes {bound_ms:.3} ms, no faster than {best_ms:.3} ms"
+                    "even with every dimension at its most bandwidth it takes at least {bound_ms:.3} ms, no faster than {best_ms:.3} ms"
                 ),
             ),
             Verdict::Rejected { reason } | Verdict::Failed { reason } => {

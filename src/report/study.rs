@@ -1356,13 +1356,19 @@ fn coopt_section(
         doc.push(Block::List(coopt::why_lost(r, best, 3)));
     }
     if let Some(a) = acc {
-        accelerators_section(a, doc);
+        accelerators_section(study, stamp, a, doc, out)?;
     }
     Ok(())
 }
 
 /// The accelerator choice: each type's best design, priced and powered.
-fn accelerators_section(a: &coopt::Accelerators, doc: &mut Doc) {
+fn accelerators_section(
+    study: &Study,
+    stamp: &Stamp,
+    a: &coopt::Accelerators,
+    doc: &mut Doc,
+    out: &mut Out,
+) -> Result<(), ReportError> {
     doc.heading(2, "Accelerator, strategy and fabric, chosen together");
     let e = &a.economics;
     let budget = match (e.budget_usd, e.budget_w) {
@@ -1372,7 +1378,7 @@ fn accelerators_section(a: &coopt::Accelerators, doc: &mut Doc) {
         (None, None) => String::new(),
     };
     doc.para(format!(
-        "Each accelerator type searched on its own (every strategy, placement and recipe, each with its optimal fabric){budget}; the cluster priced at the study's price per accelerator plus the fabric, powered at each accelerator's board power plus the fabric. Tokens per $ count the capex written off over {} years and electricity at ${:.2} per kWh (assumptions, `[coopt] life_years` and `usd_per_kwh`).",
+        "Each accelerator type searched on its own (every strategy, placement and recipe, each with its optimal fabric){budget} (the section above searched the study's first type within the network's own budgets); the cluster priced at the study's price per accelerator plus the fabric, powered at each accelerator's board power plus the fabric. Tokens per $ count the capex written off over {} years and electricity at ${:.2} per kWh (assumptions, `[coopt] life_years` and `usd_per_kwh`).",
         e.life_years, e.usd_per_kwh
     ));
     let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".to_string(), f);
@@ -1427,4 +1433,29 @@ fn accelerators_section(a: &coopt::Accelerators, doc: &mut Doc) {
             .map(|(objective, npu)| format!("best by {objective}: **{npu}**"))
             .collect(),
     ));
+    // Each cluster's capex, accelerators and fabric, labelled with its time.
+    let bars: Vec<(String, Vec<f64>)> = a
+        .designs
+        .iter()
+        .filter_map(|d| {
+            let fabric = d.network_capex_usd?;
+            let ms = d.iteration_ms?;
+            Some((
+                format!("{}: {} ms", d.npu, sig3(ms)),
+                vec![usd_to_musd(d.npu_capex_usd), usd_to_musd(fabric)],
+            ))
+        })
+        .collect();
+    if !bars.is_empty() {
+        out.charts([super::capex_chart(
+            out.dir,
+            "accelerators",
+            &format!("{}: cluster capex by accelerator", study.name),
+            &bars,
+            &["accelerators".to_string(), "fabric".to_string()],
+            stamp,
+        )?]);
+        doc.chart("cluster capex by accelerator", "accelerators");
+    }
+    Ok(())
 }

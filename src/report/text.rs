@@ -728,8 +728,8 @@ pub fn accelerators(a: &coopt::Accelerators) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<10} {:>9} {:>12} {:>8} {:>8} {:>8} {:>9} {:>10} {:>12} {:>9}  best strategy",
-        "type", "price $k", "time ms", "npus $M", "fabric", "total $M", "power kW", "Mtok/s", "tokens/$", "tokens/J"
+        "{:<10} {:>9} {:>12} {:>8} {:>9} {:>8} {:>9} {:>10} {:>12} {:>9}  best strategy",
+        "type", "price $k", "time ms", "npus $M", "fabric $M", "total $M", "power kW", "Mtok/s", "tokens/$", "tokens/J"
     );
     let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".to_string(), f);
     for d in &a.designs {
@@ -744,7 +744,7 @@ pub fn accelerators(a: &coopt::Accelerators) -> String {
         let note = d.note.as_ref().map_or(String::new(), |n| format!("  [{n}]"));
         let _ = writeln!(
             s,
-            "{:<10} {:>9.1} {:>12} {:>8.1} {:>8} {:>8} {:>9} {:>10} {:>12} {:>9}  {strategy}{note}",
+            "{:<10} {:>9.1} {:>12} {:>8.1} {:>9} {:>8} {:>9} {:>10} {:>12} {:>9}  {strategy}{note}",
             d.npu,
             d.price_usd / 1e3,
             opt(d.iteration_ms, &|x| format!("{x:.3}")),

@@ -243,7 +243,7 @@ impl Study {
         let workload = workload::workload(raw.workload.as_ref(), &generator, &fabric, src)?;
         let economics = match &raw.coopt {
             None => Economics::default(),
-            Some(c) => workload::economics(c, src)?,
+            Some(c) => workload::economics(c, !generator.npu_choices.is_empty(), src)?,
         };
         let recipe_space = match &raw.coopt {
             None => None,

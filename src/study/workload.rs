@@ -185,8 +185,21 @@ impl Default for Economics {
 }
 
 /// `[coopt]`'s economics, each figure checked.
-pub(super) fn economics(raw: &RawCoopt, src: StudyFile<'_>) -> Result<Economics, InputError> {
+pub(super) fn economics(raw: &RawCoopt, listed: bool, src: StudyFile<'_>) -> Result<Economics, InputError> {
     let d = Economics::default();
+    let given = [
+        ("life_years", raw.life_years),
+        ("usd_per_kwh", raw.usd_per_kwh),
+        ("budget_usd", raw.budget_usd),
+        ("budget_w", raw.budget_w),
+    ];
+    if let (false, Some((key, _))) = (listed, given.iter().find(|(_, v)| v.is_some())) {
+        return Err(src.at_line(
+            "[coopt]",
+            format!("coopt.{key}"),
+            "compares accelerators: give it with [npu] type = [...]",
+        ));
+    }
     let check = |v: Option<f64>, key: &str| -> Result<Option<f64>, InputError> {
         match v {
             Some(x) if !(x.is_finite() && x > 0.0) => Err(src.at_line(
@@ -364,13 +377,12 @@ fn npus(n: &RawNpu) -> Result<Vec<Npu>, String> {
             Some(OneOrMany::One(k)) => Some(k.clone()),
             _ => None,
         };
-        let mut one = npu(n, kind)?;
-        match prices.as_deref() {
-            None => {}
-            Some([p]) => one.price_usd = Some(positive(*p, "price_usd")?),
-            Some(_) => return Err("price_usd: give one price for one type".into()),
+        if prices.is_some() {
+            return Err(
+                "price_usd prices the accelerators coopt chooses among: give it with a list, type = [...]".into(),
+            );
         }
-        return Ok(vec![one]);
+        return Ok(vec![npu(n, kind)?]);
     };
     if types.is_empty() || types.len() > MAX_TYPES {
         return Err(format!(
@@ -784,10 +796,17 @@ fn model_spec(m: &RawModel) -> Result<ModelSpec, String> {
         layers,
         hidden: field!(hidden),
         heads,
-        kv_heads: m
-            .kv_heads
-            .or_else(|| base.as_ref().filter(|b| b.heads == heads).map(|b| b.kv_heads))
-            .unwrap_or(heads),
+        kv_heads: match (m.kv_heads, &base) {
+            (Some(kv), _) => kv,
+            (None, Some(b)) if m.heads.is_some() && b.kv_heads != b.heads => {
+                return Err(format!(
+                    "heads is overridden on a preset with {} key-value heads: give kv_heads too",
+                    b.kv_heads
+                ));
+            }
+            (None, Some(b)) => b.kv_heads,
+            (None, None) => heads,
+        },
         ffn: field!(ffn),
         ffn_matrices: field!(ffn_matrices),
         seq: field!(seq),
