@@ -302,6 +302,11 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
 /// the study's own allocation (built ones, when the study gives one).
 type Visited = (Verdict, Option<Problem>, Option<u64>, Option<f64>);
 
+/// Candidates visited per thread between two updates of the cut: larger
+/// chunks wait less on each other's solves and may solve a few candidates
+/// a cut updated mid-chunk would have pruned.
+const CHUNK: usize = 8;
+
 /// How many of the best strategies are exact: no candidate that could be
 /// among them is pruned (the rows after them are the ones solved).
 pub const EXACT_TOP: usize = 10;
@@ -319,6 +324,9 @@ struct Cand {
     /// exact under no-overlap (up to rounding, about 1e-13), a lower bound
     /// under overlap (NaN where not known).
     most_ms: f64,
+    /// Its time at the study's own allocation (`bw`), ms, from its counts
+    /// under no-overlap (NaN otherwise).
+    equal_ms: f64,
 }
 
 impl Cand {
@@ -407,11 +415,16 @@ pub fn coopt_in(
                 .map(|g| [g[0].to_libra(), g[1].to_libra(), g[2].to_libra()]);
             match transformer::plan(&models[*mi], npu, s, fabric) {
                 Ok(p) => {
-                    let most_ms = most.as_ref().map_or(f64::NAN, |most| {
-                        let census = transformer::census_of(&models[*mi], npu, s, fabric, &p);
-                        let counted = Counted::new(census.compute_ns, &census.comms, fabric, &cm);
-                        crate::model::units::ns_to_ms(counted.iteration_ns(most, lp))
-                    });
+                    let census = transformer::census_of(&models[*mi], npu, s, fabric, &p);
+                    let counted = Counted::new(census.compute_ns, &census.comms, fabric, &cm);
+                    let at = |bw: &[f64]| crate::model::units::ns_to_ms(counted.iteration_ns(bw, lp));
+                    let most_ms = most.as_deref().map_or(f64::NAN, at);
+                    // The study's own allocation is the equal split: its
+                    // time there, exact under no-overlap.
+                    let equal_ms = match (&study.bw, lp) {
+                        (Some(bw), crate::model::training::Loop::NoOverlap) => at(bw),
+                        _ => f64::NAN,
+                    };
                     Cand {
                         s: s.clone(),
                         model: *mi,
@@ -419,6 +432,7 @@ pub fn coopt_in(
                         memory: Some(p.memory.gib()),
                         planned: Ok(crate::model::units::ns_to_ms(p.compute_ns)),
                         most_ms,
+                        equal_ms,
                     }
                 }
                 Err(reason) => Cand {
@@ -428,6 +442,7 @@ pub fn coopt_in(
                     memory: None,
                     planned: Err(reason.to_string()),
                     most_ms: f64::NAN,
+                    equal_ms: f64::NAN,
                 },
             }
         })
@@ -495,7 +510,7 @@ pub fn coopt_in(
     let threads = rayon::current_num_threads().max(1);
     let mut i = 0;
     while i < cands.len() {
-        let end = (i + 2 * threads).min(cands.len());
+        let end = (i + CHUNK * threads).min(cands.len());
         let chunk = &cands[i..end];
         // With the study's own allocation the equal split is fixed: time
         // every built candidate there too, so the pass below need not
@@ -629,13 +644,24 @@ pub fn coopt_in(
     // best equal-split time so far (in parallel chunks), timed from its
     // counts under no-overlap, else built. Failed strategies do not count.
     let mut best_eq = f64::INFINITY;
+    // Where the equal split gives no dimension more than the most it can
+    // get, a candidate's time there is at least its time at the most
+    // bandwidth: that bound skips it too.
+    let equal_below_most = most
+        .as_ref()
+        .is_some_and(|m| m.len() == equal_bw.len() && equal_bw.iter().zip(m).all(|(e, x)| e <= x));
     let mut at = 0;
     while at < cands.len() {
-        let end = (at + 2 * threads).min(cands.len());
+        let end = (at + 64 * threads).min(cands.len());
         let need = |k: usize| {
             let counted = matches!(verdicts[k], Some(Verdict::Solved { .. } | Verdict::Pruned { .. }));
             let solved = matches!(verdicts[k], Some(Verdict::Solved { .. }));
-            counted && cands[k].planned.as_ref().is_ok_and(|b| solved || *b < best_eq)
+            let bound = if equal_below_most {
+                cands[k].key()
+            } else {
+                cands[k].bound()
+            };
+            counted && (solved || bound < best_eq)
         };
         let times: Vec<Option<f64>> = (at..end)
             .into_par_iter()
@@ -647,6 +673,7 @@ pub fn coopt_in(
                 match (&problems[k], equal_of.get(&same(c))) {
                     (Some(p), _) => Some(p.time_ms(&equal_bw)),
                     (None, Some(t)) => Some(*t),
+                    (None, None) if c.equal_ms.is_finite() => Some(c.equal_ms),
                     // Counted, the time itself under no-overlap: no records
                     // needed.
                     (None, None) if lp == crate::model::training::Loop::NoOverlap => {
