@@ -145,6 +145,22 @@ impl Row {
         }
     }
 
+    /// The degrees, e.g. `tp 8 pp 4 dp 128`, with ` ep 8` where EP > 1.
+    pub fn degrees(&self) -> String {
+        let ep = if self.ep > 1 {
+            format!(" ep {}", self.ep)
+        } else {
+            String::new()
+        };
+        format!("tp {} pp {} dp {}{ep}", self.tp, self.pp, self.dp)
+    }
+
+    /// The degrees with the order and the recipe, e.g. `tp 8 pp 4 dp 128
+    /// (tp,pp,dp; mb 1, zero 1, sp, recompute none, v 1)`.
+    pub fn strategy(&self) -> String {
+        format!("{} ({}; {})", self.degrees(), self.order, self.recipe())
+    }
+
     /// The recipe, e.g. `mb 2, zero 1, sp, recompute none, v 1`.
     pub fn recipe(&self) -> String {
         format!(
@@ -824,15 +840,7 @@ pub(crate) fn why_lost(r: &Coopt, best_ms: f64, per_kind: usize) -> Vec<String> 
         } else {
             String::new()
         };
-        let ep = if row.ep > 1 {
-            format!(" ep {}", row.ep)
-        } else {
-            String::new()
-        };
-        out.push(format!(
-            "tp {} pp {} dp {}{ep} ({}{recipe}): {why}",
-            row.tp, row.pp, row.dp, row.order
-        ));
+        out.push(format!("{} ({}{recipe}): {why}", row.degrees(), row.order));
     }
     out
 }

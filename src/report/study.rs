@@ -1386,14 +1386,7 @@ fn accelerators_section(
         .designs
         .iter()
         .map(|d| {
-            let strategy = d.best.as_ref().map_or("-".to_string(), |b| {
-                let ep = if b.ep > 1 {
-                    format!(" ep {}", b.ep)
-                } else {
-                    String::new()
-                };
-                format!("tp {} pp {} dp {}{ep} ({}; {})", b.tp, b.pp, b.dp, b.order, b.recipe())
-            });
+            let strategy = d.best.as_ref().map_or("-".to_string(), coopt::Row::strategy);
             vec![
                 d.npu.clone(),
                 format!("{:.1}", d.price_usd / 1e3),

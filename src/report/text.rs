@@ -733,14 +733,7 @@ pub fn accelerators(a: &coopt::Accelerators) -> String {
     );
     let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".to_string(), f);
     for d in &a.designs {
-        let strategy = d.best.as_ref().map_or(String::new(), |b| {
-            let ep = if b.ep > 1 {
-                format!(" ep {}", b.ep)
-            } else {
-                String::new()
-            };
-            format!("tp {} pp {} dp {}{ep} ({}; {})", b.tp, b.pp, b.dp, b.order, b.recipe())
-        });
+        let strategy = d.best.as_ref().map_or(String::new(), coopt::Row::strategy);
         let note = d.note.as_ref().map_or(String::new(), |n| format!("  [{n}]"));
         let _ = writeln!(
             s,
