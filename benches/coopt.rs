@@ -3,7 +3,8 @@
 //! Target: <= 1 s (issue 20: GPT-3 175B and the 1T model on the kernel-by-kernel compute model);
 //! the whole recipe for GPT-3 175B <= 2 s, the DeepSeek-V3-like MoE on
 //! 2,048 NPUs (TP x PP x DP x EP, its 27 recipes) <= 5 s, four accelerator
-//! types with the purchasable fabric <= 10 s (issue 26).
+//! types with the purchasable fabric <= 10 s (issue 26); PHAZE's
+//! architecture space with GPT-3 on 1,024 accelerators (no target).
 //! `cargo bench --bench coopt`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
@@ -59,9 +60,28 @@ fn accelerators(c: &mut Criterion) {
     });
 }
 
+fn archs(c: &mut Criterion) {
+    // PHAZE's setting: 3,616 architectures within TPU v4's area x every
+    // strategy and recipe of GPT-3 on 1,024 accelerators, one search.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let s = Study::load(&root.join("studies/phaze-gpt3-arch.toml")).expect("study");
+    let a = coopt::coopt_archs(&s, &|_, _| {}).expect("archs");
+    eprintln!(
+        "phaze-gpt3-arch: {} architectures, {} candidates, {} solved, {} pruned, {} invalid",
+        a.archs.len(),
+        a.coopt.searched,
+        a.coopt.solved,
+        a.coopt.pruned,
+        a.coopt.rejected
+    );
+    c.bench_function("coopt/phaze-gpt3-arch", |b| {
+        b.iter(|| coopt::coopt_archs(&s, &|_, _| {}))
+    });
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10);
-    targets = bench, accelerators
+    targets = bench, accelerators, archs
 }
 criterion_main!(benches);

@@ -343,7 +343,7 @@ fn oversized_recipe_searches_are_refused() {
     let text = TINY
         .replace(
             "block = \"ring\"\nnpus = 4\nlatency_ns = 100",
-            "block = \"switch\"\nnpus = 5040\nlatency_ns = 100",
+            "block = \"switch\"\nnpus = 10080\nlatency_ns = 100",
         )
         .replace(
             "[[fabric.dims]]\nname = \"b\"\nblock = \"switch\"\nnpus = 4\nlatency_ns = 500\n",
@@ -351,9 +351,12 @@ fn oversized_recipe_searches_are_refused() {
         )
         .replace("[cost.tiers.b]\nlink_usd_per_gbps = 5.0\n", "")
         .replace("a + b == 200", "a == 200")
-        .replace("tp = 4\npp = 1\ndp = 4", "tp = 1\npp = 1\ndp = 5040")
-        .replace("global_batch = 32", "global_batch = 80640")
-        + "[coopt]\nrecipe = \"whole\"\nmicro_batch = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]\n";
+        .replace("tp = 4\npp = 1\ndp = 4", "tp = 1\npp = 1\ndp = 10080")
+        .replace("global_batch = 32", "global_batch = 161280")
+        + &format!(
+            "[coopt]\nrecipe = \"whole\"\nmicro_batch = [{}]\n",
+            (1..=56).map(|m| m.to_string()).collect::<Vec<_>>().join(", ")
+        );
     let p = dir.path().join("big.toml");
     std::fs::write(&p, text).unwrap();
     let started = std::time::Instant::now();
@@ -365,7 +368,10 @@ fn oversized_recipe_searches_are_refused() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("1152 recipes") && err.contains("4194304"), "{err}");
+    // 1134 placements (ordered factorizations of 10080 = 2^5 3^2 5 7 into
+    // three: C(7,2) C(4,2) C(3,2) C(3,2); on one dimension every order is
+    // one placement) x 72 recipes per micro-batch x 56 micro-batches.
+    assert!(err.contains("1134 placements x 4032 recipes = 4572288"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(started.elapsed().as_secs() < 60);
 }
@@ -659,6 +665,130 @@ fn accelerator_lists_are_checked() {
         std::fs::write(&p, &text).unwrap();
         let e = Study::load(&p).unwrap_err().to_string();
         assert!(e.contains(needle), "{needle}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+}
+
+/// TINY on parametric accelerators: 3 x 2 x 2 x 2 = 24 architectures.
+fn tiny_arch(extra: &str) -> String {
+    TINY.replacen(
+        "[npu]\npeak_tflops = 100\nefficiency = 0.5\nhbm_gib = 80\n",
+        &format!(
+            "[npu.arch]\ntensor_units = [4, 1, 16]\narray_width = [32, 128]\narray_depth = [32]\nvector_units = [1, 8]\nvector_width = [64]\nsram_mib = [4, 32]\nhbm_stacks = [1]\nstack_gbps = 100\nstack_gib = 8\nclock_ghz = 1.0\n{extra}"
+        ),
+        1,
+    )
+}
+
+/// The architecture search is one exact search: its ten best rows are the
+/// ten best of solving every architecture x strategy on its own; each
+/// architecture's best time (where solved) is its brute-force best, and
+/// its bound never exceeds it; the study's own architecture's best is its
+/// brute-force best.
+#[test]
+fn arch_search_against_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = tiny_arch("");
+    assert_ne!(text, TINY);
+    let s = tiny(dir.path(), &text);
+    let space = s.arch_space.clone().unwrap();
+    let a = coopt::coopt_archs(&s, &|_, _| {}).unwrap();
+    assert_eq!(a.archs.len(), 24);
+    assert_eq!(a.over_budget, 0);
+    let base = s.parallelism.clone().unwrap();
+    let model = s.model.as_ref().unwrap();
+    let mut all = Vec::new();
+    for d in &a.archs {
+        let npu = dimsum::study::arch_npu(&space, &d.arch, 0.0);
+        let mut one = s.clone();
+        one.collective.reduction_gbps = Some(npu.device.hbm_gbps);
+        let mut mine = f64::INFINITY;
+        for st in coopt::strategies(16, &base, 0) {
+            let Ok(g) = transformer::generate(model, &npu, &st, &s.fabric) else {
+                continue;
+            };
+            let it = IterationModel::new(&g.workload, &s.fabric, &one.collective, s.training_loop);
+            let p = Problem::new(&s.fabric, it, s.linear_cost(), s.constraints(&[]).unwrap());
+            let t = optimize::solve(&p, Objective::Perf).unwrap().iteration_time_ms;
+            mine = mine.min(t);
+            all.push(t);
+        }
+        assert!(
+            d.bound_ms <= mine * (1.0 + 1e-9),
+            "{}: bound {} > {mine}",
+            d.name,
+            d.bound_ms
+        );
+        if let Some(b) = d.best_ms {
+            assert!((b - mine).abs() <= 1e-9 * mine, "{}: {b} vs {mine}", d.name);
+        }
+        if d.name == a.archs[0].name {
+            let own = a.own_best.as_ref().unwrap().time_ms().unwrap();
+            assert!((own - mine).abs() <= 1e-9 * mine, "own {own} vs {mine}");
+        }
+    }
+    all.sort_by(f64::total_cmp);
+    assert!(all.len() > 100, "{}", all.len());
+    for (row, t) in a.coopt.strategies.iter().take(coopt::EXACT_TOP).zip(&all) {
+        let x = row.time_ms().unwrap();
+        assert!((x - t).abs() <= 1e-9 * t, "{x} vs {t}");
+        assert!(row.npu.is_some());
+    }
+    let c = &a.coopt;
+    assert_eq!(c.solved + c.pruned + c.rejected, c.searched);
+    // Architectures differ: the best is not the slowest by far.
+    assert!(all.last().unwrap() > &(2.0 * all[0]));
+}
+
+/// `area_mm2 = "own"` keeps the architectures no larger than the first;
+/// `[npu.arch]`'s errors name the field and what is allowed.
+#[test]
+fn arch_budgets_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = tiny(dir.path(), &tiny_arch("area_mm2 = \"own\"\n"));
+    let space = s.arch_space.clone().unwrap();
+    let own = space.first().area(&dimsum::model::arch::N7).total_mm2;
+    assert_eq!(space.area_mm2, Some(own));
+    let within: Vec<_> = space
+        .all()
+        .into_iter()
+        .filter(|x| space.within(x, &dimsum::model::arch::N7))
+        .collect();
+    assert!(within.len() < 24 && within.len() > 1, "{}", within.len());
+    assert!(within.iter().all(|x| x.area(&dimsum::model::arch::N7).total_mm2 <= own));
+    let a = coopt::coopt_archs(&s, &|_, _| {}).unwrap();
+    assert_eq!(a.archs.len(), within.len());
+    assert_eq!(a.over_budget, 24 - within.len());
+    let p = dir.path().join("bad.toml");
+    for (text, needle) in [
+        (tiny_arch("area_mm2 = \"mine\"\n"), "arch.area_mm2 = \"mine\" is not allowed"),
+        (tiny_arch("power_w = 1\n"), "no architecture of [npu.arch] is within"),
+        (
+            tiny_arch("").replacen("tensor_units = [4, 1, 16]", "tensor_units = [4, 0]", 1),
+            "arch.tensor_units = 0 is not allowed",
+        ),
+        (
+            tiny_arch("").replacen("clock_ghz = 1.0", "clock_ghz = -1.0", 1),
+            "arch.clock_ghz = -1 is not allowed",
+        ),
+        (
+            tiny_arch("").replacen("[npu.arch]", "[npu]\ntype = \"h100-sxm\"\n[npu.arch]", 1),
+            "with [npu.arch], give no type",
+        ),
+        (
+            tiny_arch("").replacen(
+                "sram_mib = [4, 32]",
+                "sram_mib = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100]",
+                1,
+            ).replacen("vector_width = [64]", "vector_width = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576, 3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100]", 1),
+            "more than 65536: give its lists fewer values",
+        ),
+        (tiny_arch("cores = 4\n"), "unknown field `cores`"),
+    ] {
+        std::fs::write(&p, &text).unwrap();
+        let e = Study::load(&p).unwrap_err().to_string();
+        assert!(e.contains(needle), "{needle}: {e}");
+        assert!(e.contains("bad.toml:"), "{e}");
         assert_eq!(e.lines().count(), 1, "{e}");
     }
 }

@@ -201,3 +201,45 @@ proptest! {
         prop_assert!(t >= ov.compute_ns * (1.0 - 1e-12));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// A parametric accelerator's GEMM traffic never falls below each
+    /// operand moved once, never rises with a larger buffer, and its time
+    /// never falls below the array's peak; architects rely on "more buffer
+    /// is never slower".
+    #[test]
+    fn tiled_gemm_is_bounded_and_monotone_in_the_buffer(
+        m in 1.0..20_000.0f64, n in 1.0..20_000.0f64, k in 1.0..20_000.0f64,
+        batch in 1.0..64.0f64, buffer_kib in 1.0..262_144.0f64, more in 1.0..16.0f64,
+        width in 1u32..9, depth in 1u32..9, units in 1u32..512,
+    ) {
+        let (m, n, k, batch) = (m.round(), n.round(), k.round(), batch.round());
+        let a = dimsum::model::arch::Arch {
+            tensor_units: units,
+            array_width: 1 << width,
+            array_depth: 1 << depth,
+            vector_units: 1,
+            vector_width: 128,
+            sram_mib: buffer_kib / 1024.0,
+            hbm_stacks: 4,
+            stack_gbps: 300.0,
+            stack_gib: 8.0,
+            clock_ghz: 1.0,
+        };
+        let bigger = dimsum::model::arch::Arch { sram_mib: a.sram_mib * more, ..a };
+        let (d, e) = (a.device(1.0, 1.0), bigger.device(1.0, 1.0));
+        let (o, p) = (d.onchip.unwrap(), e.onchip.unwrap());
+        let once = batch * (m * k + k * n + m * n) * 2.0;
+        let small = o.gemm_bytes(m, n, k, batch, 2.0);
+        let large = p.gemm_bytes(m, n, k, batch, 2.0);
+        prop_assert!(small >= once * (1.0 - 1e-12), "{small} < {once}");
+        prop_assert!(large <= small * (1.0 + 1e-12), "{large} > {small}");
+        let t = d.gemm_ns(m, n, k, batch, 2.0);
+        prop_assert!(e.gemm_ns(m, n, k, batch, 2.0) <= t * (1.0 + 1e-12));
+        // Peak: 2 FLOP per MAC per cycle at 1 GHz = 2 x MACs FLOP/ns.
+        let peak = 2.0 * batch * m * n * k / (2.0 * a.macs());
+        prop_assert!(t >= peak * (1.0 - 1e-12), "{t} < {peak}");
+    }
+}

@@ -243,6 +243,7 @@ fn device() -> impl Strategy<Value = Device> {
             gemm_efficiency: g,
             memory_efficiency: m,
             flat: None,
+            onchip: None,
         }
     })
 }

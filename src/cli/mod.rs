@@ -695,15 +695,38 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
         bar.finish();
         Some(a)
     };
+    // `[npu.arch]`: the architecture searched with the strategy and fabric.
+    let archs = if study.arch_space.is_some() {
+        let bar = Progress::new(1, "architecture strategies");
+        let a = coopt::coopt_archs(&study, &|done, total| {
+            bar.bar.set_length(total as u64);
+            bar.set(done);
+        })
+        .map_err(|e| match e {
+            coopt::CooptError::TooMany { .. } => anyhow::Error::from(InputError::arg("[npu.arch]", e.to_string())),
+            other => anyhow::anyhow!(other),
+        })?;
+        bar.finish();
+        Some(a)
+    } else {
+        None
+    };
     let secs = started.elapsed().as_secs_f64();
     if json {
-        println!("{}", report::json::coopt(&study, &r, acc.as_ref(), secs, top));
+        println!(
+            "{}",
+            report::json::coopt(&study, &r, acc.as_ref(), archs.as_ref(), secs, top)
+        );
         return Ok(());
     }
     print!("{}", report::text::coopt(&study, &r, secs, top));
     if let Some(a) = &acc {
         println!();
         print!("{}", report::text::accelerators(a));
+    }
+    if let Some(a) = &archs {
+        println!();
+        print!("{}", report::text::archs(a, top));
     }
     Ok(())
 }

@@ -190,6 +190,62 @@ pub struct Device {
     /// The one-constant override: every kernel at this fraction of the
     /// peak, memory traffic not modelled.
     pub flat: Option<f64>,
+    /// A parametric accelerator's arrays, buffer and vector units
+    /// (`[npu.arch]`); `None` for a GPU of the built-in table.
+    pub onchip: Option<OnChip>,
+}
+
+/// What the compute model sees of a parametric accelerator beyond a GPU's
+/// roofline (`model::arch`): its matrix units are output-stationary
+/// systolic arrays, its GEMM operands pass through one on-chip buffer, and
+/// its element-wise kernels run on vector units.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OnChip {
+    /// One array's output tile, rows x columns (its PEs, width x depth):
+    /// the tile of the tile and wave quantization, over `Device::sms`
+    /// arrays.
+    pub tile: [f64; 2],
+    /// Cycles an output tile spends filling and draining the array beyond
+    /// its k steps (width + depth): a tile of reduction length k runs at
+    /// k / (k + fill) of its peak.
+    pub fill: f64,
+    /// The shared on-chip buffer operands are tiled through, bytes.
+    pub buffer_bytes: f64,
+    /// Element-wise throughput of the vector units, bytes per ns.
+    pub vector_bytes_per_ns: f64,
+}
+
+impl OnChip {
+    /// HBM bytes of `batch` products of m x n x k (`e`-byte elements)
+    /// tiled through the buffer: output blocks of tm x tn stay on chip
+    /// (half the buffer; the other half streams the operands' k-slices),
+    /// so A is read ceil(n / tn) times, B ceil(m / tm) times and C written
+    /// once; the least over tm in powers of two (the tiling search of a
+    /// per-level roofline). With a buffer holding the whole output block,
+    /// each operand moves once: `(m k + k n + m n) e`.
+    pub fn gemm_bytes(&self, m: f64, n: f64, k: f64, batch: f64, e: f64) -> f64 {
+        let block = (self.buffer_bytes / (2.0 * e)).floor();
+        let once = m * k + k * n + m * n;
+        if block < 1.0 {
+            // No output element fits: every operand element read for each use.
+            return batch * e * (2.0 * m * n * k + m * n).max(once);
+        }
+        let mut best = f64::INFINITY;
+        let mut tm: f64 = 1.0;
+        loop {
+            let tm_used = tm.min(m);
+            let tn = (block / tm_used).floor().min(n);
+            if tn >= 1.0 {
+                let elems = m * k * (n / tn).ceil() + k * n * (m / tm_used).ceil() + m * n;
+                best = best.min(elems);
+            }
+            if tm >= m {
+                break;
+            }
+            tm *= 2.0;
+        }
+        batch * e * best.max(once)
+    }
 }
 
 /// Output tile of a matrix product (rows x columns), as cuBLAS's large BF16
@@ -200,8 +256,9 @@ impl Device {
     /// Shape efficiency of an m x n output (`batch` of them): tile
     /// quantization times wave quantization, in (0, 1].
     pub fn shape_factor(&self, m: f64, n: f64, batch: f64) -> f64 {
-        let (tm, tn) = ((m / TILE.0).ceil(), (n / TILE.1).ceil());
-        let q_tile = (m * n) / (tm * TILE.0 * tn * TILE.1);
+        let tile = self.onchip.map_or([TILE.0, TILE.1], |o| o.tile);
+        let (tm, tn) = ((m / tile[0]).ceil(), (n / tile[1]).ceil());
+        let q_tile = (m * n) / (tm * tile[0] * tn * tile[1]);
         let tiles = tm * tn * batch;
         let sms = f64::from(self.sms.max(1));
         let q_wave = tiles / ((tiles / sms).ceil() * sms);
@@ -214,9 +271,16 @@ impl Device {
         if let Some(eff) = self.flat {
             return flops / flops_per_ns(self.peak_tflops, eff);
         }
-        let eff = self.gemm_efficiency * self.shape_factor(m, n, batch);
+        let mut eff = self.gemm_efficiency * self.shape_factor(m, n, batch);
+        let bytes = match &self.onchip {
+            None => batch * (m * k + k * n + m * n) * e,
+            Some(o) => {
+                eff *= k / (k + o.fill);
+                o.gemm_bytes(m, n, k, batch, e)
+            }
+        };
         let compute = flops / flops_per_ns(self.peak_tflops, eff);
-        compute.max(self.stream_ns(batch * (m * k + k * n + m * n) * e))
+        compute.max(self.hbm_ns(bytes))
     }
 
     /// Time of a kernel with `flops` at the large-GEMM efficiency and no
@@ -226,8 +290,19 @@ impl Device {
         (flops / flops_per_ns(self.peak_tflops, eff)).max(self.stream_ns(bytes))
     }
 
-    /// Time to move `bytes` through HBM, ns (0 under the flat override).
+    /// Time of an element-wise kernel streaming `bytes` through HBM, ns
+    /// (0 under the flat override): the HBM's time, or a parametric
+    /// accelerator's vector units' where slower.
     pub fn stream_ns(&self, bytes: f64) -> f64 {
+        let hbm = self.hbm_ns(bytes);
+        match &self.onchip {
+            Some(o) if hbm > 0.0 => hbm.max(bytes / o.vector_bytes_per_ns),
+            _ => hbm,
+        }
+    }
+
+    /// Time to move `bytes` through HBM, ns (0 under the flat override).
+    fn hbm_ns(&self, bytes: f64) -> f64 {
         if self.flat.is_some() || bytes <= 0.0 {
             return 0.0;
         }
@@ -249,6 +324,7 @@ mod tests {
             gemm_efficiency: 0.8,
             memory_efficiency: 0.8,
             flat: None,
+            onchip: None,
         }
     }
 
@@ -283,6 +359,61 @@ mod tests {
         let flat = Device { flat: Some(0.5), ..d };
         assert!((flat.gemm_ns(8192.0, 256.0, 8.0, 1.0, 2.0) - 2.0 * 8192.0 * 256.0 * 8.0 / 156e3).abs() < 1e-9);
         assert_eq!(flat.stream_ns(1e9), 0.0);
+    }
+
+    /// One 128 x 128 array at 1 GHz (32.768 TFLOP/s), 100 GB/s of HBM.
+    fn one_array(buffer_bytes: f64) -> Device {
+        Device {
+            peak_tflops: 2.0 * 128.0 * 128.0 / 1e3,
+            hbm_gbps: 100.0,
+            sms: 1,
+            gemm_efficiency: 1.0,
+            memory_efficiency: 1.0,
+            flat: None,
+            onchip: Some(OnChip {
+                tile: [128.0, 128.0],
+                fill: 256.0,
+                buffer_bytes,
+                vector_bytes_per_ns: 64.0,
+            }),
+        }
+    }
+
+    #[test]
+    fn tiled_traffic_by_hand() {
+        // 1024^3 in BF16 through 64 KiB: output blocks of 16,384 elements
+        // (half the buffer). tm = 128, tn = 128: A read 1024/128 = 8 times
+        // (8 Mi elements), B 8 times, C once (1 Mi): 17 Mi elements. Every
+        // other power of two moves more: tm 64 / tn 256 and tm 256 / tn 64
+        // move 4 + 16 + 1 = 21 Mi; tm 16 / tn 1024 moves 1 + 64 + 1 = 66 Mi.
+        let mib = 1024.0 * 1024.0;
+        let small = one_array(64.0 * 1024.0).onchip.unwrap();
+        assert_eq!(small.gemm_bytes(1024.0, 1024.0, 1024.0, 1.0, 2.0), 17.0 * mib * 2.0);
+        // 8 MiB holds the whole output (2 Mi elements in half): each
+        // operand moves once, as on a GPU.
+        let big = one_array(8.0 * mib).onchip.unwrap();
+        assert_eq!(big.gemm_bytes(1024.0, 1024.0, 1024.0, 1.0, 2.0), 3.0 * mib * 2.0);
+        // A batch moves batch times as much.
+        assert_eq!(big.gemm_bytes(1024.0, 1024.0, 1024.0, 3.0, 2.0), 3.0 * 3.0 * mib * 2.0);
+    }
+
+    #[test]
+    fn array_gemm_by_hand() {
+        let flops = 2.0 * 1024.0f64.powi(3);
+        // 64 tiles of 128 x 128 on one array: no tile or wave loss; fill
+        // and drain: 1024 / (1024 + 256) = 0.8 of 32,768 FLOP/ns.
+        let compute = flops / (32_768.0 * 0.8);
+        // With 8 MiB the product is compute bound: 81,920 ns.
+        let big = one_array(8.0 * 1024.0 * 1024.0);
+        assert!((big.gemm_ns(1024.0, 1024.0, 1024.0, 1.0, 2.0) - compute).abs() < 1e-6);
+        assert!((compute - 81_920.0).abs() < 1e-6);
+        // With 64 KiB it waits on HBM: 34 MiB at 100 GB/s = 356,515.84 ns.
+        let small = one_array(64.0 * 1024.0);
+        let t = small.gemm_ns(1024.0, 1024.0, 1024.0, 1.0, 2.0);
+        assert!((t - 17.0 * 2.0 * 1024.0 * 1024.0 / 100.0).abs() < 1e-6, "{t}");
+        // Element-wise kernels run at the slower of HBM (100 B/ns) and the
+        // vector units (64 B/ns here).
+        assert!((big.stream_ns(6400.0) - 100.0).abs() < 1e-9);
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! assert!(place(1, 3, &[4, 8]).is_none());
 //! ```
 
+pub mod arch;
 pub mod bom;
 pub mod catalog;
 pub mod collective;

@@ -405,6 +405,7 @@ impl Npu {
                 gemm_efficiency: efficiency,
                 memory_efficiency: 1.0,
                 flat: Some(efficiency),
+                onchip: None,
             },
             hbm_gib,
             headroom_gib: 0.0,

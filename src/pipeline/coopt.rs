@@ -31,10 +31,11 @@
 //! under the study's linear constraints, priced by `[cost.tiers]`.
 
 use super::procure::{self, Pricing};
+use crate::model::arch::{self, Arch, ArchSpace, Area, Power, Technology};
 use crate::model::collective::CollectiveModel;
 use crate::model::fabric::Fabric;
 use crate::model::training::{Counted, IterationModel};
-use crate::model::transformer::{self, ModelSpec, Par, RecipeSpace, Recompute, Strategy};
+use crate::model::transformer::{self, ModelSpec, Npu, Par, RecipeSpace, Recompute, Strategy};
 use crate::optimize::{self, Objective, Problem};
 use crate::study::Study;
 use rayon::prelude::*;
@@ -124,6 +125,10 @@ pub struct Row {
     pub mapping: Option<[Vec<i64>; 3]>,
     /// Memory per NPU, GiB (when the strategy is valid enough to size).
     pub memory_gib: Option<f64>,
+    /// The accelerator it runs on, where the search spans several
+    /// (`[npu.arch]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub npu: Option<String>,
     /// The verdict.
     #[serde(flatten)]
     pub verdict: Verdict,
@@ -270,8 +275,26 @@ fn collective_model(study: &Study) -> CollectiveModel {
     }
 }
 
-fn problem(study: &Study, fabric: &Fabric, workload: &crate::model::workload::Workload) -> Result<Problem, String> {
-    let it = IterationModel::new(workload, fabric, &collective_model(study), study.training_loop);
+/// The collective model of `study` with `npu`: `reduction_memory`, where
+/// it follows the study's NPU's HBM (its default, or `true`), follows
+/// `npu`'s.
+fn collective_model_on(study: &Study, npu: &Npu) -> CollectiveModel {
+    let mut cm = collective_model(study);
+    if let Some(own) = &study.npu
+        && cm.reduction_gbps.map(f64::to_bits) == Some(own.device.hbm_gbps.to_bits())
+    {
+        cm.reduction_gbps = Some(npu.device.hbm_gbps).filter(|g| *g > 0.0);
+    }
+    cm
+}
+
+fn problem(
+    study: &Study,
+    fabric: &Fabric,
+    workload: &crate::model::workload::Workload,
+    cm: &CollectiveModel,
+) -> Result<Problem, String> {
+    let it = IterationModel::new(workload, fabric, cm, study.training_loop);
     let cons = study.constraints(&[]).map_err(|e| e.to_string())?;
     Ok(Problem::new(fabric, it, study.linear_cost(), cons))
 }
@@ -327,9 +350,14 @@ const CHUNK: usize = 8;
 /// among them is pruned (the rows after them are the ones solved).
 pub const EXACT_TOP: usize = 10;
 
-/// One candidate: a placed strategy with its recipe.
+/// Group sizes per dimension of tp, pp and dp (LIBRA notation).
+type Mapping = [Vec<i64>; 3];
+
+/// One candidate: a placed strategy with its recipe, on one NPU.
 struct Cand {
     s: Strategy,
+    /// Index of its NPU in the search's NPUs.
+    npu: usize,
     /// Index of its model (micro-batch) in the search's models.
     model: usize,
     mapping: Option<[Vec<i64>; 3]>,
@@ -369,7 +397,23 @@ pub fn coopt_in(
     space: &RecipeSpace,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Coopt, CooptError> {
-    let (Some(model), Some(npu), Some(base)) = (&study.model, &study.npu, &study.parallelism) else {
+    let Some(npu) = &study.npu else {
+        return Err(CooptError::NoModel);
+    };
+    coopt_on(study, space, std::slice::from_ref(npu), progress)
+}
+
+/// Co-optimizes over `space` and `npus` together: every placement of every
+/// TP x PP x DP, with every recipe of the space, on every NPU (the first is
+/// the study's own: its strategy's time is the default's). One search, one
+/// best-bound-first order and one cut over all of them.
+pub fn coopt_on(
+    study: &Study,
+    space: &RecipeSpace,
+    npus: &[Npu],
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Coopt, CooptError> {
+    let (Some(model), Some(base), Some(own_npu)) = (&study.model, &study.parallelism, npus.first()) else {
         return Err(CooptError::NoModel);
     };
     let fabric = &study.fabric;
@@ -382,19 +426,41 @@ pub fn coopt_in(
         })
         .collect();
     let experts = model.moe.as_ref().map_or(0, |x| x.experts);
-    let placements = strategies(fabric.npus(), base, experts);
-    let candidates = placements.len().saturating_mul(space.len());
+    // Orders that land every group on the same dimensions with the same
+    // sizes are one placement: keep the first.
+    let mut seen = std::collections::HashSet::new();
+    let placements: Vec<(Strategy, Option<Mapping>)> = strategies(fabric.npus(), base, experts)
+        .into_iter()
+        .filter_map(|s| {
+            let mapping = s
+                .groups(fabric)
+                .map(|g| [g[0].to_libra(), g[1].to_libra(), g[2].to_libra()]);
+            let mut unordered = s.clone();
+            unordered.order = base.order;
+            (mapping.is_none() || seen.insert((unordered, mapping.clone()))).then_some((s, mapping))
+        })
+        .collect();
+    let candidates = placements.len().saturating_mul(space.len()).saturating_mul(npus.len());
     if candidates > MAX_CANDIDATES {
         return Err(CooptError::TooMany {
             placements: placements.len(),
-            recipes: space.len(),
+            recipes: space.len().saturating_mul(npus.len()),
             candidates,
         });
     }
-    let all: Vec<(usize, Strategy)> = placements
-        .iter()
-        .flat_map(|p| space.each(p))
-        .map(|(mb, s)| (space.micro_batch.iter().position(|&m| m == mb).unwrap_or(0), s))
+    let all: Vec<(usize, usize, Strategy, &Option<Mapping>)> = (0..npus.len())
+        .flat_map(|n| {
+            placements.iter().flat_map(move |(p, mapping)| {
+                space.each(p).into_iter().map(move |(mb, s)| {
+                    (
+                        n,
+                        space.micro_batch.iter().position(|&m| m == mb).unwrap_or(0),
+                        s,
+                        mapping,
+                    )
+                })
+            })
+        })
         .collect();
     let priced_by = Pricing::of(study);
     // The parts of the study's one fabric, for every strategy.
@@ -407,9 +473,14 @@ pub fn coopt_in(
     // candidate (the constraints are the study's, whatever the workload;
     // a bought design takes one of each dimension's options).
     let most: Option<Vec<f64>> = match priced_by {
-        Pricing::Linear => problem(study, fabric, &crate::model::workload::Workload { layers: Vec::new() })
-            .ok()
-            .map(|p| optimize::most_bandwidth(&p)),
+        Pricing::Linear => problem(
+            study,
+            fabric,
+            &crate::model::workload::Workload { layers: Vec::new() },
+            &collective_model(study),
+        )
+        .ok()
+        .map(|p| optimize::most_bandwidth(&p)),
         Pricing::Catalog => Some(
             options
                 .iter()
@@ -417,22 +488,21 @@ pub fn coopt_in(
                 .collect(),
         ),
     };
-    let cm = collective_model(study);
+    let cms: Vec<CollectiveModel> = npus.iter().map(|n| collective_model_on(study, n)).collect();
     let lp = study.training_loop;
     // Plan every candidate (no records): valid ones get their compute
     // bound, and their time at the most bandwidth from their counted
     // collectives (`transformer::census_of`): a second lower bound, the
     // time itself under no-overlap, the compute stream's under overlap.
     let mut cands: Vec<Cand> = all
-        .par_iter()
-        .map(|(mi, s)| {
-            let mapping = s
-                .groups(fabric)
-                .map(|g| [g[0].to_libra(), g[1].to_libra(), g[2].to_libra()]);
+        .into_par_iter()
+        .map(|(ni, mi, s, mapping)| {
+            let (ni, mi, s, mapping) = (&ni, &mi, &s, mapping.clone());
+            let npu = &npus[*ni];
             match transformer::plan(&models[*mi], npu, s, fabric) {
                 Ok(p) => {
                     let census = transformer::census_of(&models[*mi], npu, s, fabric, &p);
-                    let counted = Counted::new(census.compute_ns, &census.comms, fabric, &cm);
+                    let counted = Counted::new(census.compute_ns, &census.comms, fabric, &cms[*ni]);
                     let at = |bw: &[f64]| crate::model::units::ns_to_ms(counted.iteration_ns(bw, lp));
                     let most_ms = most.as_deref().map_or(f64::NAN, at);
                     // The study's own allocation is the equal split: its
@@ -443,6 +513,7 @@ pub fn coopt_in(
                     };
                     Cand {
                         s: s.clone(),
+                        npu: *ni,
                         model: *mi,
                         mapping,
                         memory: Some(p.memory.gib()),
@@ -453,6 +524,7 @@ pub fn coopt_in(
                 }
                 Err(reason) => Cand {
                     s: s.clone(),
+                    npu: *ni,
                     model: *mi,
                     mapping,
                     memory: None,
@@ -463,21 +535,14 @@ pub fn coopt_in(
             }
         })
         .collect();
-    // Orders that land every group on the same dimensions with the same
-    // sizes are one placement: keep the first.
-    let mut seen = std::collections::HashSet::new();
-    cands.retain(|c| {
-        let mut unordered = c.s.clone();
-        unordered.order = base.order;
-        c.mapping.is_none() || seen.insert((unordered, c.model, c.mapping.clone()))
-    });
     let searched = cands.len();
     let equal = match &study.bw {
         Some(bw) => bw.clone(),
         None => vec![0.0; fabric.ndims()],
     };
-    let generate = |c: &Cand| transformer::generate(&models[c.model], npu, &c.s, fabric).map_err(|e| e.to_string());
-    let build = |c: &Cand| -> Result<Problem, String> { problem(study, fabric, &generate(c)?.workload) };
+    let generate =
+        |c: &Cand| transformer::generate(&models[c.model], &npus[c.npu], &c.s, fabric).map_err(|e| e.to_string());
+    let build = |c: &Cand| -> Result<Problem, String> { problem(study, fabric, &generate(c)?.workload, &cms[c.npu]) };
     let solve = |p: &Problem| -> Verdict {
         let solved = match priced_by {
             Pricing::Linear => optimize::solve(p, Objective::Perf).map(|s| {
@@ -512,8 +577,8 @@ pub fn coopt_in(
     // by record) shares the verdict; and by the representative of the
     // strategies that build the same iteration (`same_iteration`), which
     // shares it without building.
-    let mut by_print: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
-    let same = |c: &Cand| (transformer::same_iteration(&c.s), c.model, c.mapping.clone());
+    let mut by_print: std::collections::HashMap<(u64, usize), usize> = std::collections::HashMap::new();
+    let same = |c: &Cand| (transformer::same_iteration(&c.s), c.npu, c.model, c.mapping.clone());
     let mut by_same: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
     // Equal-split times by the same representative.
     let mut equal_of: std::collections::HashMap<_, f64> = std::collections::HashMap::new();
@@ -588,13 +653,13 @@ pub fn coopt_in(
                     Err(reason) => return (Verdict::Rejected { reason }, None, None, None),
                 };
                 let print = g.workload.fingerprint();
-                if let Some(&j) = by_print.get(&print)
+                if let Some(&j) = by_print.get(&(print, c.npu))
                     && let Some(v) = &verdicts[j]
                     && generate(&cands[j]).is_ok_and(|h| h.workload == g.workload)
                 {
                     return (v.clone(), None, None, None);
                 }
-                let p = match problem(study, fabric, &g.workload) {
+                let p = match problem(study, fabric, &g.workload, &cms[c.npu]) {
                     Ok(p) => p,
                     Err(reason) => return (Verdict::Rejected { reason }, None, None, None),
                 };
@@ -637,7 +702,7 @@ pub fn coopt_in(
                 }
             }
             if let Some(print) = print {
-                by_print.entry(print).or_insert(at);
+                by_print.entry((print, cands[at].npu)).or_insert(at);
             }
             if matches!(
                 v,
@@ -693,10 +758,12 @@ pub fn coopt_in(
                     // Counted, the time itself under no-overlap: no records
                     // needed.
                     (None, None) if lp == crate::model::training::Loop::NoOverlap => {
-                        transformer::census(&models[c.model], npu, &c.s, fabric).ok().map(|n| {
-                            let counted = Counted::new(n.compute_ns, &n.comms, fabric, &cm);
-                            crate::model::units::ns_to_ms(counted.iteration_ns(&equal_bw, lp))
-                        })
+                        transformer::census(&models[c.model], &npus[c.npu], &c.s, fabric)
+                            .ok()
+                            .map(|n| {
+                                let counted = Counted::new(n.compute_ns, &n.comms, fabric, &cms[c.npu]);
+                                crate::model::units::ns_to_ms(counted.iteration_ns(&equal_bw, lp))
+                            })
                     }
                     (None, None) => build(c).ok().map(|p| p.time_ms(&equal_bw)),
                 }
@@ -729,6 +796,7 @@ pub fn coopt_in(
             virtual_stages: c.s.virtual_stages,
             mapping: c.mapping.clone(),
             memory_gib: c.memory,
+            npu: (npus.len() > 1).then(|| npus[c.npu].name.clone()),
             verdict: v.unwrap_or(Verdict::Failed {
                 reason: "not visited".into(),
             }),
@@ -751,15 +819,16 @@ pub fn coopt_in(
         .groups(fabric)
         .map(|g| [g[0].to_libra(), g[1].to_libra(), g[2].to_libra()]);
     let own = cands.iter().position(|c| {
-        unordered(&c.s) == unordered(base)
+        c.npu == 0
+            && unordered(&c.s) == unordered(base)
             && c.mapping == base_mapping
             && models[c.model].micro_batch == model.micro_batch
     });
     let default_optimized_ms = match own.and_then(|at| rows[at].time_ms()) {
         Some(t) => Some(t),
-        None => transformer::generate(model, npu, base, fabric)
+        None => transformer::generate(model, own_npu, base, fabric)
             .ok()
-            .and_then(|g| problem(study, fabric, &g.workload).ok())
+            .and_then(|g| problem(study, fabric, &g.workload, &cms[0]).ok())
             .and_then(|p| match solve(&p) {
                 Verdict::Solved { iteration_time_ms, .. } => Some(iteration_time_ms),
                 _ => None,
@@ -933,11 +1002,7 @@ pub fn coopt_accelerators(study: &Study, progress: &(dyn Fn(usize, usize) + Sync
             let npu_power = n as f64 * tdp;
             let mut s = study.clone();
             // `reduction_memory = true` follows the accelerator's HBM.
-            if let Some(first) = &study.npu
-                && s.collective.reduction_gbps.map(f64::to_bits) == Some(first.device.hbm_gbps.to_bits())
-            {
-                s.collective.reduction_gbps = Some(npu.device.hbm_gbps).filter(|g| *g > 0.0);
-            }
+            s.collective.reduction_gbps = collective_model_on(study, npu).reduction_gbps;
             s.npu = Some(npu.clone());
             let mut note = None;
             if Pricing::of(study) == Pricing::Catalog {
@@ -1042,5 +1107,118 @@ pub fn coopt_accelerators(study: &Study, progress: &(dyn Fn(usize, usize) + Sync
         designs,
         best,
         economics: econ.clone(),
+    })
+}
+
+/// One architecture of `[npu.arch]`: its figures, area and power, and what
+/// the search certifies about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArchDesign {
+    /// The architecture.
+    pub arch: Arch,
+    /// Its name, as the search's rows give it.
+    pub name: String,
+    /// Peak dense BF16 TFLOP/s.
+    pub peak_tflops: f64,
+    /// HBM bandwidth, GB/s.
+    pub hbm_gbps: f64,
+    /// HBM capacity, GiB.
+    pub hbm_gib: f64,
+    /// Its area by component.
+    pub area: Area,
+    /// Its design power by component.
+    pub power: Power,
+    /// Its best iteration time, ms, where one of its strategies was
+    /// solved.
+    pub best_ms: Option<f64>,
+    /// No strategy on it is faster than this, ms: its best time, or the
+    /// least bound that pruned its strategies (infinite if none is valid).
+    pub bound_ms: f64,
+}
+
+/// The architecture search (`[npu.arch]`): one co-optimization over every
+/// architecture within the budgets, the strategies and the fabric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArchSearch {
+    /// The search: its rows name their architecture.
+    pub coopt: Coopt,
+    /// Every architecture within the budgets, the study's own first.
+    pub archs: Vec<ArchDesign>,
+    /// Architectures of the space over the area or power budget.
+    pub over_budget: usize,
+    /// The space searched.
+    pub space: ArchSpace,
+    /// The area and energy constants.
+    pub technology: Technology,
+    /// The study's own architecture's best strategy and fabric (its own
+    /// search, exact).
+    pub own_best: Option<Row>,
+}
+
+/// Co-optimizes the architecture of `[npu.arch]` with the strategy and the
+/// fabric: every combination of its lists within its area and power
+/// budgets, each an NPU of [`coopt_on`]'s one exact search (the study's
+/// own, its first combination within the budgets, first).
+pub fn coopt_archs(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<ArchSearch, CooptError> {
+    let (Some(space), Some(model), Some(base), Some(own)) =
+        (&study.arch_space, &study.model, &study.parallelism, &study.npu)
+    else {
+        return Err(CooptError::NoModel);
+    };
+    let tech = arch::N7;
+    let all = space.all();
+    let within: Vec<Arch> = all.iter().copied().filter(|a| space.within(a, &tech)).collect();
+    let npus: Vec<Npu> = within
+        .iter()
+        .map(|a| crate::study::arch_npu(space, a, own.headroom_gib))
+        .collect();
+    let recipes = study
+        .recipe_space
+        .clone()
+        .unwrap_or_else(|| RecipeSpace::only(model, base));
+    let coopt = coopt_on(study, &recipes, &npus, progress)?;
+    let mut best: std::collections::HashMap<&str, (Option<f64>, f64)> = std::collections::HashMap::new();
+    for r in &coopt.strategies {
+        let Some(name) = r.npu.as_deref() else { continue };
+        let e = best.entry(name).or_insert((None, f64::INFINITY));
+        match &r.verdict {
+            Verdict::Solved { iteration_time_ms, .. } => {
+                e.0 = Some(e.0.map_or(*iteration_time_ms, |t: f64| t.min(*iteration_time_ms)));
+                e.1 = e.1.min(*iteration_time_ms);
+            }
+            Verdict::Pruned { bound_ms, .. } => e.1 = e.1.min(*bound_ms),
+            _ => {}
+        }
+    }
+    let archs: Vec<ArchDesign> = within
+        .iter()
+        .zip(&npus)
+        .map(|(a, n)| {
+            let (best_ms, bound_ms) = best.get(n.name.as_str()).copied().unwrap_or((None, f64::INFINITY));
+            ArchDesign {
+                arch: *a,
+                name: n.name.clone(),
+                peak_tflops: a.peak_tflops(),
+                hbm_gbps: a.hbm_gbps(),
+                hbm_gib: a.hbm_gib(),
+                area: a.area(&tech),
+                power: a.power(&tech),
+                best_ms,
+                bound_ms,
+            }
+        })
+        .collect();
+    let own_best = coopt_in(study, &recipes, &|_, _| {})?
+        .strategies
+        .into_iter()
+        .next()
+        .filter(|r| r.time_ms().is_some());
+    Ok(ArchSearch {
+        over_budget: all.len() - within.len(),
+        archs,
+        space: space.clone(),
+        technology: tech,
+        own_best,
+        coopt,
     })
 }

@@ -132,6 +132,9 @@ pub struct StudyResults {
     pub coopt: Option<Coopt>,
     /// With `[npu] type = [...]`: every accelerator's best design.
     pub accelerators: Option<coopt::Accelerators>,
+    /// With `[npu.arch]`: the architecture chosen with the strategy and
+    /// the fabric.
+    pub archs: Option<coopt::ArchSearch>,
 }
 
 /// Progress of long work: `(task, done, total)`.
@@ -284,8 +287,13 @@ pub fn run_study(study: &Study, dir: &Path, progress: Progress) -> Result<StudyR
         (Some(_), false) => Some(coopt::coopt_accelerators(study, &|_, _| {})?),
         _ => None,
     };
+    let archs = match (&study.model, &study.arch_space) {
+        (Some(_), Some(_)) => Some(coopt::coopt_archs(study, &|_, _| {})?),
+        _ => None,
+    };
     Ok(StudyResults {
         accelerators,
+        archs,
         stamp,
         problem,
         recommended,

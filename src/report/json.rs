@@ -219,6 +219,7 @@ pub fn coopt(
     study: &Study,
     r: &Coopt,
     acc: Option<&crate::pipeline::coopt::Accelerators>,
+    archs: Option<&crate::pipeline::coopt::ArchSearch>,
     secs: f64,
     top: usize,
 ) -> Value {
@@ -237,6 +238,20 @@ pub fn coopt(
         if let Some(a) = acc {
             o.insert("accelerators".into(), serde_json::to_value(a).unwrap_or(Value::Null));
         }
+        if let Some(a) = archs {
+            o.insert("archs".into(), arch_search(a, top));
+        }
+    }
+    v
+}
+
+/// The architecture search as JSON: the space, the constants, every
+/// architecture within the budgets with its area, power, best time and
+/// bound, and the `top` rows of the joint search.
+pub fn arch_search(a: &crate::pipeline::coopt::ArchSearch, top: usize) -> Value {
+    let mut v = serde_json::to_value(a).unwrap_or(Value::Null);
+    if let Some(Value::Array(list)) = v.pointer_mut("/coopt/strategies") {
+        list.truncate(top);
     }
     v
 }

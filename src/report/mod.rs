@@ -539,13 +539,43 @@ pub(crate) fn capex_chart(
     dim_names: &[String],
     stamp: &Stamp,
 ) -> Result<Chart, ReportError> {
+    bar_chart(dir, stem, title, rows, dim_names, Bars::CAPEX, stamp)
+}
+
+/// What a stacked bar chart's values are: the axis and each bar's total.
+#[derive(Clone, Copy)]
+pub(crate) struct Bars {
+    /// The value axis's description.
+    pub axis: &'static str,
+    /// Before and after each bar's total (`$`, `M`).
+    pub total: (&'static str, &'static str),
+}
+
+impl Bars {
+    /// Capex in $M.
+    pub const CAPEX: Bars = Bars {
+        axis: "capex ($M)",
+        total: ("$", "M"),
+    };
+}
+
+/// Stacked horizontal bars, one per row, a segment per name of `parts`.
+pub(crate) fn bar_chart(
+    dir: &Path,
+    stem: &str,
+    title: &str,
+    rows: &[(String, Vec<f64>)],
+    parts: &[String],
+    bars: Bars,
+    stamp: &Stamp,
+) -> Result<Chart, ReportError> {
     let size = (1100, 200 + 70 * rows.len() as u32);
     render(
         dir,
         stem,
         size,
-        &|r| draw_capex(r, title, rows, dim_names, stamp),
-        &|r| draw_capex(r, title, rows, dim_names, stamp),
+        &|r| draw_capex(r, title, rows, parts, bars, stamp),
+        &|r| draw_capex(r, title, rows, parts, bars, stamp),
     )
 }
 
@@ -554,6 +584,7 @@ fn draw_capex<DB: DrawingBackend>(
     title: &str,
     rows: &[(String, Vec<f64>)],
     dim_names: &[String],
+    unit: Bars,
     stamp: &Stamp,
 ) -> DrawResult
 where
@@ -567,15 +598,21 @@ where
         .fold(0.0f64, f64::max)
         .max(1e-9);
     let labels: Vec<String> = rows.iter().map(|(l, _)| l.clone()).collect();
+    // About 8 px per character of the longest label.
+    let label_px = labels
+        .iter()
+        .map(|l| 8 * l.chars().count() as u32)
+        .fold(230, u32::max)
+        .min(600);
     let mut chart = ChartBuilder::on(&body)
         .caption(title, ("sans-serif", 24))
         .margin(16)
         .x_label_area_size(50)
-        .y_label_area_size(230)
+        .y_label_area_size(label_px)
         .build_cartesian_2d(0.0..top * 1.4, -0.5..(n as f64 - 0.5))?;
     chart
         .configure_mesh()
-        .x_desc("capex ($M)")
+        .x_desc(unit.axis)
         .y_labels(n)
         .y_label_formatter(&|v| {
             let i = v.round();
@@ -612,7 +649,7 @@ where
     for (i, (_, v)) in rows.iter().enumerate() {
         let total: f64 = v.iter().sum();
         chart.draw_series(std::iter::once(Text::new(
-            format!("${}M", sig3(total)),
+            format!("{}{}{}", unit.total.0, sig3(total), unit.total.1),
             (total + top * 0.01, (n - 1 - i) as f64 + 0.1),
             ("sans-serif", 15).into_font(),
         )))?;

@@ -105,7 +105,7 @@ pub fn write(study: &Study, r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>
         sweep(study, s, &mut doc);
     }
     if let Some(c) = &r.coopt {
-        coopt_section(study, &r.stamp, c, r.accelerators.as_ref(), &mut doc, &mut out)?;
+        coopt_section(study, &r.stamp, c, r, &mut doc, &mut out)?;
     }
     out.write("summary.md", doc.markdown().as_bytes())?;
     let summary = out.files.pop().unwrap_or_default();
@@ -1228,14 +1228,18 @@ fn coopt_section(
     study: &Study,
     stamp: &Stamp,
     r: &Coopt,
-    acc: Option<&coopt::Accelerators>,
+    results: &StudyResults,
     doc: &mut Doc,
     out: &mut Out,
 ) -> Result<(), ReportError> {
-    let json = match acc {
-        Some(a) => json!({ "stamp": stamp, "study": study.name, "coopt": r, "accelerators": a }),
-        None => json!({ "stamp": stamp, "study": study.name, "coopt": r }),
-    };
+    let acc = results.accelerators.as_ref();
+    let mut json = json!({ "stamp": stamp, "study": study.name, "coopt": r });
+    if let Some(a) = acc {
+        json["accelerators"] = json!(a);
+    }
+    if let Some(a) = &results.archs {
+        json["archs"] = super::json::arch_search(a, coopt::EXACT_TOP);
+    }
     out.json("coopt.json", &json)?;
     doc.heading(2, "Parallelization and fabric, chosen together");
     let recipes = r.recipe_space.len() > 1;
@@ -1357,6 +1361,137 @@ fn coopt_section(
     }
     if let Some(a) = acc {
         accelerators_section(study, stamp, a, doc, out)?;
+    }
+    if let Some(a) = &results.archs {
+        archs_section(study, stamp, a, doc, out)?;
+    }
+    Ok(())
+}
+
+/// Architectures the report's table and chart show.
+const ARCHS_SHOWN: usize = 12;
+
+/// The architecture search (`[npu.arch]`): the joint optimum beside the
+/// study's own architecture, the best architectures with their area and
+/// power, and their area by component.
+fn archs_section(
+    study: &Study,
+    stamp: &Stamp,
+    a: &coopt::ArchSearch,
+    doc: &mut Doc,
+    out: &mut Out,
+) -> Result<(), ReportError> {
+    let t = &a.technology;
+    doc.heading(3, "The accelerator's architecture, chosen with them");
+    doc.para(format!(
+        "Every combination of `[npu.arch]` within the budgets{} ({} of {}; {} over), each a parametric accelerator of tensor units (output-stationary systolic arrays), vector units, one on-chip buffer and HBM stacks at {} GHz, searched in one exact search with every strategy, recipe and fabric above ({} candidates: {} solved, {} pruned by a bound, {} invalid). Kernels are timed by the roofline-and-shape model (tile and wave quantization over the arrays, their fill and drain, GEMM operands tiled through the buffer, element-wise kernels on the vector units); area and design power by per-component constants at {} (sources in the JSON's `technology`).",
+        super::text::arch_budgets(&a.space),
+        a.archs.len(),
+        a.archs.len() + a.over_budget,
+        a.over_budget,
+        a.space.clock_ghz,
+        a.coopt.searched,
+        a.coopt.solved,
+        a.coopt.pruned,
+        a.coopt.rejected,
+        t.name,
+    ));
+    let mut lines = Vec::new();
+    if let Some(best) = a.coopt.strategies.first().filter(|r| r.time_ms().is_some()) {
+        let ms = best.time_ms().unwrap_or(f64::NAN);
+        lines.push(format!(
+            "The joint optimum: **{}** with {} at **{ms:.3} ms** per iteration.",
+            best.npu.as_deref().unwrap_or("-"),
+            best.strategy()
+        ));
+        if let Some(own) = &a.own_best {
+            let o = own.time_ms().unwrap_or(f64::NAN);
+            lines.push(format!(
+                "The study's own architecture ({}) at its best strategy ({}) takes {o:.3} ms: the chosen architecture is {:.3}x faster.",
+                a.archs.first().map_or("-", |x| x.name.as_str()),
+                own.strategy(),
+                o / ms
+            ));
+        }
+        if let Some(d) = a.coopt.default_optimized_ms {
+            lines.push(format!(
+                "The study's own architecture with its own strategy takes {d:.3} ms ({:.3}x the joint optimum's time).",
+                d / ms
+            ));
+        }
+    }
+    if !lines.is_empty() {
+        doc.push(Block::Para(lines));
+    }
+    let mut order: Vec<&coopt::ArchDesign> = a.archs.iter().collect();
+    order.sort_by(|x, y| x.bound_ms.total_cmp(&y.bound_ms));
+    order.truncate(ARCHS_SHOWN);
+    let rows = order
+        .iter()
+        .map(|d| {
+            vec![
+                d.name.clone(),
+                format!("{:.1}", d.peak_tflops),
+                format!("{:.0}", d.hbm_gbps),
+                format!("{:.0}", d.hbm_gib),
+                format!("{:.1}", d.area.total_mm2),
+                format!("{:.1}", d.power.total_w),
+                d.best_ms.map_or("-".to_string(), |x| format!("{x:.3}")),
+                format!("{:.3}", d.bound_ms),
+            ]
+        })
+        .collect();
+    doc.push(Block::Table(
+        header(&[
+            "architecture",
+            "peak TFLOP/s",
+            "HBM GB/s",
+            "HBM GiB",
+            "area (mm2)",
+            "power (W)",
+            "best (ms)",
+            "no faster than (ms)",
+        ]),
+        rows,
+    ));
+    doc.para(
+        "`best` is shown where one of the architecture's strategies is among the solved ones; `no faster than` is its best time, or the least bound that pruned every strategy on it.",
+    );
+    let bars: Vec<(String, Vec<f64>)> = order
+        .iter()
+        .map(|d| {
+            (
+                format!("{}: {} ms", d.name, sig3(d.bound_ms)),
+                vec![
+                    d.area.tensor_mm2,
+                    d.area.vector_mm2,
+                    d.area.sram_mm2,
+                    d.area.hbm_phy_mm2,
+                    d.area.uncore_mm2,
+                ],
+            )
+        })
+        .collect();
+    if !bars.is_empty() {
+        out.charts([super::bar_chart(
+            out.dir,
+            "architectures",
+            &format!("{}: area of the best architectures", study.name),
+            &bars,
+            &[
+                "tensor units".to_string(),
+                "vector units".to_string(),
+                "buffer".to_string(),
+                "HBM PHY".to_string(),
+                "rest".to_string(),
+            ],
+            super::Bars {
+                axis: "area (mm2)",
+                total: ("", " mm2"),
+            },
+            stamp,
+        )?]);
+        doc.chart("area of the best architectures", "architectures");
     }
     Ok(())
 }

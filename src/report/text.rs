@@ -755,3 +755,83 @@ pub fn accelerators(a: &coopt::Accelerators) -> String {
     }
     s
 }
+
+/// `dimsum coopt` with `[npu.arch]`: the joint optimum, the study's own
+/// architecture beside it, and the `top` architectures by their best time
+/// or the bound that excludes them.
+pub fn archs(a: &coopt::ArchSearch, top: usize) -> String {
+    let mut s = String::new();
+    let t = &a.technology;
+    let _ = writeln!(
+        s,
+        "architectures: {} within the budgets{} of {} ({} over); area and power at {} constants",
+        a.archs.len(),
+        arch_budgets(&a.space),
+        a.archs.len() + a.over_budget,
+        a.over_budget,
+        t.name
+    );
+    let _ = writeln!(
+        s,
+        "{} candidates: {} solved, {} pruned by a bound, {} invalid",
+        a.coopt.searched, a.coopt.solved, a.coopt.pruned, a.coopt.rejected
+    );
+    if let Some(best) = a.coopt.strategies.first().filter(|r| r.time_ms().is_some()) {
+        let _ = writeln!(
+            s,
+            "best: {} on {}: {:.3} ms",
+            best.strategy(),
+            best.npu.as_deref().unwrap_or("-"),
+            best.time_ms().unwrap_or(f64::NAN)
+        );
+    }
+    if let Some(own) = &a.own_best {
+        let _ = writeln!(
+            s,
+            "the study's own architecture ({}): best {} at {:.3} ms",
+            a.archs.first().map_or("-", |x| x.name.as_str()),
+            own.strategy(),
+            own.time_ms().unwrap_or(f64::NAN)
+        );
+    }
+    if let Some(d) = a.coopt.default_optimized_ms {
+        let _ = writeln!(s, "the study's own architecture and strategy: {d:.3} ms");
+    }
+    let _ = writeln!(
+        s,
+        "{:<44} {:>9} {:>8} {:>9} {:>8} {:>12} {:>12}",
+        "architecture", "TFLOP/s", "HBM GB/s", "area mm2", "power W", "best ms", "at least ms"
+    );
+    let mut order: Vec<&coopt::ArchDesign> = a.archs.iter().collect();
+    order.sort_by(|x, y| x.bound_ms.total_cmp(&y.bound_ms));
+    for d in order.iter().take(top) {
+        let _ = writeln!(
+            s,
+            "{:<44} {:>9.1} {:>8.0} {:>9.1} {:>8.1} {:>12} {:>12.3}",
+            d.name,
+            d.peak_tflops,
+            d.hbm_gbps,
+            d.area.total_mm2,
+            d.power.total_w,
+            d.best_ms.map_or("-".to_string(), |x| format!("{x:.3}")),
+            d.bound_ms
+        );
+    }
+    s
+}
+
+/// ` (area <= X mm2, power <= Y W)`, or nothing without budgets.
+pub(crate) fn arch_budgets(space: &crate::model::arch::ArchSpace) -> String {
+    let mut parts = Vec::new();
+    if let Some(a) = space.area_mm2 {
+        parts.push(format!("area <= {a:.1} mm2"));
+    }
+    if let Some(w) = space.power_w {
+        parts.push(format!("power <= {w:.1} W"));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    }
+}

@@ -46,10 +46,12 @@ pub use frontier::{Case, FrontierSpec};
 pub use optimize::OptimizeSpec;
 pub use sweep::{SweepSpec, SweepWorkload};
 pub use workload::Economics;
+pub use workload::{MAX_ARCHS, arch_npu};
 pub use workload::{OrderError, parse_order};
 
 use crate::error::{InputError, line_of_offset};
 use crate::interop::libra;
+use crate::model::arch::ArchSpace;
 use crate::model::bom::Procurement;
 use crate::model::collective::{CollectiveModel, GroupBandwidth, TimeModel};
 use crate::model::cost::{CostModel, Linear};
@@ -107,6 +109,9 @@ pub struct Study {
     /// How accelerators are compared (`[coopt]` life, energy price and
     /// the cluster's budgets).
     pub economics: Economics,
+    /// The parametric accelerators coopt searches (`[npu.arch]`; `npu` is
+    /// its first combination within the budgets).
+    pub arch_space: Option<ArchSpace>,
     /// The study's default parallelization.
     pub parallelism: Option<Strategy>,
     /// The recipes `coopt` searches (`[coopt]`; none: the study's own).
@@ -162,6 +167,7 @@ impl Study {
             recipe_space: None,
             npu_choices: Vec::new(),
             economics: Economics::default(),
+            arch_space: None,
             evaluator: Default::default(),
             evaluator_line: None,
             procurement: None,
@@ -302,6 +308,7 @@ impl Study {
             recipe_space,
             npu_choices: generator.npu_choices,
             economics,
+            arch_space: generator.arch_space,
             evaluator,
             evaluator_line: find_line(text, "[evaluator]"),
             procurement,

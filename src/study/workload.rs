@@ -9,6 +9,7 @@ use super::StudyFile;
 use super::zero;
 use crate::error::{InputError, one_of};
 use crate::interop::libra;
+use crate::model::arch::{self, Arch, ArchSpace};
 use crate::model::compute::{self, Device};
 use crate::model::fabric::Fabric;
 use crate::model::transformer::{ModelSpec, Moe, Npu, Par, RecipeSpace, Recompute, Strategy};
@@ -345,6 +346,155 @@ pub(super) struct RawNpu {
     memory_efficiency: Option<f64>,
     efficiency: Option<f64>,
     headroom_gib: Option<f64>,
+    arch: Option<RawArch>,
+}
+
+/// `[npu.arch]`: a parametric accelerator, each structural figure one value
+/// or a list of them (coopt searches every combination).
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawArch {
+    tensor_units: OneOrMany<u32>,
+    array_width: OneOrMany<u32>,
+    array_depth: OneOrMany<u32>,
+    vector_units: OneOrMany<u32>,
+    vector_width: OneOrMany<u32>,
+    sram_mib: OneOrMany<f64>,
+    hbm_stacks: OneOrMany<u32>,
+    stack_gbps: f64,
+    stack_gib: f64,
+    clock_ghz: f64,
+    gemm_efficiency: Option<f64>,
+    memory_efficiency: Option<f64>,
+    area_mm2: Option<RawBudget>,
+    power_w: Option<RawBudget>,
+}
+
+/// A per-chip budget: a figure, or `"own"`: the study's own architecture's
+/// (the first combination's), as PHAZE bounds its space by a reference
+/// chip's area.
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+pub(super) enum RawBudget {
+    Value(f64),
+    Named(String),
+}
+
+/// Most architectures `[npu.arch]` may span (the product of its lists,
+/// before the budgets).
+pub const MAX_ARCHS: usize = 1 << 16;
+
+/// `[npu.arch]`, checked: the space, and the first combination within the
+/// budgets as the study's own NPU.
+fn arch_space(n: &RawNpu, a: &RawArch) -> Result<(ArchSpace, Npu), String> {
+    if n.kind.is_some()
+        || [
+            n.peak_tflops,
+            n.hbm_gib,
+            n.hbm_gbps,
+            n.gemm_efficiency,
+            n.memory_efficiency,
+            n.efficiency,
+            n.tdp_w,
+        ]
+        .iter()
+        .any(Option::is_some)
+        || n.sms.is_some()
+        || n.price_usd.is_some()
+    {
+        return Err(
+            "with [npu.arch], give no type or figure in [npu] but headroom_gib: the architecture sets them".into(),
+        );
+    }
+    let counts = |v: &OneOrMany<u32>, key: &str| -> Result<Vec<u32>, String> {
+        let l = v.list();
+        if l.is_empty() {
+            return Err(format!("arch.{key}: give at least one value"));
+        }
+        if let Some(bad) = l.iter().find(|x| **x == 0 || **x > 1 << 20) {
+            return Err(format!("arch.{key} = {bad} is not allowed: use 1 to {}", 1 << 20));
+        }
+        Ok(l)
+    };
+    let sram = a.sram_mib.list();
+    if sram.is_empty() {
+        return Err("arch.sram_mib: give at least one value".into());
+    }
+    for v in &sram {
+        positive(*v, "arch.sram_mib")?;
+    }
+    let fraction = |v: Option<f64>, key: &str| -> Result<f64, String> {
+        match v {
+            None => Ok(1.0),
+            Some(x) if x.is_finite() && x > 0.0 && x <= 1.0 => Ok(x),
+            Some(x) => Err(format!("arch.{key} = {x} is not allowed: it must be in (0, 1]")),
+        }
+    };
+    let space = ArchSpace {
+        tensor_units: counts(&a.tensor_units, "tensor_units")?,
+        array_width: counts(&a.array_width, "array_width")?,
+        array_depth: counts(&a.array_depth, "array_depth")?,
+        vector_units: counts(&a.vector_units, "vector_units")?,
+        vector_width: counts(&a.vector_width, "vector_width")?,
+        sram_mib: sram,
+        hbm_stacks: counts(&a.hbm_stacks, "hbm_stacks")?,
+        stack_gbps: positive(a.stack_gbps, "arch.stack_gbps")?,
+        stack_gib: positive(a.stack_gib, "arch.stack_gib")?,
+        clock_ghz: positive(a.clock_ghz, "arch.clock_ghz")?,
+        gemm_efficiency: fraction(a.gemm_efficiency, "gemm_efficiency")?,
+        memory_efficiency: fraction(a.memory_efficiency, "memory_efficiency")?,
+        area_mm2: None,
+        power_w: None,
+    };
+    if space.size() > MAX_ARCHS {
+        return Err(format!(
+            "[npu.arch] spans {} architectures, more than {MAX_ARCHS}: give its lists fewer values",
+            space.size()
+        ));
+    }
+    let tech = &arch::N7;
+    let own = space.first();
+    let budget = |b: &Option<RawBudget>, key: &str, of_own: f64| -> Result<Option<f64>, String> {
+        match b {
+            None => Ok(None),
+            Some(RawBudget::Value(v)) => positive(*v, &format!("arch.{key}")).map(Some),
+            Some(RawBudget::Named(n)) if n == "own" => Ok(Some(of_own)),
+            Some(RawBudget::Named(n)) => Err(format!(
+                "arch.{key} = \"{n}\" is not allowed: give a number or \"own\" (the first combination's)"
+            )),
+        }
+    };
+    let space = ArchSpace {
+        area_mm2: budget(&a.area_mm2, "area_mm2", own.area(tech).total_mm2)?,
+        power_w: budget(&a.power_w, "power_w", own.power(tech).total_w)?,
+        ..space
+    };
+    let first = space
+        .all()
+        .into_iter()
+        .find(|x| space.within(x, tech))
+        .ok_or_else(|| "no architecture of [npu.arch] is within its area_mm2 and power_w budgets".to_string())?;
+    let headroom_gib = n.headroom_gib.unwrap_or(0.0);
+    if !(headroom_gib.is_finite() && (0.0..first.hbm_gib()).contains(&headroom_gib)) {
+        return Err(format!(
+            "headroom_gib = {headroom_gib} is not allowed: use 0 to less than the HBM ({} GiB)",
+            first.hbm_gib()
+        ));
+    }
+    let npu = arch_npu(&space, &first, headroom_gib);
+    Ok((space, npu))
+}
+
+/// The NPU of architecture `a` of `space`.
+pub fn arch_npu(space: &ArchSpace, a: &Arch, headroom_gib: f64) -> Npu {
+    Npu {
+        name: a.name(),
+        device: a.device(space.gemm_efficiency, space.memory_efficiency),
+        hbm_gib: a.hbm_gib(),
+        headroom_gib,
+        tdp_w: Some(a.power(&arch::N7).total_w),
+        price_usd: None,
+    }
 }
 
 /// One value, or a list of them (`[npu] type = [...]`).
@@ -510,6 +660,7 @@ fn npu(n: &RawNpu, kind: Option<String>) -> Result<Npu, String> {
             "memory_efficiency",
         )?,
         flat: None,
+        onchip: None,
     };
     Ok(Npu {
         name,
@@ -541,6 +692,8 @@ pub(super) struct Generator {
     pub(super) npu: Option<Npu>,
     /// `[npu] type = [...]`: every type listed (empty for one NPU).
     pub(super) npu_choices: Vec<Npu>,
+    /// `[npu.arch]`: the architectures coopt searches.
+    pub(super) arch_space: Option<ArchSpace>,
     /// `[parallelism]`.
     pub(super) parallelism: Option<Strategy>,
 }
@@ -557,8 +710,14 @@ pub(super) fn generator(
         None => None,
         Some(m) => Some(model_spec(m).map_err(|msg| src.at_line("[model]", "model", msg))?),
     };
+    let mut arch_space = None;
     let listed = match npu {
         None => Vec::new(),
+        Some(n @ RawNpu { arch: Some(a), .. }) => {
+            let (space, own) = self::arch_space(n, a).map_err(|msg| src.at_line("[npu.arch]", "npu.arch", msg))?;
+            arch_space = Some(space);
+            vec![own]
+        }
         Some(n) => npus(n).map_err(|msg| src.at_line("[npu]", "npu", msg))?,
     };
     let is_list = matches!(
@@ -570,6 +729,7 @@ pub(super) fn generator(
     );
     let npu = listed.first().cloned();
     let npu_choices = if is_list { listed } else { Vec::new() };
+
     let parallelism = match parallelism {
         None => None,
         Some(p) => Some(strategy(p).map_err(|msg| src.at_line("[parallelism]", "parallelism", msg))?),
@@ -578,6 +738,7 @@ pub(super) fn generator(
         model,
         npu,
         npu_choices,
+        arch_space,
         parallelism,
     })
 }
