@@ -65,7 +65,7 @@ fn archs(c: &mut Criterion) {
     // strategy and recipe of GPT-3 on 1,024 accelerators, one search.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let s = Study::load(&root.join("studies/phaze-gpt3-arch.toml")).expect("study");
-    let a = coopt::coopt_archs(&s, &|_, _| {}).expect("archs");
+    let a = coopt::coopt_archs(&s, None, &|_, _| {}).expect("archs");
     eprintln!(
         "phaze-gpt3-arch: {} architectures, {} candidates, {} solved, {} pruned, {} invalid",
         a.archs.len(),
@@ -75,7 +75,7 @@ fn archs(c: &mut Criterion) {
         a.coopt.rejected
     );
     c.bench_function("coopt/phaze-gpt3-arch", |b| {
-        b.iter(|| coopt::coopt_archs(&s, &|_, _| {}))
+        b.iter(|| coopt::coopt_archs(&s, None, &|_, _| {}))
     });
 }
 

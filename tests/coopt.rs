@@ -669,12 +669,13 @@ fn accelerator_lists_are_checked() {
     }
 }
 
-/// TINY on parametric accelerators: 3 x 2 x 2 x 2 = 24 architectures.
+/// TINY on parametric accelerators: 3 x 2 x 2 x 2 x 2 = 48 architectures
+/// (one HBM stack or two: the reduction bandwidth follows each).
 fn tiny_arch(extra: &str) -> String {
     TINY.replacen(
         "[npu]\npeak_tflops = 100\nefficiency = 0.5\nhbm_gib = 80\n",
         &format!(
-            "[npu.arch]\ntensor_units = [4, 1, 16]\narray_width = [32, 128]\narray_depth = [32]\nvector_units = [1, 8]\nvector_width = [64]\nsram_mib = [4, 32]\nhbm_stacks = [1]\nstack_gbps = 100\nstack_gib = 8\nclock_ghz = 1.0\n{extra}"
+            "[npu.arch]\ntensor_units = [4, 1, 16]\narray_width = [32, 128]\narray_depth = [32]\nvector_units = [1, 8]\nvector_width = [64]\nsram_mib = [4, 32]\nhbm_stacks = [1, 2]\nstack_gbps = 100\nstack_gib = 8\nclock_ghz = 1.0\n{extra}"
         ),
         1,
     )
@@ -692,8 +693,8 @@ fn arch_search_against_brute_force() {
     assert_ne!(text, TINY);
     let s = tiny(dir.path(), &text);
     let space = s.arch_space.clone().unwrap();
-    let a = coopt::coopt_archs(&s, &|_, _| {}).unwrap();
-    assert_eq!(a.archs.len(), 24);
+    let a = coopt::coopt_archs(&s, None, &|_, _| {}).unwrap();
+    assert_eq!(a.archs.len(), 48);
     assert_eq!(a.over_budget, 0);
     let base = s.parallelism.clone().unwrap();
     let model = s.model.as_ref().unwrap();
@@ -703,7 +704,14 @@ fn arch_search_against_brute_force() {
         let mut one = s.clone();
         one.collective.reduction_gbps = Some(npu.device.hbm_gbps);
         let mut mine = f64::INFINITY;
+        // Orders that put the same groups on the same dimensions are one
+        // placement, as the search counts them.
+        let mut seen = std::collections::HashSet::new();
         for st in coopt::strategies(16, &base, 0) {
+            let mapping = st.groups(&s.fabric).map(|g| g.map(|x| x.to_libra()));
+            if !seen.insert((st.tp, st.pp, st.dp, mapping)) {
+                continue;
+            }
             let Ok(g) = transformer::generate(model, &npu, &st, &s.fabric) else {
                 continue;
             };
@@ -720,7 +728,10 @@ fn arch_search_against_brute_force() {
             d.bound_ms
         );
         if let Some(b) = d.best_ms {
-            assert!((b - mine).abs() <= 1e-9 * mine, "{}: {b} vs {mine}", d.name);
+            assert!(b >= mine * (1.0 - 1e-9), "{}: {b} < {mine}", d.name);
+            if d.exact {
+                assert!((b - mine).abs() <= 1e-9 * mine, "{}: {b} vs {mine}", d.name);
+            }
         }
         if d.name == a.archs[0].name {
             let own = a.own_best.as_ref().unwrap().time_ms().unwrap();
@@ -740,6 +751,11 @@ fn arch_search_against_brute_force() {
     assert!(all.last().unwrap() > &(2.0 * all[0]));
 }
 
+/// `1, 2, ..., 64`.
+fn sixty_four() -> String {
+    (1..=64).map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+}
+
 /// `area_mm2 = "own"` keeps the architectures no larger than the first;
 /// `[npu.arch]`'s errors name the field and what is allowed.
 #[test]
@@ -754,14 +770,17 @@ fn arch_budgets_and_errors() {
         .into_iter()
         .filter(|x| space.within(x, &dimsum::model::arch::N7))
         .collect();
-    assert!(within.len() < 24 && within.len() > 1, "{}", within.len());
+    assert!(within.len() < 48 && within.len() > 1, "{}", within.len());
     assert!(within.iter().all(|x| x.area(&dimsum::model::arch::N7).total_mm2 <= own));
-    let a = coopt::coopt_archs(&s, &|_, _| {}).unwrap();
+    let a = coopt::coopt_archs(&s, None, &|_, _| {}).unwrap();
     assert_eq!(a.archs.len(), within.len());
-    assert_eq!(a.over_budget, 24 - within.len());
+    assert_eq!(a.over_budget, 48 - within.len());
     let p = dir.path().join("bad.toml");
     for (text, needle) in [
-        (tiny_arch("area_mm2 = \"mine\"\n"), "arch.area_mm2 = \"mine\" is not allowed"),
+        (
+            tiny_arch("area_mm2 = \"mine\"\n"),
+            "arch.area_mm2 = \"mine\" is not allowed",
+        ),
         (tiny_arch("power_w = 1\n"), "no architecture of [npu.arch] is within"),
         (
             tiny_arch("").replacen("tensor_units = [4, 1, 16]", "tensor_units = [4, 0]", 1),
@@ -769,19 +788,34 @@ fn arch_budgets_and_errors() {
         ),
         (
             tiny_arch("").replacen("clock_ghz = 1.0", "clock_ghz = -1.0", 1),
-            "arch.clock_ghz = -1 is not allowed",
+            "arch.clock_ghz = -1 is not allowed: use more than 0 to 10",
         ),
         (
             tiny_arch("").replacen("[npu.arch]", "[npu]\ntype = \"h100-sxm\"\n[npu.arch]", 1),
             "with [npu.arch], give no type",
         ),
         (
-            tiny_arch("").replacen(
-                "sram_mib = [4, 32]",
-                "sram_mib = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100]",
-                1,
-            ).replacen("vector_width = [64]", "vector_width = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576, 3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100]", 1),
-            "more than 65536: give its lists fewer values",
+            // 3 x 2 x 1 x 2 x 64 x 64 x 2 = 98,304 combinations.
+            tiny_arch("")
+                .replacen("sram_mib = [4, 32]", &format!("sram_mib = [{}]", sixty_four()), 1)
+                .replacen("vector_width = [64]", &format!("vector_width = [{}]", sixty_four()), 1),
+            "spans 98304 architectures, more than 65536: give its lists fewer values",
+        ),
+        (
+            tiny_arch("").replacen("sram_mib = [4, 32]", "sram_mib = [4, 4]", 1),
+            "arch.sram_mib: a value is listed twice",
+        ),
+        (
+            tiny_arch("").replacen("sram_mib = [4, 32]", &format!("sram_mib = [{}, 65]", sixty_four()), 1),
+            "arch.sram_mib: give 1 to 64 values, not 65",
+        ),
+        (
+            tiny_arch("").replacen("clock_ghz = 1.0", "clock_ghz = 20.0", 1),
+            "arch.clock_ghz = 20 is not allowed: use more than 0 to 10",
+        ),
+        (
+            tiny_arch("").replacen("[npu.arch]", "[npu]\nheadroom_gib = 8\n[npu.arch]", 1),
+            "use 0 to less than the least HBM of [npu.arch] (8 GiB)",
         ),
         (tiny_arch("cores = 4\n"), "unknown field `cores`"),
     ] {

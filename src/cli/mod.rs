@@ -698,7 +698,7 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
     // `[npu.arch]`: the architecture searched with the strategy and fabric.
     let archs = if study.arch_space.is_some() {
         let bar = Progress::new(1, "architecture strategies");
-        let a = coopt::coopt_archs(&study, &|done, total| {
+        let a = coopt::coopt_archs(&study, Some(&r), &|done, total| {
             bar.bar.set_length(total as u64);
             bar.set(done);
         })

@@ -211,8 +211,9 @@ pub struct OnChip {
     pub fill: f64,
     /// The shared on-chip buffer operands are tiled through, bytes.
     pub buffer_bytes: f64,
-    /// Element-wise throughput of the vector units, bytes per ns.
-    pub vector_bytes_per_ns: f64,
+    /// Element-wise throughput of the vector units, elements per ns (an
+    /// element-wise kernel's every 2 bytes streamed count as one element).
+    pub vector_elements_per_ns: f64,
 }
 
 impl OnChip {
@@ -226,6 +227,10 @@ impl OnChip {
     pub fn gemm_bytes(&self, m: f64, n: f64, k: f64, batch: f64, e: f64) -> f64 {
         let block = (self.buffer_bytes / (2.0 * e)).floor();
         let once = m * k + k * n + m * n;
+        if !(m >= 1.0 && n >= 1.0) {
+            // Less than one row or column (or not a number): nothing to tile.
+            return batch * e * once;
+        }
         if block < 1.0 {
             // No output element fits: every operand element read for each use.
             return batch * e * (2.0 * m * n * k + m * n).max(once);
@@ -284,10 +289,18 @@ impl Device {
     }
 
     /// Time of a kernel with `flops` at the large-GEMM efficiency and no
-    /// shape loss (fused attention), or of its `bytes`, whichever is longer, ns.
-    pub fn fused_ns(&self, flops: f64, bytes: f64) -> f64 {
+    /// shape loss (fused attention), or of its `bytes` through HBM, or of
+    /// its `elements` of softmax on a parametric accelerator's vector
+    /// units, whichever is longest, ns.
+    pub fn fused_ns(&self, flops: f64, bytes: f64, elements: f64) -> f64 {
         let eff = self.flat.unwrap_or(self.gemm_efficiency);
-        (flops / flops_per_ns(self.peak_tflops, eff)).max(self.stream_ns(bytes))
+        let vector = match &self.onchip {
+            Some(o) if self.flat.is_none() => elements / o.vector_elements_per_ns,
+            _ => 0.0,
+        };
+        (flops / flops_per_ns(self.peak_tflops, eff))
+            .max(self.hbm_ns(bytes))
+            .max(vector)
     }
 
     /// Time of an element-wise kernel streaming `bytes` through HBM, ns
@@ -296,7 +309,7 @@ impl Device {
     pub fn stream_ns(&self, bytes: f64) -> f64 {
         let hbm = self.hbm_ns(bytes);
         match &self.onchip {
-            Some(o) if hbm > 0.0 => hbm.max(bytes / o.vector_bytes_per_ns),
+            Some(o) if hbm > 0.0 => hbm.max(bytes / 2.0 / o.vector_elements_per_ns),
             _ => hbm,
         }
     }
@@ -374,7 +387,7 @@ mod tests {
                 tile: [128.0, 128.0],
                 fill: 256.0,
                 buffer_bytes,
-                vector_bytes_per_ns: 64.0,
+                vector_elements_per_ns: 32.0,
             }),
         }
     }
@@ -412,8 +425,13 @@ mod tests {
         let t = small.gemm_ns(1024.0, 1024.0, 1024.0, 1.0, 2.0);
         assert!((t - 17.0 * 2.0 * 1024.0 * 1024.0 / 100.0).abs() < 1e-6, "{t}");
         // Element-wise kernels run at the slower of HBM (100 B/ns) and the
-        // vector units (64 B/ns here).
+        // vector units (32 elements of 2 bytes per ns here: 64 B/ns).
         assert!((big.stream_ns(6400.0) - 100.0).abs() < 1e-9);
+        // Fused attention: 1e6 softmax elements at 32 per ns outlast 1e6
+        // FLOPs (30.5 ns) and 1e3 bytes (10 ns): 31,250 ns.
+        assert!((big.fused_ns(1e6, 1e3, 1e6) - 1e6 / 32.0).abs() < 1e-9);
+        // A GPU has no vector-unit term.
+        assert!((a100().fused_ns(1e6, 1e3, 1e12) - 1e6 / (312e3 * 0.8)).abs() < 1e-9);
     }
 
     #[test]

@@ -872,10 +872,16 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
     let (core_fwd, core_bwd) = if s.flash_attention {
         // One fused kernel: 4 b s^2 h / t FLOPs forward, 2.5 times that
         // backward (the scores recomputed), reading Q, K, V and writing O
-        // (K and V kv / a as wide as Q).
+        // (K and V kv / a as wide as Q); its softmax over the scores, on a
+        // parametric accelerator's vector units, once forward and twice
+        // backward (recomputed, then its gradient).
         let flops = 4.0 * b * sq * sq * h / t;
         let io = (2.0 + 2.0 * kv) * m * h / t * e;
-        (d.fused_ns(flops, io), d.fused_ns(2.5 * flops, 2.0 * io))
+        let scores = heads * sq * sq;
+        (
+            d.fused_ns(flops, io, scores),
+            d.fused_ns(2.5 * flops, 2.0 * io, 2.0 * scores),
+        )
     } else {
         let scores = gemm(sq, sq, dh, heads);
         let context = gemm(sq, dh, sq, heads);

@@ -307,13 +307,16 @@ pub enum CooptError {
     NoModel,
     /// More candidates than a search may hold.
     #[error(
-        "{placements} placements x {recipes} recipes = {candidates} candidates, more than a search may hold ({MAX_CANDIDATES}, about 1 GB of plans): give [coopt] fewer values"
+        "{placements} placements x {recipes} recipes{} = {candidates} candidates, more than a search may hold ({MAX_CANDIDATES}, about 1 GB of plans): give [coopt] (or [npu.arch]) fewer values",
+        if *npus > 1 { format!(" x {npus} accelerators") } else { String::new() }
     )]
     TooMany {
         /// Placements (t x p x d and order).
         placements: usize,
         /// Recipes in the space.
         recipes: usize,
+        /// Accelerators searched together.
+        npus: usize,
         /// Their product.
         candidates: usize,
     },
@@ -444,7 +447,8 @@ pub fn coopt_on(
     if candidates > MAX_CANDIDATES {
         return Err(CooptError::TooMany {
             placements: placements.len(),
-            recipes: space.len().saturating_mul(npus.len()),
+            recipes: space.len(),
+            npus: npus.len(),
             candidates,
         });
     }
@@ -1128,12 +1132,17 @@ pub struct ArchDesign {
     pub area: Area,
     /// Its design power by component.
     pub power: Power,
-    /// Its best iteration time, ms, where one of its strategies was
-    /// solved.
+    /// Its best solved iteration time, ms, where one of its strategies
+    /// was solved (the search is exact for its ten best rows, not for each
+    /// architecture: a faster strategy on it may have been pruned by the
+    /// global cut, unless `exact`).
     pub best_ms: Option<f64>,
-    /// No strategy on it is faster than this, ms: its best time, or the
-    /// least bound that pruned its strategies (infinite if none is valid).
+    /// No strategy on it is faster than this, ms: the least of its solved
+    /// times and the bounds that pruned its other strategies (infinite if
+    /// none is valid).
     pub bound_ms: f64,
+    /// `best_ms` is its best time: no pruned strategy's bound is below it.
+    pub exact: bool,
 }
 
 /// The architecture search (`[npu.arch]`): one co-optimization over every
@@ -1158,8 +1167,13 @@ pub struct ArchSearch {
 /// Co-optimizes the architecture of `[npu.arch]` with the strategy and the
 /// fabric: every combination of its lists within its area and power
 /// budgets, each an NPU of [`coopt_on`]'s one exact search (the study's
-/// own, its first combination within the budgets, first).
-pub fn coopt_archs(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<ArchSearch, CooptError> {
+/// own, its first combination within the budgets, first). `own_search`:
+/// the study's own search ([`coopt`]) where already done, else done here.
+pub fn coopt_archs(
+    study: &Study,
+    own_search: Option<&Coopt>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<ArchSearch, CooptError> {
     let (Some(space), Some(model), Some(base), Some(own)) =
         (&study.arch_space, &study.model, &study.parallelism, &study.npu)
     else {
@@ -1205,14 +1219,15 @@ pub fn coopt_archs(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> R
                 power: a.power(&tech),
                 best_ms,
                 bound_ms,
+                exact: best_ms == Some(bound_ms),
             }
         })
         .collect();
-    let own_best = coopt_in(study, &recipes, &|_, _| {})?
-        .strategies
-        .into_iter()
-        .next()
-        .filter(|r| r.time_ms().is_some());
+    let own_best = match own_search {
+        Some(c) => c.strategies.first().cloned(),
+        None => coopt_in(study, &recipes, &|_, _| {})?.strategies.into_iter().next(),
+    }
+    .filter(|r| r.time_ms().is_some());
     Ok(ArchSearch {
         over_budget: all.len() - within.len(),
         archs,

@@ -288,7 +288,7 @@ pub fn run_study(study: &Study, dir: &Path, progress: Progress) -> Result<StudyR
         _ => None,
     };
     let archs = match (&study.model, &study.arch_space) {
-        (Some(_), Some(_)) => Some(coopt::coopt_archs(study, &|_, _| {})?),
+        (Some(_), Some(_)) => Some(coopt::coopt_archs(study, coopt.as_ref(), &|_, _| {})?),
         _ => None,
     };
     Ok(StudyResults {

@@ -549,6 +549,9 @@ pub(crate) struct Bars {
     pub axis: &'static str,
     /// Before and after each bar's total (`$`, `M`).
     pub total: (&'static str, &'static str),
+    /// The label area widens to the longest label (about 8 px a
+    /// character), else stays 230 px.
+    pub fit_labels: bool,
 }
 
 impl Bars {
@@ -556,6 +559,7 @@ impl Bars {
     pub const CAPEX: Bars = Bars {
         axis: "capex ($M)",
         total: ("$", "M"),
+        fit_labels: false,
     };
 }
 
@@ -598,12 +602,15 @@ where
         .fold(0.0f64, f64::max)
         .max(1e-9);
     let labels: Vec<String> = rows.iter().map(|(l, _)| l.clone()).collect();
-    // About 8 px per character of the longest label.
-    let label_px = labels
-        .iter()
-        .map(|l| 8 * l.chars().count() as u32)
-        .fold(230, u32::max)
-        .min(600);
+    let label_px = if unit.fit_labels {
+        labels
+            .iter()
+            .map(|l| 8 * l.chars().count() as u32)
+            .fold(230, u32::max)
+            .min(600)
+    } else {
+        230
+    };
     let mut chart = ChartBuilder::on(&body)
         .caption(title, ("sans-serif", 24))
         .margin(16)

@@ -1436,7 +1436,11 @@ fn archs_section(
                 format!("{:.0}", d.hbm_gib),
                 format!("{:.1}", d.area.total_mm2),
                 format!("{:.1}", d.power.total_w),
-                d.best_ms.map_or("-".to_string(), |x| format!("{x:.3}")),
+                match d.best_ms {
+                    Some(x) if d.exact => format!("{x:.3}"),
+                    Some(x) => format!("{x:.3} (a strategy was pruned)"),
+                    None => "-".to_string(),
+                },
                 format!("{:.3}", d.bound_ms),
             ]
         })
@@ -1455,7 +1459,7 @@ fn archs_section(
         rows,
     ));
     doc.para(
-        "`best` is shown where one of the architecture's strategies is among the solved ones; `no faster than` is its best time, or the least bound that pruned every strategy on it.",
+        "`best` is the architecture's best solved time, its best time where none of its pruned strategies' bounds is below it (else marked); `no faster than` is the least of its solved times and those bounds: no strategy on it is faster. The search is exact for its ten best rows; an architecture whose every strategy lost to them has only its bound.",
     );
     let bars: Vec<(String, Vec<f64>)> = order
         .iter()
@@ -1488,6 +1492,7 @@ fn archs_section(
             super::Bars {
                 axis: "area (mm2)",
                 total: ("", " mm2"),
+                fit_labels: true,
             },
             stamp,
         )?]);

@@ -813,7 +813,11 @@ pub fn archs(a: &coopt::ArchSearch, top: usize) -> String {
             d.hbm_gbps,
             d.area.total_mm2,
             d.power.total_w,
-            d.best_ms.map_or("-".to_string(), |x| format!("{x:.3}")),
+            if d.exact {
+                d.best_ms.map_or("-".to_string(), |x| format!("{x:.3}"))
+            } else {
+                "-".to_string()
+            },
             d.bound_ms
         );
     }

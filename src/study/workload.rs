@@ -380,6 +380,9 @@ pub(super) enum RawBudget {
     Named(String),
 }
 
+/// Most values one list of `[npu.arch]` may give.
+pub const MAX_ARCH_VALUES: usize = 64;
+
 /// Most architectures `[npu.arch]` may span (the product of its lists,
 /// before the budgets).
 pub const MAX_ARCHS: usize = 1 << 16;
@@ -406,22 +409,41 @@ fn arch_space(n: &RawNpu, a: &RawArch) -> Result<(ArchSpace, Npu), String> {
             "with [npu.arch], give no type or figure in [npu] but headroom_gib: the architecture sets them".into(),
         );
     }
+    let listed = |n: usize, distinct: bool, key: &str| -> Result<(), String> {
+        if !(1..=MAX_ARCH_VALUES).contains(&n) {
+            return Err(format!("arch.{key}: give 1 to {MAX_ARCH_VALUES} values, not {n}"));
+        }
+        if !distinct {
+            return Err(format!("arch.{key}: a value is listed twice"));
+        }
+        Ok(())
+    };
     let counts = |v: &OneOrMany<u32>, key: &str| -> Result<Vec<u32>, String> {
         let l = v.list();
-        if l.is_empty() {
-            return Err(format!("arch.{key}: give at least one value"));
-        }
+        let distinct = l.iter().collect::<std::collections::HashSet<_>>().len() == l.len();
+        listed(l.len(), distinct, key)?;
         if let Some(bad) = l.iter().find(|x| **x == 0 || **x > 1 << 20) {
             return Err(format!("arch.{key} = {bad} is not allowed: use 1 to {}", 1 << 20));
         }
         Ok(l)
     };
+    let within = |v: f64, most: f64, key: &str| -> Result<f64, String> {
+        if v.is_finite() && v > 0.0 && v <= most {
+            Ok(v)
+        } else {
+            Err(format!("arch.{key} = {v} is not allowed: use more than 0 to {most}"))
+        }
+    };
     let sram = a.sram_mib.list();
-    if sram.is_empty() {
-        return Err("arch.sram_mib: give at least one value".into());
-    }
+    let distinct = sram
+        .iter()
+        .map(|x| x.to_bits())
+        .collect::<std::collections::HashSet<_>>()
+        .len()
+        == sram.len();
+    listed(sram.len(), distinct, "sram_mib")?;
     for v in &sram {
-        positive(*v, "arch.sram_mib")?;
+        within(*v, 1e6, "sram_mib")?;
     }
     let fraction = |v: Option<f64>, key: &str| -> Result<f64, String> {
         match v {
@@ -438,9 +460,9 @@ fn arch_space(n: &RawNpu, a: &RawArch) -> Result<(ArchSpace, Npu), String> {
         vector_width: counts(&a.vector_width, "vector_width")?,
         sram_mib: sram,
         hbm_stacks: counts(&a.hbm_stacks, "hbm_stacks")?,
-        stack_gbps: positive(a.stack_gbps, "arch.stack_gbps")?,
-        stack_gib: positive(a.stack_gib, "arch.stack_gib")?,
-        clock_ghz: positive(a.clock_ghz, "arch.clock_ghz")?,
+        stack_gbps: within(a.stack_gbps, 1e5, "stack_gbps")?,
+        stack_gib: within(a.stack_gib, 1e4, "stack_gib")?,
+        clock_ghz: within(a.clock_ghz, 10.0, "clock_ghz")?,
         gemm_efficiency: fraction(a.gemm_efficiency, "gemm_efficiency")?,
         memory_efficiency: fraction(a.memory_efficiency, "memory_efficiency")?,
         area_mm2: None,
@@ -475,10 +497,10 @@ fn arch_space(n: &RawNpu, a: &RawArch) -> Result<(ArchSpace, Npu), String> {
         .find(|x| space.within(x, tech))
         .ok_or_else(|| "no architecture of [npu.arch] is within its area_mm2 and power_w budgets".to_string())?;
     let headroom_gib = n.headroom_gib.unwrap_or(0.0);
-    if !(headroom_gib.is_finite() && (0.0..first.hbm_gib()).contains(&headroom_gib)) {
+    let least = f64::from(space.hbm_stacks.iter().copied().min().unwrap_or(1)) * space.stack_gib;
+    if !(headroom_gib.is_finite() && (0.0..least).contains(&headroom_gib)) {
         return Err(format!(
-            "headroom_gib = {headroom_gib} is not allowed: use 0 to less than the HBM ({} GiB)",
-            first.hbm_gib()
+            "headroom_gib = {headroom_gib} is not allowed: use 0 to less than the least HBM of [npu.arch] ({least} GiB)"
         ));
     }
     let npu = arch_npu(&space, &first, headroom_gib);
