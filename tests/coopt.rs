@@ -747,6 +747,14 @@ fn arch_search_against_brute_force() {
     }
     let c = &a.coopt;
     assert_eq!(c.solved + c.pruned + c.rejected, c.searched);
+    // Its JSON, written field by field to keep only the top rows, is the
+    // whole search serialized when every row is kept.
+    assert_eq!(
+        dimsum::report::json::arch_search(&a, usize::MAX),
+        serde_json::to_value(&a).unwrap()
+    );
+    let top = dimsum::report::json::arch_search(&a, 3);
+    assert_eq!(top["coopt"]["strategies"].as_array().unwrap().len(), 3);
     // Architectures differ: the best is not the slowest by far.
     assert!(all.last().unwrap() > &(2.0 * all[0]));
 }

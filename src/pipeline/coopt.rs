@@ -784,29 +784,6 @@ pub fn coopt_on(
         }
         at = end;
     }
-    let mut rows: Vec<Row> = cands
-        .iter()
-        .zip(verdicts)
-        .map(|(c, v)| Row {
-            tp: c.s.tp,
-            pp: c.s.pp,
-            dp: c.s.dp,
-            ep: c.s.ep,
-            order: c.s.order_name(),
-            micro_batch: models[c.model].micro_batch,
-            zero: c.s.zero,
-            sequence_parallel: c.s.sequence_parallel,
-            recompute: c.s.recompute,
-            virtual_stages: c.s.virtual_stages,
-            mapping: c.mapping.clone(),
-            memory_gib: c.memory,
-            npu: (npus.len() > 1).then(|| npus[c.npu].name.clone()),
-            verdict: v.unwrap_or(Verdict::Failed {
-                reason: "not visited".into(),
-            }),
-        })
-        .collect();
-    let best_on_equal_split_ms = rows.iter().filter_map(Row::equal_ms).min_by(f64::total_cmp);
     // The study's own strategy (its placement, recipe and micro-batch):
     // its row if the search solved it (the order compared by where it puts
     // the groups, virtual stages as `each` keeps them), else solved here,
@@ -828,6 +805,32 @@ pub fn coopt_on(
             && c.mapping == base_mapping
             && models[c.model].micro_batch == model.micro_batch
     });
+    // The candidates become the rows (moved, not copied: a search may
+    // hold millions).
+    drop(problems);
+    let mut rows: Vec<Row> = cands
+        .into_iter()
+        .zip(verdicts)
+        .map(|(c, v)| Row {
+            tp: c.s.tp,
+            pp: c.s.pp,
+            dp: c.s.dp,
+            ep: c.s.ep,
+            order: c.s.order_name(),
+            micro_batch: models[c.model].micro_batch,
+            zero: c.s.zero,
+            sequence_parallel: c.s.sequence_parallel,
+            recompute: c.s.recompute,
+            virtual_stages: c.s.virtual_stages,
+            mapping: c.mapping,
+            memory_gib: c.memory,
+            npu: (npus.len() > 1).then(|| npus[c.npu].name.clone()),
+            verdict: v.unwrap_or(Verdict::Failed {
+                reason: "not visited".into(),
+            }),
+        })
+        .collect();
+    let best_on_equal_split_ms = rows.iter().filter_map(Row::equal_ms).min_by(f64::total_cmp);
     let default_optimized_ms = match own.and_then(|at| rows[at].time_ms()) {
         Some(t) => Some(t),
         None => transformer::generate(model, own_npu, base, fabric)

@@ -249,9 +249,28 @@ pub fn coopt(
 /// architecture within the budgets with its area, power, best time and
 /// bound, and the `top` rows of the joint search.
 pub fn arch_search(a: &crate::pipeline::coopt::ArchSearch, top: usize) -> Value {
-    let mut v = serde_json::to_value(a).unwrap_or(Value::Null);
-    if let Some(Value::Array(list)) = v.pointer_mut("/coopt/strategies") {
-        list.truncate(top);
-    }
-    v
+    // Field by field, so that only `top` of the search's rows (millions,
+    // for a large space) become JSON; with every row it is `a` serialized
+    // whole (tests/coopt.rs checks).
+    let c = &a.coopt;
+    let coopt = json!({
+        "strategies": &c.strategies[..top.min(c.strategies.len())],
+        "searched": c.searched,
+        "solved": c.solved,
+        "pruned": c.pruned,
+        "rejected": c.rejected,
+        "equal_split_gbps": c.equal_split_gbps,
+        "best_on_equal_split_ms": c.best_on_equal_split_ms,
+        "default_optimized_ms": c.default_optimized_ms,
+        "priced_by": c.priced_by,
+        "recipe_space": c.recipe_space,
+    });
+    json!({
+        "coopt": coopt,
+        "archs": a.archs,
+        "over_budget": a.over_budget,
+        "space": a.space,
+        "technology": a.technology,
+        "own_best": a.own_best,
+    })
 }
