@@ -349,6 +349,25 @@ pub(super) struct RawNpu {
     arch: Option<RawArch>,
 }
 
+impl RawNpu {
+    /// Whether any per-type figure (peak_tflops, hbm_gib, ..., tdp_w) is
+    /// given.
+    fn has_figures(&self) -> bool {
+        [
+            self.peak_tflops,
+            self.hbm_gib,
+            self.hbm_gbps,
+            self.gemm_efficiency,
+            self.memory_efficiency,
+            self.efficiency,
+            self.tdp_w,
+        ]
+        .iter()
+        .any(Option::is_some)
+            || self.sms.is_some()
+    }
+}
+
 /// `[npu.arch]`: a parametric accelerator, each structural figure one value
 /// or a list of them (coopt searches every combination).
 #[derive(Deserialize, Clone)]
@@ -390,21 +409,7 @@ pub const MAX_ARCHS: usize = 1 << 16;
 /// `[npu.arch]`, checked: the space, and the first combination within the
 /// budgets as the study's own NPU.
 fn arch_space(n: &RawNpu, a: &RawArch) -> Result<(ArchSpace, Npu), String> {
-    if n.kind.is_some()
-        || [
-            n.peak_tflops,
-            n.hbm_gib,
-            n.hbm_gbps,
-            n.gemm_efficiency,
-            n.memory_efficiency,
-            n.efficiency,
-            n.tdp_w,
-        ]
-        .iter()
-        .any(Option::is_some)
-        || n.sms.is_some()
-        || n.price_usd.is_some()
-    {
+    if n.kind.is_some() || n.has_figures() || n.price_usd.is_some() {
         return Err(
             "with [npu.arch], give no type or figure in [npu] but headroom_gib: the architecture sets them".into(),
         );
@@ -562,19 +567,7 @@ fn npus(n: &RawNpu) -> Result<Vec<Npu>, String> {
             types.len()
         ));
     }
-    if [
-        n.peak_tflops,
-        n.hbm_gib,
-        n.hbm_gbps,
-        n.gemm_efficiency,
-        n.memory_efficiency,
-        n.efficiency,
-        n.tdp_w,
-    ]
-    .iter()
-    .any(Option::is_some)
-        || n.sms.is_some()
-    {
+    if n.has_figures() {
         return Err("with a list of types, give no per-type figure (peak_tflops, hbm_gib, ...): each type keeps its built-in ones".into());
     }
     let prices = prices.ok_or_else(|| {
