@@ -24,6 +24,14 @@
 //! by record. Every solve is certified (optimize's gap, or the catalog
 //! MILP's).
 //!
+//! Several accelerators in one search (`coopt_on`): every candidate is
+//! planned, counted and bounded on its own NPU (its device, and the
+//! reduction bandwidth of its HBM), and all of them share one
+//! best-bound-first order and one cut, so the ten best rows are exact
+//! across accelerators; an accelerator none of whose strategies reaches
+//! them keeps only its least bound. `coopt_archs` builds the NPUs from
+//! `[npu.arch]` (PHAZE's space, `model::arch`) within its budgets.
+//!
 //! Prices: a study with `[procurement]` solves each strategy against its
 //! catalog (`procure::Pricing::Catalog`): the fastest purchasable design
 //! within the procurement budgets and the dimensions' caps, its capex and
