@@ -1175,6 +1175,16 @@ pub struct ArchSearch {
     pub own_best: Option<Row>,
 }
 
+impl ArchSearch {
+    /// The architectures, fastest first by what is certain of each (its
+    /// least bound).
+    pub fn ranked(&self) -> Vec<&ArchDesign> {
+        let mut order: Vec<&ArchDesign> = self.archs.iter().collect();
+        order.sort_by(|x, y| x.bound_ms.total_cmp(&y.bound_ms));
+        order
+    }
+}
+
 /// Co-optimizes the architecture of `[npu.arch]` with the strategy and the
 /// fabric: every combination of its lists within its area and power
 /// budgets, each an NPU of [`coopt_on`]'s one exact search (the study's

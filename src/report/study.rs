@@ -1423,8 +1423,7 @@ fn archs_section(
     if !lines.is_empty() {
         doc.push(Block::Para(lines));
     }
-    let mut order: Vec<&coopt::ArchDesign> = a.archs.iter().collect();
-    order.sort_by(|x, y| x.bound_ms.total_cmp(&y.bound_ms));
+    let mut order = a.ranked();
     order.truncate(ARCHS_SHOWN);
     let rows = order
         .iter()

@@ -802,8 +802,7 @@ pub fn archs(a: &coopt::ArchSearch, top: usize) -> String {
         "{:<44} {:>9} {:>8} {:>9} {:>8} {:>12} {:>12}",
         "architecture", "TFLOP/s", "HBM GB/s", "area mm2", "power W", "best ms", "at least ms"
     );
-    let mut order: Vec<&coopt::ArchDesign> = a.archs.iter().collect();
-    order.sort_by(|x, y| x.bound_ms.total_cmp(&y.bound_ms));
+    let order = a.ranked();
     for d in order.iter().take(top) {
         let _ = writeln!(
             s,
