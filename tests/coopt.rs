@@ -145,6 +145,7 @@ fn coopt_json_lists_strategies_by_time() {
         "iteration_time_ms",
         "bw_gbps",
         "memory_gib",
+        "stages",
     ] {
         assert!(solved[0].get(key).is_some(), "missing {key}");
     }

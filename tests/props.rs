@@ -243,3 +243,102 @@ proptest! {
         prop_assert!(t >= peak * (1.0 - 1e-12), "{t} < {peak}");
     }
 }
+
+/// Every way to cut `kinds` into `p` contiguous non-empty stages: each
+/// stage's (dense, MoE) layers.
+fn every_cut(kinds: &[bool], p: usize) -> Vec<Vec<(u64, u64)>> {
+    fn go(kinds: &[bool], p: usize, from: usize, now: &mut Vec<(u64, u64)>, out: &mut Vec<Vec<(u64, u64)>>) {
+        if now.len() == p - 1 {
+            let moe = kinds[from..].iter().filter(|&&m| m).count() as u64;
+            now.push(((kinds.len() - from) as u64 - moe, moe));
+            out.push(now.clone());
+            now.pop();
+            return;
+        }
+        // Leave a layer for each stage after this one.
+        for to in from + 1..=kinds.len() - (p - 1 - now.len()) {
+            let moe = kinds[from..to].iter().filter(|&&m| m).count() as u64;
+            now.push(((to - from) as u64 - moe, moe));
+            go(kinds, p, to, now, out);
+            now.pop();
+        }
+    }
+    let mut out = Vec::new();
+    go(kinds, p, 0, &mut Vec::new(), &mut out);
+    out
+}
+
+fn linear(max: u32) -> impl Strategy<Value = dimsum::model::stages::Linear> {
+    (0..=max, 0..=max, 0..=max).prop_map(|(f, d, m)| dimsum::model::stages::Linear {
+        fixed: f64::from(f),
+        dense: f64::from(d),
+        moe: f64::from(m),
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The pipeline stage cut is the best of every contiguous cut: its
+    /// slowest stage equals brute force's least slowest, it fits where a
+    /// cut fits, and it is a cut (every stage a layer or more, the layers
+    /// in order); layers of one kind (the closed form) and mixed (the
+    /// dynamic program) alike. Integer costs keep the sums exact.
+    #[test]
+    fn stage_cut_is_the_best_contiguous_cut(
+        layers in 1usize..=9,
+        devices in 1usize..=9,
+        kind in 0u8..3,
+        mixed in prop::collection::vec(any::<bool>(), 9),
+        compute in prop::collection::vec(linear(30), 9),
+        memory in prop::collection::vec(linear(12), 9),
+        capacity in 0u32..100,
+        shared in any::<bool>(),
+    ) {
+        use dimsum::model::stages::{cut, CutProblem};
+        let p = devices.min(layers);
+        // As a model's devices are: every layer costs the same on each,
+        // only the fixed parts (the ends) differ.
+        let mut compute = compute;
+        if shared {
+            let first = compute[0];
+            for c in &mut compute {
+                c.dense = first.dense;
+                c.moe = first.moe;
+            }
+        }
+        let kinds: Vec<bool> = (0..layers)
+            .map(|l| match kind { 0 => false, 1 => true, _ => mixed[l] })
+            .collect();
+        let problem = CutProblem {
+            moe: &kinds,
+            compute: &compute[..p],
+            memory: &memory[..p],
+            capacity: f64::from(capacity),
+        };
+        let slowest = |c: &[(u64, u64)]| {
+            c.iter().zip(problem.compute).map(|(&(d, m), x)| x.at(d, m)).fold(f64::NEG_INFINITY, f64::max)
+        };
+        let fits = |c: &[(u64, u64)]| {
+            c.iter().zip(problem.memory).all(|(&(d, m), x)| x.at(d, m) <= problem.capacity)
+        };
+        let best = every_cut(&kinds, p)
+            .iter()
+            .filter(|c| fits(c))
+            .map(|c| slowest(c))
+            .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.min(t))));
+        let got = cut(&problem);
+        prop_assert_eq!(got.is_some(), best.is_some());
+        if let (Some(got), Some(best)) = (got, best) {
+            prop_assert!(every_cut(&kinds, p).contains(&got.layers), "{:?} is not a cut", got.layers);
+            prop_assert!(fits(&got.layers));
+            prop_assert_eq!(slowest(&got.layers), best);
+            let (d, m) = got.layers[got.slowest];
+            prop_assert_eq!(problem.compute[got.slowest].at(d, m), best);
+            for k in got.slowest + 1..p {
+                let (d, m) = got.layers[k];
+                prop_assert!(problem.compute[k].at(d, m) < best, "a later stage is as slow");
+            }
+        }
+    }
+}

@@ -7,9 +7,10 @@
 //! allocation under the study's constraints.
 //!
 //! Exactness with pruning: every candidate is first planned without its
-//! records (`transformer::plan`: divisibility, placement, memory, and its
-//! compute in closed form) and counted (`transformer::census_of`: each
-//! distinct collective and how often), which gives two lower bounds on its
+//! records (`transformer::plan`: divisibility, placement, the pipeline's
+//! layer cut (`model::stages`), memory, and its compute in closed form)
+//! and counted (`transformer::census_of`: each distinct collective and how
+//! often), which gives two lower bounds on its
 //! iteration time at any feasible allocation: its compute (communication
 //! only adds), and its time with every dimension at the most bandwidth the
 //! constraints allow (`optimize::most_bandwidth`; time falls as any
@@ -133,6 +134,10 @@ pub struct Row {
     pub mapping: Option<[Vec<i64>; 3]>,
     /// Memory per NPU, GiB (when the strategy is valid enough to size).
     pub memory_gib: Option<f64>,
+    /// Layers per pipeline device and the device timed
+    /// (`transformer::StageCut::describe`), for the strategies solved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<String>,
     /// The accelerator it runs on, where the search spans several
     /// (`[npu.arch]`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -819,23 +824,31 @@ pub fn coopt_on(
     let mut rows: Vec<Row> = cands
         .into_iter()
         .zip(verdicts)
-        .map(|(c, v)| Row {
-            tp: c.s.tp,
-            pp: c.s.pp,
-            dp: c.s.dp,
-            ep: c.s.ep,
-            order: c.s.order_name(),
-            micro_batch: models[c.model].micro_batch,
-            zero: c.s.zero,
-            sequence_parallel: c.s.sequence_parallel,
-            recompute: c.s.recompute,
-            virtual_stages: c.s.virtual_stages,
-            mapping: c.mapping,
-            memory_gib: c.memory,
-            npu: (npus.len() > 1).then(|| npus[c.npu].name.clone()),
-            verdict: v.unwrap_or(Verdict::Failed {
-                reason: "not visited".into(),
-            }),
+        .map(|(c, v)| {
+            // The solved ones' stage cuts (planned again: a handful).
+            let stages = matches!(v, Some(Verdict::Solved { .. }))
+                .then(|| transformer::plan(&models[c.model], &npus[c.npu], &c.s, fabric).ok())
+                .flatten()
+                .map(|p| p.cut.describe(c.s.pp));
+            Row {
+                tp: c.s.tp,
+                pp: c.s.pp,
+                dp: c.s.dp,
+                ep: c.s.ep,
+                order: c.s.order_name(),
+                micro_batch: models[c.model].micro_batch,
+                zero: c.s.zero,
+                sequence_parallel: c.s.sequence_parallel,
+                recompute: c.s.recompute,
+                virtual_stages: c.s.virtual_stages,
+                mapping: c.mapping,
+                memory_gib: c.memory,
+                stages,
+                npu: (npus.len() > 1).then(|| npus[c.npu].name.clone()),
+                verdict: v.unwrap_or(Verdict::Failed {
+                    reason: "not visited".into(),
+                }),
+            }
         })
         .collect();
     let best_on_equal_split_ms = rows.iter().filter_map(Row::equal_ms).min_by(f64::total_cmp);

@@ -1353,6 +1353,13 @@ fn coopt_section(
                 d / best
             ));
         }
+        if let Some(st) = r
+            .strategies
+            .first()
+            .and_then(|b| b.stages.as_ref().filter(|_| b.pp > 1))
+        {
+            lines.push(format!("Its layers per pipeline device, first to last: {st}."));
+        }
         if !lines.is_empty() {
             doc.push(Block::Para(lines));
         }

@@ -535,6 +535,16 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
                 d / best
             );
         }
+        if let Some(st) = r
+            .strategies
+            .first()
+            .and_then(|b| b.stages.as_ref().filter(|_| b.pp > 1))
+        {
+            let _ = writeln!(
+                s,
+                "layers per pipeline device of the joint optimum, first to last: {st}"
+            );
+        }
         let _ = writeln!(s);
         let _ = writeln!(s, "why the others lost (examples of each reason):");
         for line in coopt::why_lost(r, best, 3) {
