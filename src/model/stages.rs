@@ -6,7 +6,7 @@
 //! Device `k`'s compute per micro-batch slot and its memory are each
 //! linear in its dense and MoE layers ([`Linear`]) with a fixed part of its
 //! own (the embedding on the first device, the logits on the last, the
-//! activations of `p - k` micro-batches in flight). [`cut`] minimizes the
+//! activations of `min(p - k, m)` micro-batches in flight on device k). [`cut`] minimizes the
 //! largest compute over the devices subject to every device's memory
 //! within the capacity and every device holding at least one layer:
 //! - layers all of one kind (a dense model, or every layer MoE): a

@@ -92,10 +92,17 @@
 //! activations, stage `k` `min(p - k, m)`, the last the (tied) output
 //! layer's weights, the logits and their fp32 buffer; the iteration is
 //! timed on the slowest stage (the last of them on a tie; when the layers
-//! split evenly and the logits cost less than a layer, the last stage) as
-//! `m + p - 1` slots of its time, an upper bound on 1F1B's `sum of the
-//! stages + (m - 1) slowest` that is tight when the stages are even, and
-//! memory is the stage that needs the most. Interleaved (v > 1): every
+//! split evenly and the logits with the embedding's accumulation cost less
+//! than a layer, the last stage) as `m + p - 1` slots of its time, an
+//! upper bound on 1F1B's `sum of the stages + (m - 1) slowest` that is
+//! tight when the stages are even, and memory is the stage that needs the
+//! most (a strategy no cut fits is refused with what the cut that needs
+//! the least memory needs). The timed stage's workload has its own
+//! gradient buckets and optimizer step: when a stage between the ends is
+//! the slowest, the embedding's bucket and optimizer share, on the first
+//! and last stages, are not in it (for GPT-3 at t 8, a 155 MB all-reduce
+//! over the data-parallel group), an underestimate of the iteration's
+//! tail. Interleaved (v > 1): every
 //! chunk is timed and sized as the fullest, `ceil(L / (p v))` layers, on
 //! the device with the most MoE layers (the timed device also holds the
 //! logits, and its memory is charged the embedding and the first stage's
@@ -723,7 +730,8 @@ impl Memory {
 /// A generated iteration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Generated {
-    /// The workload (the last pipeline stage's view, 1F1B slots in sequence).
+    /// The workload (the timed pipeline device's view, 1F1B slots in
+    /// sequence).
     pub workload: Workload,
     /// Memory per NPU on the pipeline device that needs the most.
     pub memory: Memory,
@@ -992,7 +1000,7 @@ pub struct Planned {
     pub cut: StageCut,
     /// Every kernel of a layer and the logits, timed on the NPU.
     pub times: LayerTimes,
-    /// The iteration's compute, ns: [`compute_ns`], what the generated
+    /// The iteration's compute on the timed device, ns, in closed form: what the generated
     /// workload's records sum to.
     pub compute_ns: f64,
 }
@@ -1031,13 +1039,16 @@ impl Stage {
 /// in flight.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StageCut {
-    /// The devices in pipeline order (one for every device when
-    /// interleaved).
+    /// The devices in pipeline order; interleaved, a single stage that
+    /// stands for every device.
     pub stages: Vec<Stage>,
     /// The device timed.
     pub timed: usize,
     /// The device that needs the most memory.
     pub fullest: usize,
+    /// Virtual stages (chunks) per device; above 1, the single stage
+    /// stands for every device.
+    pub chunks: u64,
 }
 
 impl StageCut {
@@ -1047,13 +1058,19 @@ impl StageCut {
     }
 
     /// Layers per device in pipeline order, runs of equal ones as
-    /// `<layers> (x<devices>)`, and the device timed (`"1, 2 (x30), 1;
+    /// `<layers> (x<devices>)`, and the device timed (`"layers per device,
+    /// first to last: 1, 2 (x30), 1;
     /// timed: device 31 of 32, 2 layers"`); interleaved, the layers every
     /// device is timed with.
-    pub fn describe(&self, pp: u64) -> String {
+    pub fn describe(&self) -> String {
         let timed = self.timed();
-        if self.stages.len() == 1 && pp > 1 {
-            return format!("{} per device in even chunks", timed.layers());
+        if self.chunks > 1 {
+            return format!(
+                "every device timed with {} layers ({} chunks of {}, the fullest)",
+                timed.layers(),
+                self.chunks,
+                timed.layers() / self.chunks
+            );
         }
         let mut runs: Vec<(u64, u64)> = Vec::new();
         for st in &self.stages {
@@ -1068,7 +1085,7 @@ impl StageCut {
             .collect();
         let n = timed.layers();
         format!(
-            "{}; timed: device {} of {}, {n} layer{}{}",
+            "layers per device, first to last: {}; timed: device {} of {}, {n} layer{}{}",
             runs.join(", "),
             self.timed + 1,
             self.stages.len(),
@@ -1102,16 +1119,15 @@ pub fn plan(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Resu
         gib: memory.map_or(f64::INFINITY, |x| x.gib()),
         hbm_gib: npu.hbm_gib,
     };
-    let Some(cut) = stage_cut(model, npu, s, m, &times, capacity) else {
-        // No cut fits: the compute-best one's fullest device says by how much.
-        let unbounded = stage_cut(model, npu, s, m, &times, f64::INFINITY);
-        return Err(out_of_memory(unbounded.as_ref().and_then(worst)));
-    };
+    // No cut fits: the least any cut needs says by how much.
+    let cut =
+        stage_cut(model, npu, s, m, &times, capacity).map_err(|least| out_of_memory(least.as_ref().and_then(worst)))?;
     let memory = worst(&cut).ok_or_else(|| out_of_memory(None))?;
-    if memory.total() > capacity {
+    // The cut fitted by the same memory in linear form: equal up to rounding.
+    if memory.total() > capacity * (1.0 + 1e-9) {
         return Err(out_of_memory(Some(memory)));
     }
-    let compute_ns = compute_ns_with(model, npu, s, m, cut.timed(), &times);
+    let compute_ns = compute_ns(model, npu, s, m, cut.timed(), &times);
     Ok(Planned {
         micro_batches: m,
         memory,
@@ -1124,12 +1140,12 @@ pub fn plan(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Resu
 }
 
 /// The layers of each pipeline device and the one timed (see
-/// [`StageCut`] and the module doc), or `None` when no cut fits in
-/// `capacity` bytes. Without interleaving, the cut is chosen by
-/// `stages::cut`: the slowest device's compute per micro-batch slot (its
-/// layers; the embedding's gradient accumulation on the first and last
-/// devices; the logits on the last) as low as it can be with every device
-/// within `capacity`.
+/// [`StageCut`] and the module doc), or, when no cut fits in `capacity`
+/// bytes, the cut that needs the least memory. Without interleaving, the
+/// cut is chosen by `stages::cut`: the slowest device's compute per
+/// micro-batch slot (its layers; the embedding's gradient accumulation on
+/// the first and last devices; the logits on the last) as low as it can be
+/// with every device within `capacity`.
 fn stage_cut(
     model: &ModelSpec,
     npu: &Npu,
@@ -1137,7 +1153,7 @@ fn stage_cut(
     m: u64,
     times: &LayerTimes,
     capacity: f64,
-) -> Option<StageCut> {
+) -> Result<StageCut, Option<StageCut>> {
     let (p, v) = (s.pp.max(1), s.virtual_stages.max(1));
     if v > 1 {
         let (dense, moe) = fullest_chunks(model, s);
@@ -1153,8 +1169,13 @@ fn stage_cut(
             }],
             timed: 0,
             fullest: 0,
+            chunks: v,
         };
-        return (memory(model, npu, s, cut.timed()).total() <= capacity).then_some(cut);
+        return if memory(model, npu, s, cut.timed()).total() <= capacity {
+            Ok(cut)
+        } else {
+            Err(Some(cut))
+        };
     }
     let stage = |k: u64, dense: u64, moe: u64| Stage {
         dense,
@@ -1226,27 +1247,41 @@ fn stage_cut(
         });
     }
     let kinds: Vec<bool> = (0..model.layers).map(|l| model.is_moe(l)).collect();
-    let cut = stages::cut(&CutProblem {
+    let staged = |cut: &stages::Cut, timed: usize| {
+        // The device that needs the most, by the same linear memory.
+        let fullest = (0..cut.layers.len())
+            .max_by(|&a, &b| {
+                let at = |k: usize| mem[k].at(cut.layers[k].0, cut.layers[k].1);
+                at(a).total_cmp(&at(b))
+            })
+            .unwrap_or(0);
+        StageCut {
+            stages: (0..p)
+                .zip(&cut.layers)
+                .map(|(k, &(dense, moe))| stage(k, dense, moe))
+                .collect(),
+            timed,
+            fullest,
+            chunks: 1,
+        }
+    };
+    match stages::cut(&CutProblem {
         moe: &kinds,
         compute: &compute,
         memory: &mem,
         capacity,
-    })?;
-    // The device that needs the most, by the same linear memory.
-    let fullest = (0..cut.layers.len())
-        .max_by(|&a, &b| {
-            let at = |k: usize| mem[k].at(cut.layers[k].0, cut.layers[k].1);
-            at(a).total_cmp(&at(b))
+    }) {
+        Some(cut) => Ok(staged(&cut, cut.slowest)),
+        // None fits: the cut whose fullest device needs the least (memory
+        // in place of compute, no capacity).
+        None => Err(stages::cut(&CutProblem {
+            moe: &kinds,
+            compute: &mem,
+            memory: &mem,
+            capacity: f64::INFINITY,
         })
-        .unwrap_or(0);
-    Some(StageCut {
-        stages: (0..p)
-            .zip(&cut.layers)
-            .map(|(k, &(dense, moe))| stage(k, dense, moe))
-            .collect(),
-        timed: cut.slowest,
-        fullest,
-    })
+        .map(|cut| staged(&cut, cut.slowest))),
+    }
 }
 
 /// Interleaved stages' timed device, (dense, MoE): each of its v chunks
@@ -1412,11 +1447,7 @@ fn ends_ns(model: &ModelSpec, s: &Strategy, d: &Device, times: &LayerTimes, stag
 /// share of the device's parameters. A lower bound on the iteration at any
 /// bandwidth (communication only adds), one of the two coopt prunes
 /// strategies by.
-pub fn compute_ns(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, stage: &Stage) -> f64 {
-    compute_ns_with(model, npu, s, m, stage, &layer_times(model, s, &npu.device))
-}
-
-fn compute_ns_with(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, stage: &Stage, times: &LayerTimes) -> f64 {
+fn compute_ns(model: &ModelSpec, npu: &Npu, s: &Strategy, m: u64, stage: &Stage, times: &LayerTimes) -> f64 {
     let d = &npu.device;
     let mut body = stage.dense as f64 * layer_ns(model, s, d, times, false);
     if stage.moe > 0 {
@@ -1675,9 +1706,9 @@ fn tcomm(kind: CollectiveKind, bytes: f64, group: &Group) -> TComm<'_> {
     (group.size() > 1 && bytes > 0.0).then_some((kind, bytes, group))
 }
 
-/// The records of one micro-batch slot of the last stage, in order:
+/// The records of one micro-batch slot of the timed device, in order:
 /// every layer's blocks (and a MoE layer's dispatch and combine), the
-/// logits, the stage boundaries, the ZeRO-3 gathers. `first`: the slot
+/// logits or the embedding where it holds them, the stage boundaries, the ZeRO-3 gathers. `first`: the slot
 /// whose backward runs last and issues the gradient buckets (slot 0);
 /// `gather`: a slot with a micro-batch (not the bubble), which ZeRO-3
 /// gathers parameters for.
@@ -1886,7 +1917,7 @@ fn templates<'a>(model: &ModelSpec, npu: &Npu, s: &Strategy, g: &Groups<'a>, p: 
     ]
 }
 
-/// The records of the last stage's iteration: the slots of the 1F1B
+/// The records of the timed device's iteration: the slots of the 1F1B
 /// schedule (m micro-batches and the bubble), then the optimizer step.
 fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, p: &Planned, g: &Groups<'_>) -> Vec<Layer> {
     let m = p.micro_batches;
@@ -1912,7 +1943,7 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, p: &Planned, g: &Groups<'
 /// compute and each distinct collective with how many times it is issued.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Census {
-    /// Compute, ns ([`compute_ns`], what the records sum to).
+    /// Compute, ns ([`Planned::compute_ns`], what the records sum to).
     pub compute_ns: f64,
     /// Each distinct collective, whether a weight-gradient phase issues
     /// it, and how many times.
@@ -2481,7 +2512,10 @@ mod tests {
         let p = plan(&m, &flat_npu(), &s, &libra_4d()).unwrap();
         let layers: Vec<u64> = p.cut.stages.iter().map(Stage::layers).collect();
         assert_eq!((layers, p.cut.timed), (vec![1, 2, 2, 1], 2));
-        assert_eq!(p.cut.describe(4), "1, 2 (x2), 1; timed: device 3 of 4, 2 layers");
+        assert_eq!(
+            p.cut.describe(),
+            "layers per device, first to last: 1, 2 (x2), 1; timed: device 3 of 4, 2 layers"
+        );
         let layer = 2_617_245_696.0 / 5e4;
         assert!((p.compute_ns / (2.0 * layer * 7.0) - 1.0).abs() < 1e-12);
         let g = generate(&m, &flat_npu(), &s, &libra_4d()).unwrap();

@@ -825,11 +825,11 @@ pub fn coopt_on(
         .into_iter()
         .zip(verdicts)
         .map(|(c, v)| {
-            // The solved ones' stage cuts (planned again: a handful).
+            // The solved ones' stage cuts (planned again: tens to hundreds).
             let stages = matches!(v, Some(Verdict::Solved { .. }))
                 .then(|| transformer::plan(&models[c.model], &npus[c.npu], &c.s, fabric).ok())
                 .flatten()
-                .map(|p| p.cut.describe(c.s.pp));
+                .map(|p| p.cut.describe());
             Row {
                 tp: c.s.tp,
                 pp: c.s.pp,

@@ -276,7 +276,7 @@ pub struct Prediction {
     pub micro_batches: u64,
     /// Predicted iteration time, ms.
     pub iteration_ms: f64,
-    /// Of which compute (the last stage's, bubble included), ms.
+    /// Of which compute (the timed pipeline device's, bubble included), ms.
     pub compute_ms: f64,
     /// Predicted throughput per GPU, TFLOP/s (the publication's count).
     pub predicted_tflops: f64,

@@ -1358,7 +1358,7 @@ fn coopt_section(
             .first()
             .and_then(|b| b.stages.as_ref().filter(|_| b.pp > 1))
         {
-            lines.push(format!("Its layers per pipeline device, first to last: {st}."));
+            lines.push(format!("Its pipeline stages: {st}."));
         }
         if !lines.is_empty() {
             doc.push(Block::Para(lines));

@@ -540,10 +540,7 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
             .first()
             .and_then(|b| b.stages.as_ref().filter(|_| b.pp > 1))
         {
-            let _ = writeln!(
-                s,
-                "layers per pipeline device of the joint optimum, first to last: {st}"
-            );
+            let _ = writeln!(s, "pipeline stages of the joint optimum: {st}");
         }
         let _ = writeln!(s);
         let _ = writeln!(s, "why the others lost (examples of each reason):");
