@@ -289,6 +289,15 @@ mod tests {
         Linear { fixed, dense, moe }
     }
 
+    fn solve(moe: &[bool], compute: &[Linear], memory: &[Linear], capacity: f64) -> Option<Cut> {
+        cut(&CutProblem {
+            moe,
+            compute,
+            memory,
+            capacity,
+        })
+    }
+
     #[test]
     fn even_layers_keep_the_even_cut() {
         // 8 dense layers of 10 ns on 4 devices; the last also runs the
@@ -299,13 +308,7 @@ mod tests {
         let mut compute = vec![lin(0.0, 10.0, 0.0); 4];
         compute[3].fixed = 3.0;
         let memory = vec![lin(0.0, 1.0, 1.0); 4];
-        let c = cut(&CutProblem {
-            moe: &moe,
-            compute: &compute,
-            memory: &memory,
-            capacity: 100.0,
-        })
-        .unwrap();
+        let c = solve(&moe, &compute, &memory, 100.0).unwrap();
         assert_eq!(c.layers, vec![(2, 0); 4]);
         assert_eq!(c.slowest, 3);
     }
@@ -322,13 +325,7 @@ mod tests {
         let mut compute = vec![lin(0.0, 10.0, 0.0); 4];
         compute[3].fixed = 15.0;
         let memory = vec![lin(0.0, 1.0, 1.0); 4];
-        let c = cut(&CutProblem {
-            moe: &moe,
-            compute: &compute,
-            memory: &memory,
-            capacity: 100.0,
-        })
-        .unwrap();
+        let c = solve(&moe, &compute, &memory, 100.0).unwrap();
         assert_eq!(c.layers, vec![(2, 0), (2, 0), (3, 0), (1, 0)]);
         assert_eq!(c.slowest, 2);
     }
@@ -343,14 +340,7 @@ mod tests {
         let moe = [false; 8];
         let compute = vec![lin(0.0, 10.0, 0.0); 2];
         let memory = vec![lin(0.0, 3.0, 3.0), lin(0.0, 2.0, 2.0)];
-        let at = |capacity: f64| {
-            cut(&CutProblem {
-                moe: &moe,
-                compute: &compute,
-                memory: &memory,
-                capacity,
-            })
-        };
+        let at = |capacity: f64| solve(&moe, &compute, &memory, capacity);
         assert_eq!(at(15.0).unwrap().layers, vec![(4, 0), (4, 0)]);
         assert_eq!(at(12.0).unwrap().layers, vec![(4, 0), (4, 0)]);
         let c = at(10.0).unwrap();
@@ -368,13 +358,7 @@ mod tests {
         let moe = [false, false, true, true, true, true];
         let compute = vec![lin(0.0, 4.0, 10.0); 2];
         let memory = vec![lin(0.0, 1.0, 1.0); 2];
-        let c = cut(&CutProblem {
-            moe: &moe,
-            compute: &compute,
-            memory: &memory,
-            capacity: 100.0,
-        })
-        .unwrap();
+        let c = solve(&moe, &compute, &memory, 100.0).unwrap();
         assert_eq!(c.layers, vec![(2, 2), (0, 2)]);
         assert_eq!(c.slowest, 0);
     }
