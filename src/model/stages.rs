@@ -168,20 +168,34 @@ fn uniform(problem: &CutProblem<'_>, moe: bool) -> Option<Vec<(u64, u64)>> {
     let lower = if costs.iter().all(|&c| per(c).to_bits() == per(costs[0]).to_bits()) {
         let fixed: f64 = problem.compute.iter().map(|c| c.fixed).sum();
         (fixed + l as f64 * per(costs[0])) / p as f64 * (1.0 - 1e-9)
+    } else if problem.compute.iter().all(|c| per(c) > 0.0) {
+        // Else the relaxation: at a level T device k holds at most (T -
+        // fixed_k) / c_k layers, and they must add up to L.
+        let (share, rate) = problem
+            .compute
+            .iter()
+            .fold((0.0, 0.0), |(s, r), c| (s + c.fixed / per(c), r + 1.0 / per(c)));
+        (l as f64 + share) / rate * (1.0 - 1e-9)
     } else {
         f64::NEG_INFINITY
     };
     // The optimum is `at(c, n)` for some device's cost c and 1 <= n <= cap:
     // each distinct cost's (increasing) values searched for the least
-    // feasible one, galloping up from the mean, then bisecting.
+    // feasible one below the best so far, galloping up from a lower bound
+    // (the mean, or the relaxation), then bisecting.
     let mut best = f64::INFINITY;
     for &c in &costs {
-        if !feasible(at(c, cap)) {
+        // Only this cost's values under the best so far can improve it.
+        let mut top = most(c, moe, best, cap);
+        while top > 0 && at(c, top) >= best {
+            top -= 1;
+        }
+        if top == 0 || !feasible(at(c, top)) {
             continue;
         }
-        let (mut lo, mut hi, mut step) = (most(c, moe, lower, cap).max(1), 0, 1);
+        let (mut lo, mut hi, mut step) = (most(c, moe, lower, top).max(1), 0, 1);
         while hi < lo {
-            let probe = (lo + step - 1).min(cap);
+            let probe = (lo + step - 1).min(top);
             if feasible(at(c, probe)) {
                 hi = probe;
             } else {
