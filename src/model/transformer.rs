@@ -1198,22 +1198,18 @@ fn stage_cut(
     // micro-batch in flight; the ends (the embedding, the logits' buffer)
     // and the headroom are fixed. Measured once on bare stages.
     let bare = |dense, moe, in_flight, end: Option<u64>| {
-        let st = Stage {
-            dense,
-            moe,
-            logits: false,
-            embedding: false,
-            logits_buffer: false,
-            in_flight,
-        };
         let st = match end {
-            Some(k) => Stage {
+            Some(k) => stage(k, dense, moe),
+            None => Stage {
+                dense,
+                moe,
+                logits: false,
+                embedding: false,
+                logits_buffer: false,
                 in_flight,
-                ..stage(k, dense, moe)
             },
-            None => st,
         };
-        memory(model, npu, s, &st).total()
+        memory(model, npu, s, &Stage { in_flight, ..st }).total()
     };
     let headroom = bare(0, 0, 0.0, None);
     let per = |dense, moe| {
