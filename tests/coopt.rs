@@ -128,12 +128,20 @@ fn coopt_json_lists_strategies_by_time() {
     std::fs::write(&p, TINY).unwrap();
     let out = Command::cargo_bin("dimsum")
         .unwrap()
-        .args(["coopt", "--json"])
+        .args(["coopt", "--json", "--replay"])
         .arg(&p)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // `--replay`: the joint optimum on its schedules, the analytic time
+    // the search ranked it by, the bound under the replay.
+    let replayed = &v["optimum_replayed"];
+    let ms = |k: &str| replayed[k].as_f64().unwrap_or_else(|| panic!("{k}: {replayed}"));
+    let best = v["best_ms"].as_f64().unwrap();
+    assert!((ms("analytic_iteration_time_ms") - best).abs() <= 1e-9 * best);
+    assert!(ms("lower_bound_ms") <= ms("iteration_time_ms") * (1.0 + 1e-9));
+    assert!(!replayed["collectives"].as_array().unwrap().is_empty());
     let list = v["strategies"].as_array().unwrap();
     let solved: Vec<&serde_json::Value> = list.iter().filter(|x| x["status"] == "solved").collect();
     assert!(!solved.is_empty());
@@ -834,4 +842,92 @@ fn arch_budgets_and_errors() {
         assert!(e.contains("bad.toml:"), "{e}");
         assert_eq!(e.lines().count(), 1, "{e}");
     }
+}
+
+/// The joint optimum replayed (`coopt::replay`): the iteration replayed is
+/// the one the search solved (its analytic time is the row's), and no
+/// replay beats its certified bound. Then a placed MoE strategy by hand:
+/// TP 4 on the ring `a`, DP 4 with EP 4 on the switch `b` at 100 GB/s. Each
+/// MoE layer's dispatch and combine move `b s h e top_k load` = 1 x 512 x
+/// 1024 x 2 B x 2 x 1.25 = 2,621,440 bytes per NPU over the EP group; on
+/// a switch every NPU sends 3/4 of them through its one link, so no
+/// schedule beats 0.75 x 2,621,440 / 100 = 19,660.8 ns (the certified
+/// bound), and the best one (the flow schedule) adds the switch's two
+/// 500 ns hops and its last piece's second hop. They are issued 4 times (dispatch and combine,
+/// forward and backward) per MoE layer (3: the first is dense) per
+/// micro-batch (32 / 4 = 8): 96.
+#[test]
+fn joint_optimum_replays_on_its_schedules() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = tiny(dir.path(), &tiny_moe());
+    let r = coopt::coopt(&s, &|_, _| {}).unwrap();
+    let o = r.optimum.as_ref().unwrap();
+    let first = &r.strategies[0];
+    assert_eq!(
+        (o.strategy.tp, o.strategy.pp, o.strategy.dp, o.strategy.ep),
+        (first.tp, first.pp, first.dp, first.ep)
+    );
+    let Verdict::Solved {
+        bw_gbps,
+        iteration_time_ms,
+        ..
+    } = &first.verdict
+    else {
+        panic!("{:?}", first.verdict)
+    };
+    assert_eq!(&o.bw_gbps, bw_gbps);
+    let m = coopt::replay(&s, o, &|_, _, _| ()).unwrap();
+    let analytic_ms = m.analytic_iteration_ns / 1e6;
+    assert!((analytic_ms - iteration_time_ms).abs() <= 1e-9 * iteration_time_ms);
+    assert!(m.lower_bound_ns <= m.iteration_ns * (1.0 + 1e-9));
+    for c in &m.collectives {
+        assert!(c.lower_bound_ms <= c.simulated_ms * (1.0 + 1e-9), "{c:?}");
+    }
+
+    let model = s.model.clone().unwrap();
+    let strategy = transformer::Strategy {
+        ep: 4,
+        ..transformer::Strategy::new(4, 1, 4)
+    };
+    let by_hand = coopt::Optimum {
+        model,
+        npu: s.npu.clone().unwrap(),
+        strategy,
+        bw_gbps: vec![100.0, 100.0],
+    };
+    let m = coopt::replay(&s, &by_hand, &|_, _, _| ()).unwrap();
+    let a2a: Vec<_> = m
+        .collectives
+        .iter()
+        .filter(|c| c.kind == dimsum::model::workload::CollectiveKind::AllToAll)
+        .collect();
+    assert_eq!(a2a.len(), 1, "{a2a:?}");
+    let a2a = a2a[0];
+    assert_eq!(a2a.bytes, 2_621_440.0);
+    assert_eq!(a2a.group, vec![-1, 4]);
+    assert_eq!(a2a.count, 96);
+    let floor_ms = 0.75 * 2_621_440.0 / 100.0 / 1e6;
+    assert!((a2a.lower_bound_ms - floor_ms).abs() <= 1e-12, "{a2a:?}");
+    // The flow schedule in 16 pieces per destination: the sender's link
+    // busy 19,660.8 ns, its 500 ns latency, then the last piece (2,621,440
+    // / 4 / 16 = 40,960 B) on the receiver's link, 409.6 ns, and its 500
+    // ns: 21,070.4 ns.
+    assert!(a2a.algorithm.ends_with("flow(k=16)"), "{a2a:?}");
+    let by_hand_ms = (19_660.8 + 500.0 + 409.6 + 500.0) / 1e6;
+    assert!((a2a.simulated_ms - by_hand_ms).abs() <= 1e-9, "{a2a:?}");
+}
+
+/// `[coopt] replay`: `run` replays the joint optimum unless the study
+/// says `false`; anything but a boolean is refused with its line.
+#[test]
+fn coopt_replay_key() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(tiny(dir.path(), TINY).replay_optimum);
+    let off = format!("{TINY}[coopt]\nreplay = false\n");
+    assert!(!tiny(dir.path(), &off).replay_optimum);
+    let p = dir.path().join("bad.toml");
+    std::fs::write(&p, format!("{TINY}[coopt]\nreplay = 3\n")).unwrap();
+    let e = Study::load(&p).unwrap_err().to_string();
+    let line = TINY.lines().count() + 2;
+    assert!(e.contains("replay") && e.contains(&format!("bad.toml:{line}")), "{e}");
 }

@@ -263,6 +263,13 @@ pub struct CooptArgs {
     /// sequence parallelism, 1, 2 or 4 virtual stages).
     #[arg(long, default_value = "study")]
     pub recipe: String,
+    /// Replay the joint optimum at its allocation: every distinct
+    /// collective of its iteration on the best schedule dimsum builds, with
+    /// the certified bound (seconds to minutes on groups of hundreds of
+    /// NPUs; `dimsum run` replays it unless the study sets `[coopt] replay
+    /// = false`).
+    #[arg(long)]
+    pub replay: bool,
 }
 
 /// An ASTRA-sim input set for the study's fabric: network.yml, system.json,
@@ -656,6 +663,7 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
         top,
         json,
         recipe,
+        replay,
     } = a;
     let mut study = Study::load(&study)?;
     let Some(model) = &study.model else {
@@ -712,14 +720,28 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
         None
     };
     let secs = started.elapsed().as_secs_f64();
+    let replayed = match r.optimum.as_ref().filter(|_| replay) {
+        Some(o) => {
+            let bars = Bars::new();
+            let m = coopt::replay(&study, o, &|t, d, n| bars.update(t, d, n));
+            bars.finish();
+            Some(m.map_err(|e| e.to_string()))
+        }
+        None => None,
+    };
+    let replayed = replayed.as_ref().map(|m| m.as_ref().map_err(String::clone));
     if json {
         println!(
             "{}",
-            report::json::coopt(&study, &r, acc.as_ref(), archs.as_ref(), secs, top)
+            report::json::coopt(&study, &r, acc.as_ref(), archs.as_ref(), replayed, secs, top)
         );
         return Ok(());
     }
     print!("{}", report::text::coopt(&study, &r, secs, top));
+    if let Some(m) = replayed {
+        println!();
+        print!("{}", report::text::replayed_optimum(&study, m));
+    }
     if let Some(a) = &acc {
         println!();
         print!("{}", report::text::accelerators(a));

@@ -40,11 +40,13 @@
 //! under the study's linear constraints, priced by `[cost.tiers]`.
 
 use super::procure::{self, Pricing};
+use super::run::{Progress, ticking};
 use crate::model::arch::{self, Arch, ArchSpace, Area, Power, Technology};
 use crate::model::collective::CollectiveModel;
 use crate::model::fabric::Fabric;
 use crate::model::training::{Counted, IterationModel};
 use crate::model::transformer::{self, ModelSpec, Npu, Par, RecipeSpace, Recompute, Strategy};
+use crate::optimize::scheduled::{Backed, Measured, ScheduledError};
 use crate::optimize::{self, Objective, Problem};
 use crate::study::Study;
 use rayon::prelude::*;
@@ -225,6 +227,69 @@ pub struct Coopt {
     pub priced_by: Pricing,
     /// The recipes searched.
     pub recipe_space: RecipeSpace,
+    /// The joint optimum (the first row) as the search planned it, to
+    /// generate its iteration again ([`replay`]); none without a solved
+    /// strategy.
+    #[serde(skip)]
+    pub optimum: Option<Optimum>,
+}
+
+/// The joint optimum: what generates its iteration again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Optimum {
+    /// The model, at the optimum's micro-batch.
+    pub model: ModelSpec,
+    /// The accelerator it runs on.
+    pub npu: Npu,
+    /// The strategy, recipe and placement.
+    pub strategy: Strategy,
+    /// Its allocation, GB/s per NPU.
+    pub bw_gbps: Vec<f64>,
+}
+
+/// Why the joint optimum could not be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// Its iteration could not be generated again (a solved strategy's
+    /// always can).
+    #[error("the joint optimum's iteration: {0}")]
+    Strategy(#[from] transformer::StrategyError),
+    /// A schedule could not be built or replayed.
+    #[error(transparent)]
+    Scheduled(#[from] ScheduledError),
+}
+
+/// The joint optimum replayed at its allocation: every distinct collective
+/// of its iteration (the TP all-reduces, a MoE layer's dispatch and
+/// combine all-to-alls, the pipeline's sends, the gradient buckets) on the
+/// best schedule dimsum builds over its group's links
+/// (`procure::best_spec`: every builder, the all-to-all's flow schedule
+/// among them, the fastest replay kept), beside the iteration with every
+/// collective at its certified bound and the analytic model's time the
+/// search ranked it by.
+pub fn replay(study: &Study, optimum: &Optimum, progress: Progress) -> Result<Measured, ReplayError> {
+    let g = transformer::generate(&optimum.model, &optimum.npu, &optimum.strategy, &study.fabric)?;
+    let backed = Backed::new(
+        &study.fabric,
+        &g.workload,
+        &collective_model_on(study, &optimum.npu),
+        study.training_loop,
+        &procure::best_spec(study),
+    );
+    let task = "replay the joint optimum on the best schedules";
+    let total = backed.distinct();
+    let measured = ticking(
+        &|| {
+            progress(
+                task,
+                backed.replayed.load(std::sync::atomic::Ordering::Relaxed).min(total),
+                total,
+            )
+        },
+        || backed.measure(&optimum.bw_gbps),
+    );
+    progress(task, total, total);
+    Ok(measured?)
 }
 
 fn divisors(n: u64) -> Vec<u64> {
@@ -818,6 +883,29 @@ pub fn coopt_on(
             && c.mapping == base_mapping
             && models[c.model].micro_batch == model.micro_batch
     });
+    // The joint optimum: the first of the fastest (the rows' sort is
+    // stable).
+    let fastest = verdicts
+        .iter()
+        .enumerate()
+        .filter_map(|(k, v)| match v {
+            Some(Verdict::Solved {
+                iteration_time_ms,
+                bw_gbps,
+                ..
+            }) => Some((k, *iteration_time_ms, bw_gbps)),
+            _ => None,
+        })
+        .fold(None, |best: Option<(usize, f64, &Vec<f64>)>, x| match best {
+            Some(b) if b.1 <= x.1 => Some(b),
+            _ => Some(x),
+        });
+    let optimum = fastest.map(|(k, _, bw)| Optimum {
+        model: models[cands[k].model].clone(),
+        npu: npus[cands[k].npu].clone(),
+        strategy: cands[k].s.clone(),
+        bw_gbps: bw.clone(),
+    });
     // The candidates become the rows (moved, not copied: a search may
     // hold millions).
     drop(problems);
@@ -882,6 +970,7 @@ pub fn coopt_on(
         default_optimized_ms,
         priced_by,
         recipe_space: space.clone(),
+        optimum,
     })
 }
 

@@ -130,6 +130,9 @@ pub struct StudyResults {
     pub sweeps: Vec<SweepResults>,
     /// With `[model]`: the parallelization chosen with the fabric.
     pub coopt: Option<Coopt>,
+    /// The co-optimization's joint optimum replayed on the best schedules
+    /// at its allocation (`coopt::replay`).
+    pub coopt_replay: Option<Result<Measured, coopt::ReplayError>>,
     /// With `[npu] type = [...]`: every accelerator's best design.
     pub accelerators: Option<coopt::Accelerators>,
     /// With `[npu.arch]`: the architecture chosen with the strategy and
@@ -283,6 +286,11 @@ pub fn run_study(study: &Study, dir: &Path, progress: Progress) -> Result<StudyR
         Some(_) => Some(coopt::coopt(study, &|_, _| {})?),
         None => None,
     };
+    let coopt_replay = coopt
+        .as_ref()
+        .and_then(|c| c.optimum.as_ref())
+        .filter(|_| study.replay_optimum)
+        .map(|o| coopt::replay(study, o, progress));
     let accelerators = match (&study.model, study.npu_choices.is_empty()) {
         (Some(_), false) => Some(coopt::coopt_accelerators(study, &|_, _| {})?),
         _ => None,
@@ -303,6 +311,7 @@ pub fn run_study(study: &Study, dir: &Path, progress: Progress) -> Result<StudyR
         frontiers,
         sweeps,
         coopt,
+        coopt_replay,
     })
 }
 

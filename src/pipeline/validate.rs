@@ -583,6 +583,7 @@ pub fn rechoose(p: &Published, npu: &Npu) -> Result<Vec<Rechosen>, RunRefused> {
             npu: Some(npu.clone()),
             parallelism: Some(strategy),
             recipe_space: None,
+            replay_optimum: false,
             npu_choices: Vec::new(),
             economics: Default::default(),
             arch_space: None,

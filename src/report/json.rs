@@ -220,6 +220,7 @@ pub fn coopt(
     r: &Coopt,
     acc: Option<&crate::pipeline::coopt::Accelerators>,
     archs: Option<&crate::pipeline::coopt::ArchSearch>,
+    replayed: Option<Result<&Measured, String>>,
     secs: f64,
     top: usize,
 ) -> Value {
@@ -241,8 +242,31 @@ pub fn coopt(
         if let Some(a) = archs {
             o.insert("archs".into(), arch_search(a, top));
         }
+        if replayed.is_some() {
+            o.insert("optimum_replayed".into(), replay(study, replayed));
+        }
     }
     v
+}
+
+/// A replayed iteration (`bom.json`'s decision, the co-optimization's
+/// joint optimum): the schedules, the link model, the allocation, the
+/// replayed time beside its certified bound and the analytic model's, and
+/// every distinct collective; the error where it could not be replayed.
+pub fn replay(study: &Study, replayed: Option<Result<&Measured, String>>) -> Value {
+    match replayed {
+        Some(Ok(m)) => json!({
+            "schedules": "best",
+            "link_model": study.evaluator.link_model,
+            "bw_gbps": m.bw_gbps,
+            "iteration_time_ms": ns_to_ms(m.iteration_ns),
+            "lower_bound_ms": ns_to_ms(m.lower_bound_ns),
+            "analytic_iteration_time_ms": ns_to_ms(m.analytic_iteration_ns),
+            "collectives": m.collectives,
+        }),
+        Some(Err(e)) => json!({ "error": e }),
+        None => Value::Null,
+    }
 }
 
 /// The architecture search as JSON: the space, the constants, every

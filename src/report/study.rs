@@ -12,7 +12,7 @@ use crate::model::bom::Bom;
 use crate::model::units::{ns_to_ms, usd_to_musd, w_to_kw};
 use crate::optimize::catalog::{Comparison, Goal};
 use crate::optimize::frontier::Axis;
-use crate::optimize::scheduled::FrontierRow;
+use crate::optimize::scheduled::{FrontierRow, Measured};
 use crate::pipeline::coopt::{self, Coopt};
 use crate::pipeline::procure::{Pricing, Procured};
 use crate::pipeline::run::{FixedDesign, FrontierResults, Recommended, ScheduledOptimum, StudyResults, SweepResults};
@@ -333,6 +333,12 @@ fn replayed(study: &Study, p: &Procured, doc: &mut Doc) {
         study.evaluator.link_model.as_name(),
         study.collective.time_model.name(),
     ));
+    replay_table(m, doc);
+}
+
+/// Every distinct collective of a replayed iteration: its schedule and
+/// replayed time beside its certified bound and the analytic model's time.
+fn replay_table(m: &Measured, doc: &mut Doc) {
     let rows = m
         .collectives
         .iter()
@@ -555,19 +561,7 @@ fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &
         })
         .collect();
     let decision = p.decision.map(|d| p.answers[d.answer].objective.clone());
-    let replay = match &p.replay {
-        Some(Ok(m)) => json!({
-            "schedules": "best",
-            "link_model": study.evaluator.link_model,
-            "bw_gbps": m.bw_gbps,
-            "iteration_time_ms": ns_to_ms(m.iteration_ns),
-            "lower_bound_ms": ns_to_ms(m.lower_bound_ns),
-            "analytic_iteration_time_ms": ns_to_ms(m.analytic_iteration_ns),
-            "collectives": m.collectives,
-        }),
-        Some(Err(e)) => json!({ "error": e.to_string() }),
-        None => serde_json::Value::Null,
-    };
+    let replay = super::json::replay(study, p.replay.as_ref().map(|r| r.as_ref().map_err(|e| e.to_string())));
     let j = json!({ "stamp": stamp, "study": study.name, "catalog": spec.catalog.name, "budget_usd": spec.budget_usd, "budget_w": spec.budget_w, "decision": decision, "decision_replayed": replay, "answers": answers, "recommended": recommended_json, "catalog_optimum": catalog_json });
     out.json("bom.json", &j)
 }
@@ -1240,6 +1234,8 @@ fn coopt_section(
     if let Some(a) = &results.archs {
         json["archs"] = super::json::arch_search(a, coopt::EXACT_TOP);
     }
+    let replay = results.coopt_replay.as_ref();
+    json["optimum_replayed"] = super::json::replay(study, replay.map(|r| r.as_ref().map_err(|e| e.to_string())));
     out.json("coopt.json", &json)?;
     doc.heading(2, "Parallelization and fabric, chosen together");
     let recipes = r.recipe_space.len() > 1;
@@ -1362,6 +1358,25 @@ fn coopt_section(
         }
         if !lines.is_empty() {
             doc.push(Block::Para(lines));
+        }
+        match replay {
+            Some(Ok(m)) => {
+                doc.para(format!(
+                    "The joint optimum replayed at its allocation (`{}` link model): **{:.3} ms per iteration** with every distinct collective of its iteration on the best schedule dimsum builds over its group's links (no schedule makes it faster than {:.3} ms: every collective at the exact cut of its group's links); the search ranked it by the `{}` analytic model's {:.3} ms ({} against the replay).",
+                    study.evaluator.link_model.as_name(),
+                    ns_to_ms(m.iteration_ns),
+                    ns_to_ms(m.lower_bound_ns),
+                    study.collective.time_model.name(),
+                    ns_to_ms(m.analytic_iteration_ns),
+                    signed_pct(ns_to_ms(m.analytic_iteration_ns), ns_to_ms(m.iteration_ns)),
+                ));
+                replay_table(m, doc);
+            }
+            Some(Err(e)) => doc.para(format!("The joint optimum was not replayed: {e}.")),
+            None if !study.replay_optimum => doc.para(
+                "The joint optimum is not replayed here (the study sets `[coopt] replay = false`); `dimsum coopt --replay` replays it on the best schedules.",
+            ),
+            None => {}
         }
         doc.para("Why the others lost (examples of each reason):");
         doc.push(Block::List(coopt::why_lost(r, best, 3)));

@@ -7,7 +7,7 @@ use crate::model::bom::Bom;
 use crate::model::eval::Evaluation;
 use crate::model::units::{ns_to_ms, usd_to_musd};
 use crate::optimize::catalog::Comparison;
-use crate::optimize::scheduled::{CollectiveFigures, FixedPoint};
+use crate::optimize::scheduled::{CollectiveFigures, FixedPoint, Measured};
 use crate::optimize::{Problem, Solution};
 use crate::pipeline::coopt::{self, Coopt};
 use crate::study::Study;
@@ -548,6 +548,29 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
             let _ = writeln!(s, "  {line}");
         }
     }
+    s
+}
+
+/// `dimsum coopt --replay`: the joint optimum replayed on the best
+/// schedules, its certified bound and the analytic time the search ranked
+/// it by, then every distinct collective.
+pub fn replayed_optimum(study: &Study, m: Result<&Measured, String>) -> String {
+    let m = match m {
+        Ok(m) => m,
+        Err(e) => return format!("joint optimum not replayed: {e}\n"),
+    };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "joint optimum replayed at {} GB/s per NPU ({} link model, each collective on the best schedule over its group's links): {:.3} ms; no schedule beats {:.3} ms; the {} analytic model the search ranks by: {:.3} ms",
+        sig3_list(&m.bw_gbps),
+        crate::error::Named::as_name(study.evaluator.link_model),
+        ns_to_ms(m.iteration_ns),
+        ns_to_ms(m.lower_bound_ns),
+        study.collective.time_model.name(),
+        ns_to_ms(m.analytic_iteration_ns),
+    );
+    s.push_str(&collectives(&m.collectives));
     s
 }
 

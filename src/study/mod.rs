@@ -116,6 +116,9 @@ pub struct Study {
     pub parallelism: Option<Strategy>,
     /// The recipes `coopt` searches (`[coopt]`; none: the study's own).
     pub recipe_space: Option<RecipeSpace>,
+    /// Whether `run` replays the co-optimization's joint optimum on the
+    /// best schedules (`[coopt] replay`, default true).
+    pub replay_optimum: bool,
     /// How collectives are timed (`[evaluator]`).
     pub evaluator: scheduled::Spec,
     /// The line of the `[evaluator]` section, for errors about it.
@@ -165,6 +168,7 @@ impl Study {
             npu: None,
             parallelism: None,
             recipe_space: None,
+            replay_optimum: true,
             npu_choices: Vec::new(),
             economics: Economics::default(),
             arch_space: None,
@@ -306,6 +310,7 @@ impl Study {
             npu: generator.npu,
             parallelism: generator.parallelism,
             recipe_space,
+            replay_optimum: workload::replay_optimum(raw.coopt.as_ref()),
             npu_choices: generator.npu_choices,
             economics,
             arch_space: generator.arch_space,

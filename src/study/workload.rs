@@ -156,6 +156,13 @@ pub(super) struct RawCoopt {
     zero: Option<Vec<u8>>,
     sequence_parallel: Option<Vec<bool>>,
     virtual_stages: Option<Vec<u64>>,
+    replay: Option<bool>,
+}
+
+/// `[coopt] replay`: whether `run` replays the joint optimum (default
+/// true).
+pub(super) fn replay_optimum(raw: Option<&RawCoopt>) -> bool {
+    raw.and_then(|c| c.replay).unwrap_or(true)
 }
 
 /// How coopt compares accelerators (`[npu] type = [...]`): what a token
