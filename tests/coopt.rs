@@ -860,12 +860,39 @@ fn arch_budgets_and_errors() {
 fn joint_optimum_replays_on_its_schedules() {
     let dir = tempfile::tempdir().unwrap();
     let s = tiny(dir.path(), &tiny_moe());
-    let r = coopt::coopt(&s, &|_, _| {}).unwrap();
+    // ZeRO 1 and 2 build the same iteration: equal times, the first kept.
+    let space = transformer::RecipeSpace {
+        micro_batch: vec![1, 2],
+        zero: vec![1, 2],
+        ..transformer::RecipeSpace::only(s.model.as_ref().unwrap(), s.parallelism.as_ref().unwrap())
+    };
+    let r = coopt::coopt_in(&s, &space, &|_, _| {}).unwrap();
     let o = r.optimum.as_ref().unwrap();
     let first = &r.strategies[0];
+    assert_eq!(first.time_ms(), r.strategies[1].time_ms(), "no tie to break");
     assert_eq!(
-        (o.strategy.tp, o.strategy.pp, o.strategy.dp, o.strategy.ep),
-        (first.tp, first.pp, first.dp, first.ep)
+        (
+            o.strategy.tp,
+            o.strategy.pp,
+            o.strategy.dp,
+            o.strategy.ep,
+            o.strategy
+                .groups(&s.fabric)
+                .map(|g| [g[0].to_libra(), g[1].to_libra(), g[2].to_libra()]),
+            o.model.micro_batch,
+            o.strategy.zero,
+            o.strategy.recompute,
+        ),
+        (
+            first.tp,
+            first.pp,
+            first.dp,
+            first.ep,
+            first.mapping.clone(),
+            first.micro_batch,
+            first.zero,
+            first.recompute,
+        )
     );
     let Verdict::Solved {
         bw_gbps,
@@ -924,7 +951,11 @@ fn coopt_replay_key() {
     let dir = tempfile::tempdir().unwrap();
     assert!(tiny(dir.path(), TINY).replay_optimum);
     let off = format!("{TINY}[coopt]\nreplay = false\n");
-    assert!(!tiny(dir.path(), &off).replay_optimum);
+    let study = tiny(dir.path(), &off);
+    assert!(!study.replay_optimum);
+    let out = dir.path().join("out");
+    let r = dimsum::pipeline::run::run_study(&study, &out, &|_, _, _| ()).unwrap();
+    assert!(r.coopt.as_ref().unwrap().optimum.is_some() && r.coopt_replay.is_none());
     let p = dir.path().join("bad.toml");
     std::fs::write(&p, format!("{TINY}[coopt]\nreplay = 3\n")).unwrap();
     let e = Study::load(&p).unwrap_err().to_string();

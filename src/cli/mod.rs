@@ -264,8 +264,9 @@ pub struct CooptArgs {
     #[arg(long, default_value = "study")]
     pub recipe: String,
     /// Replay the joint optimum at its allocation: every distinct
-    /// collective of its iteration on the best schedule dimsum builds, with
-    /// the certified bound (seconds to minutes on groups of hundreds of
+    /// collective of its iteration on the best schedule dimsum builds (the
+    /// pipeline's sends at their analytic time), with the certified bound
+    /// (seconds to minutes on groups of hundreds of
     /// NPUs; `dimsum run` replays it unless the study sets `[coopt] replay
     /// = false`).
     #[arg(long)]
@@ -720,27 +721,32 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
         None
     };
     let secs = started.elapsed().as_secs_f64();
-    let replayed = match r.optimum.as_ref().filter(|_| replay) {
-        Some(o) => {
+    // `--replay`: the joint optimum on the best schedules; a replay that
+    // fails is an error of the run (exit 1), not of the input.
+    let replayed: Option<Result<_, String>> = match (replay, r.optimum.as_ref()) {
+        (true, Some(o)) => {
             let bars = Bars::new();
             let m = coopt::replay(&study, o, &|t, d, n| bars.update(t, d, n));
             bars.finish();
-            Some(m.map_err(|e| e.to_string()))
+            Some(Ok(m.map_err(|e| anyhow::anyhow!("replaying the joint optimum: {e}"))?))
         }
-        None => None,
+        _ => None,
     };
-    let replayed = replayed.as_ref().map(|m| m.as_ref().map_err(String::clone));
     if json {
         println!(
             "{}",
-            report::json::coopt(&study, &r, acc.as_ref(), archs.as_ref(), replayed, secs, top)
+            report::json::coopt(&study, &r, acc.as_ref(), archs.as_ref(), replayed.as_ref(), secs, top)
         );
         return Ok(());
     }
     print!("{}", report::text::coopt(&study, &r, secs, top));
-    if let Some(m) = replayed {
-        println!();
-        print!("{}", report::text::replayed_optimum(&study, m));
+    match (&replayed, replay) {
+        (Some(Ok(m)), _) => {
+            println!();
+            print!("{}", report::text::replayed_optimum(&study, m));
+        }
+        (None, true) => println!("\nno solved strategy to replay"),
+        _ => {}
     }
     if let Some(a) = &acc {
         println!();

@@ -261,12 +261,14 @@ pub enum ReplayError {
 
 /// The joint optimum replayed at its allocation: every distinct collective
 /// of its iteration (the TP all-reduces, a MoE layer's dispatch and
-/// combine all-to-alls, the pipeline's sends, the gradient buckets) on the
-/// best schedule dimsum builds over its group's links
-/// (`procure::best_spec`: every builder, the all-to-all's flow schedule
-/// among them, the fastest replay kept), beside the iteration with every
-/// collective at its certified bound and the analytic model's time the
-/// search ranked it by.
+/// combine all-to-alls, the gradient buckets, ZeRO's gathers) on the best
+/// schedule dimsum builds over its group's links (`procure::best_spec`:
+/// every builder, the all-to-all's flow schedule among them, the fastest
+/// replay kept; the pipeline's sends keep the analytic time), beside the
+/// iteration with every collective at its certified bound (the larger of
+/// the analytic bandwidth bound and its group topology's: exact cut,
+/// injection, latency) and the analytic model's time the search ranked it
+/// by.
 pub fn replay(study: &Study, optimum: &Optimum, progress: Progress) -> Result<Measured, ReplayError> {
     let g = transformer::generate(&optimum.model, &optimum.npu, &optimum.strategy, &study.fabric)?;
     let backed = Backed::new(
@@ -883,8 +885,8 @@ pub fn coopt_on(
             && c.mapping == base_mapping
             && models[c.model].micro_batch == model.micro_batch
     });
-    // The joint optimum: the first of the fastest (the rows' sort is
-    // stable).
+    // The joint optimum: the first of the fastest, as the rows' stable
+    // sort puts it first.
     let fastest = verdicts
         .iter()
         .enumerate()
@@ -896,10 +898,8 @@ pub fn coopt_on(
             }) => Some((k, *iteration_time_ms, bw_gbps)),
             _ => None,
         })
-        .fold(None, |best: Option<(usize, f64, &Vec<f64>)>, x| match best {
-            Some(b) if b.1 <= x.1 => Some(b),
-            _ => Some(x),
-        });
+        .filter(|x| x.1.is_finite())
+        .min_by(|a, b| a.1.total_cmp(&b.1));
     let optimum = fastest.map(|(k, _, bw)| Optimum {
         model: models[cands[k].model].clone(),
         npu: npus[cands[k].npu].clone(),

@@ -220,7 +220,7 @@ pub fn coopt(
     r: &Coopt,
     acc: Option<&crate::pipeline::coopt::Accelerators>,
     archs: Option<&crate::pipeline::coopt::ArchSearch>,
-    replayed: Option<Result<&Measured, String>>,
+    replayed: Option<&Result<Measured, impl std::fmt::Display>>,
     secs: f64,
     top: usize,
 ) -> Value {
@@ -253,7 +253,7 @@ pub fn coopt(
 /// joint optimum): the schedules, the link model, the allocation, the
 /// replayed time beside its certified bound and the analytic model's, and
 /// every distinct collective; the error where it could not be replayed.
-pub fn replay(study: &Study, replayed: Option<Result<&Measured, String>>) -> Value {
+pub fn replay(study: &Study, replayed: Option<&Result<Measured, impl std::fmt::Display>>) -> Value {
     match replayed {
         Some(Ok(m)) => json!({
             "schedules": "best",
@@ -264,7 +264,7 @@ pub fn replay(study: &Study, replayed: Option<Result<&Measured, String>>) -> Val
             "analytic_iteration_time_ms": ns_to_ms(m.analytic_iteration_ns),
             "collectives": m.collectives,
         }),
-        Some(Err(e)) => json!({ "error": e }),
+        Some(Err(e)) => json!({ "error": e.to_string() }),
         None => Value::Null,
     }
 }

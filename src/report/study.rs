@@ -561,7 +561,7 @@ fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &
         })
         .collect();
     let decision = p.decision.map(|d| p.answers[d.answer].objective.clone());
-    let replay = super::json::replay(study, p.replay.as_ref().map(|r| r.as_ref().map_err(|e| e.to_string())));
+    let replay = super::json::replay(study, p.replay.as_ref());
     let j = json!({ "stamp": stamp, "study": study.name, "catalog": spec.catalog.name, "budget_usd": spec.budget_usd, "budget_w": spec.budget_w, "decision": decision, "decision_replayed": replay, "answers": answers, "recommended": recommended_json, "catalog_optimum": catalog_json });
     out.json("bom.json", &j)
 }
@@ -1235,7 +1235,7 @@ fn coopt_section(
         json["archs"] = super::json::arch_search(a, coopt::EXACT_TOP);
     }
     let replay = results.coopt_replay.as_ref();
-    json["optimum_replayed"] = super::json::replay(study, replay.map(|r| r.as_ref().map_err(|e| e.to_string())));
+    json["optimum_replayed"] = super::json::replay(study, replay);
     out.json("coopt.json", &json)?;
     doc.heading(2, "Parallelization and fabric, chosen together");
     let recipes = r.recipe_space.len() > 1;
@@ -1361,8 +1361,15 @@ fn coopt_section(
         }
         match replay {
             Some(Ok(m)) => {
+                // With `[npu.arch]` this section is the study's own
+                // architecture's search, not the architecture search's.
+                let what = if study.arch_space.is_some() {
+                    "The study's own architecture's best strategy"
+                } else {
+                    "The joint optimum"
+                };
                 doc.para(format!(
-                    "The joint optimum replayed at its allocation (`{}` link model): **{:.3} ms per iteration** with every distinct collective of its iteration on the best schedule dimsum builds over its group's links (no schedule makes it faster than {:.3} ms: every collective at the exact cut of its group's links); the search ranked it by the `{}` analytic model's {:.3} ms ({} against the replay).",
+                    "{what} replayed at its allocation (`{}` link model): **{:.3} ms per iteration** with every distinct collective of its iteration on the best schedule dimsum builds over its group's links, the pipeline's sends at their analytic time (no schedule makes it faster than {:.3} ms: every collective at its certified bound); the search ranked it by the `{}` analytic model's {:.3} ms ({} against the replay).",
                     study.evaluator.link_model.as_name(),
                     ns_to_ms(m.iteration_ns),
                     ns_to_ms(m.lower_bound_ns),
