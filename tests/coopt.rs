@@ -853,9 +853,9 @@ fn arch_budgets_and_errors() {
 /// a switch every NPU sends 3/4 of them through its one link, so no
 /// schedule beats 0.75 x 2,621,440 / 100 = 19,660.8 ns (the certified
 /// bound), and the best one (the flow schedule) adds the switch's two
-/// 500 ns hops and its last piece's second hop. They are issued 4 times (dispatch and combine,
-/// forward and backward) per MoE layer (3: the first is dense) per
-/// micro-batch (32 / 4 = 8): 96.
+/// 500 ns hops and its last piece's second hop. They are issued 4 times
+/// (dispatch and combine, forward and backward) per MoE layer (3: the
+/// first is dense) per micro-batch (32 / 4 = 8): 96.
 #[test]
 fn joint_optimum_replays_on_its_schedules() {
     let dir = tempfile::tempdir().unwrap();

@@ -40,7 +40,7 @@
 //! under the study's linear constraints, priced by `[cost.tiers]`.
 
 use super::procure::{self, Pricing};
-use super::run::{Progress, ticking};
+use super::run::Progress;
 use crate::model::arch::{self, Arch, ArchSpace, Area, Power, Technology};
 use crate::model::collective::CollectiveModel;
 use crate::model::fabric::Fabric;
@@ -279,19 +279,7 @@ pub fn replay(study: &Study, optimum: &Optimum, progress: Progress) -> Result<Me
         &procure::best_spec(study),
     );
     let task = "replay the joint optimum on the best schedules";
-    let total = backed.distinct();
-    let measured = ticking(
-        &|| {
-            progress(
-                task,
-                backed.replayed.load(std::sync::atomic::Ordering::Relaxed).min(total),
-                total,
-            )
-        },
-        || backed.measure(&optimum.bw_gbps),
-    );
-    progress(task, total, total);
-    Ok(measured?)
+    Ok(procure::measure(&backed, &optimum.bw_gbps, task, progress)?)
 }
 
 fn divisors(n: u64) -> Vec<u64> {

@@ -21,7 +21,7 @@ use crate::error::InputError;
 use crate::model::bom::{self, Bom, BomError, DimOption, Procurement};
 use crate::model::fabric::Fabric;
 use crate::optimize::catalog::{self, CatalogSolution, Comparison, Goal};
-use crate::optimize::scheduled::{self, Evaluator, Measured, ScheduledError};
+use crate::optimize::scheduled::{self, Backed, Evaluator, Measured, ScheduledError};
 use crate::optimize::{Objective, OptError, Problem};
 use crate::schedule::algorithm::Algorithm;
 use crate::study::Study;
@@ -389,16 +389,26 @@ impl Procured {
         let Some(bw) = self.decided().map(|(_, c, _)| c.catalog.bw_gbps.clone()) else {
             return;
         };
-        let task = "replay the decision on the best schedules";
         let backed = study.backed(&best_spec(study));
-        let total = backed.distinct();
-        let measured = ticking(
-            &|| progress(task, backed.replayed.load(Ordering::Relaxed).min(total), total),
-            || backed.measure(&bw),
-        );
-        progress(task, total, total);
-        self.replay = Some(measured);
+        self.replay = Some(measure(
+            &backed,
+            &bw,
+            "replay the decision on the best schedules",
+            progress,
+        ));
     }
+}
+
+/// `backed.measure(bw)`, reporting the distinct collectives replayed so
+/// far as `task`.
+pub(crate) fn measure(backed: &Backed, bw: &[f64], task: &str, progress: Progress) -> Result<Measured, ScheduledError> {
+    let total = backed.distinct();
+    let measured = ticking(
+        &|| progress(task, backed.replayed.load(Ordering::Relaxed).min(total), total),
+        || backed.measure(bw),
+    );
+    progress(task, total, total);
+    measured
 }
 
 /// The schedule evaluator that times a design as it would run: every
