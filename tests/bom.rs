@@ -57,7 +57,7 @@ fn dgx_style_pod_by_hand() {
     assert_eq!(item(&b, "node", "NPU ports").quantity, 4608);
     assert_eq!(item(&b, "node", "switches").quantity, 72);
     assert_eq!(item(&b, "node", "NPU-switch links").component, "nvlink-backplane");
-    // pod: 50 GB/s = one 400 Gb/s port per NPU: 256 ConnectX-7 at $1,580.
+    // pod: 50 GB/s = one 400 Gb/s port per NPU: 256 ConnectX-7 at $2,188.
     // 8 rails of 32 NPUs; two rails share a 64-port QM9700: 4 switches at
     // $36,000. 256 links of 3 m: passive copper at $200.
     assert_eq!(item(&b, "pod", "NPU ports").quantity, 256);
@@ -65,13 +65,13 @@ fn dgx_style_pod_by_hand() {
     assert_eq!((sw.component.as_str(), sw.quantity), ("quantum-2-qm9700", 4));
     let c = item(&b, "pod", "NPU-switch links");
     assert_eq!((c.component.as_str(), c.quantity), ("dac-400g", 256));
-    // Capex: 4608 x 100 + 72 x 20,800 + 256 x 1,580 + 4 x 36,000 + 256 x 200
-    //      = 460,800 + 1,497,600 + 404,480 + 144,000 + 51,200 = 2,558,080.
-    assert_eq!(b.capex_usd, 2_558_080.0);
+    // Capex: 4608 x 100 + 72 x 20,800 + 256 x 2,188 + 4 x 36,000 + 256 x 200
+    //      = 460,800 + 1,497,600 + 560,128 + 144,000 + 51,200 = 2,713,728.
+    assert_eq!(b.capex_usd, 2_713_728.0);
     let sum: f64 = b.items.iter().map(|i| i.quantity as f64 * i.unit_price_usd).sum();
     assert_eq!(b.capex_usd, sum);
     assert_eq!(b.bought_gbps, vec![450.0, 50.0]);
-    assert_eq!(b.cost_per_npu_usd, 2_558_080.0 / 256.0);
+    assert_eq!(b.cost_per_npu_usd, 2_713_728.0 / 256.0);
 }
 
 /// The same 256 NPUs on one flat switch dimension: a group of 256 does not
@@ -102,13 +102,13 @@ ports = ["ib-ndr-400"]
     assert_eq!((plan.tiers, plan.leaves, plan.spines), (2, 8, 4));
     let up = item(&b, "pod", "leaf-spine links");
     assert_eq!((up.component.as_str(), up.quantity), ("optics-400g-sr4", 256));
-    // 256 x 1,580 + 256 x 200 + 12 x 36,000 + 256 x 1,320 = 1,225,600.
-    assert_eq!(b.capex_usd, 1_225_600.0);
+    // 256 x 2,188 + 256 x 200 + 12 x 36,000 + 256 x 1,320 = 1,381,248.
+    assert_eq!(b.capex_usd, 1_381_248.0);
     // Power: 256 x 25 + 256 x 0.1 + 12 x 750 + 256 x 16 = 19,521.6 W.
     assert!((b.power_w - 19_521.6).abs() < 1e-6, "{}", b.power_w);
     // Twice the bandwidth: two planes, everything doubles.
     let b2 = bom::bom(&s.fabric, &s.procurement(), &[100.0]).unwrap();
-    assert_eq!(b2.capex_usd, 2.0 * 1_225_600.0);
+    assert_eq!(b2.capex_usd, 2.0 * 1_381_248.0);
 }
 
 /// Rings and fully-connected groups: a ring NPU has two neighbours at B/2
@@ -504,4 +504,239 @@ weight_grad = { compute_ns = 0, collective = "all-reduce", bytes = 1e6, group = 
     let gpt3 = Study::load(Path::new("studies/gpt3-4d.toml")).unwrap();
     assert!(!bom::scale_out(&gpt3.fabric, 2));
     assert!(bom::scale_out(&gpt3.fabric, 3));
+}
+
+/// NVIDIA's DGX SuperPOD reference architecture for DGX H100
+/// (RA-11333-001), 4 scalable units: 128 DGX H100, 1,024 GPUs, one NDR400
+/// port per GPU on a rail-optimized two-tier InfiniBand fabric; NVLink on
+/// the baseboard, bought with the servers.
+#[test]
+fn dgx_superpod_4su_part_by_part() {
+    let s = Study::load(Path::new("studies/dgx-superpod-4su.toml")).unwrap();
+    // The study writes the port speed with its unit: "400Gb/s" = 50 GB/s.
+    assert_eq!(s.fabric.dims[1].max_gbps, Some(50.0));
+    // The server's NVLink: 18 links x 25 GB/s = 450 GB/s per direction,
+    // fixed (both bounds set to it).
+    assert_eq!(
+        (s.fabric.dims[0].min_gbps, s.fabric.dims[0].max_gbps),
+        (Some(450.0), Some(450.0))
+    );
+    let b = bom::bom(&s.fabric, &s.procurement(), &[450.0, 50.0]).unwrap();
+    // NVLink: nothing from the network (no NVSwitch chips, no cables);
+    // 1,024 / 8 = 128 servers beside it.
+    assert!(b.dims[0].items.is_empty());
+    assert_eq!(b.dims[0].kind, "server");
+    assert_eq!(b.servers.len(), 1);
+    assert_eq!((b.servers[0].server.as_str(), b.servers[0].quantity), ("hgx-h100", 128));
+    // Compute fabric: 8 rails of 128 GPUs; a rail outgrows a 64-port
+    // QM9700, so a leaf-spine: 128 / 32 = 4 leaves and 4 x 32 / 64 = 2
+    // spines per rail; 8 rails: 32 leaf + 16 spine (the reference's
+    // counts), 1,024 node-to-leaf and 8 x 4 x 32 = 1,024 leaf-to-spine
+    // links, each two 400G OSFP ends and multimode fibre (30 m and 50 m:
+    // optics-400g-sr4; no AOC, which the reference does not use for NDR).
+    let plan = b.dims[1].switch.as_ref().unwrap();
+    assert_eq!(
+        (plan.model.as_str(), plan.tiers, plan.leaves, plan.spines),
+        ("quantum-2-qm9700", 2, 32, 16)
+    );
+    assert_eq!(item(&b, "ib", "NPU ports").component, "ib-ndr-400");
+    assert_eq!(item(&b, "ib", "NPU ports").quantity, 1024);
+    let down = item(&b, "ib", "NPU-switch links");
+    assert_eq!((down.component.as_str(), down.quantity), ("optics-400g-sr4", 1024));
+    let up = item(&b, "ib", "leaf-spine links");
+    assert_eq!((up.component.as_str(), up.quantity), ("optics-400g-sr4", 1024));
+    // Transceivers: two 400G ends per link = 4,096 ports' worth, in twin-port
+    // OSFP cages: 2,048 twin-port transceivers (512 in the nodes, 1,536 in
+    // the switches: 512 leaf down + 512 leaf up + 512 spine).
+    assert_eq!(2 * (down.quantity + up.quantity) / 2, 2048);
+    // Capex: 1,024 x 2,188 + 2,048 x 1,320 + 48 x 36,000
+    //      = 2,240,512 + 2,703,360 + 1,728,000 = 6,671,872.
+    assert_eq!(b.capex_usd, 6_671_872.0);
+    // Power: 1,024 x 25 + 2,048 x 16 + 48 x 750 = 25,600 + 32,768 + 36,000.
+    assert!((b.power_w - 94_368.0).abs() < 1e-6, "{}", b.power_w);
+    // The servers: 128 x 10.2 kW; 128 x $292,496.
+    assert!((b.servers[0].power_w() - 1_305_600.0).abs() < 1e-6);
+    assert_eq!(b.servers[0].capex_usd(), Some(128.0 * 292_496.0));
+}
+
+/// The servers' figures, by hand from their sources.
+#[test]
+fn server_figures_by_hand() {
+    let c = dimsum::model::catalog::Catalog::builtin();
+    let gbps = |n: &str| c.server(n).unwrap().gbps();
+    // H100 / H200: 18 NVLink 4 links x 25 GB/s per direction.
+    assert_eq!(gbps("hgx-h100"), 18.0 * 25.0);
+    assert_eq!(gbps("hgx-h200"), 18.0 * 25.0);
+    // B200 and GB200: 18 NVLink 5 links x 50 GB/s.
+    assert_eq!(gbps("hgx-b200"), 18.0 * 50.0);
+    assert_eq!(gbps("gb200-nvl72"), 18.0 * 50.0);
+    assert_eq!(c.server("gb200-nvl72").unwrap().domain, 72);
+    // MI300X: 7 Infinity Fabric links x 64 GB/s per direction.
+    assert_eq!(gbps("mi300x-platform"), 7.0 * 64.0);
+    for s in &c.servers {
+        assert_eq!(s.domain % s.gpus, 0, "{}", s.name);
+        assert!(s.source.len() > 40, "{}", s.name);
+    }
+}
+
+const SERVER_STUDY: &str = r#"
+[[fabric.dims]]
+name = "nvlink"
+block = "switch"
+npus = 8
+[[fabric.dims]]
+name = "ib"
+block = "switch"
+npus = 16
+[workload]
+[[workload.layers]]
+name = "l"
+weight_grad = { compute_ns = 0, collective = "all-reduce", bytes = 1e6, group = [8, 16] }
+[procurement.dims.nvlink]
+server = "hgx-h100"
+[procurement.dims.ib]
+tech = "infiniband"
+"#;
+
+#[test]
+fn a_server_dimension_is_fixed_and_bought_with_the_servers() {
+    let s = study(SERVER_STUDY);
+    // Priced at nothing in the linear model: not in the network budget.
+    let lin = s.linear_cost();
+    assert_eq!(lin.usd_per_gbps[0], 0.0);
+    // The catalog MILP's only design of the dimension is the server's.
+    let o = bom::options(&s.fabric, &s.procurement(), 0, true);
+    assert_eq!(o.len(), 1);
+    assert_eq!((o[0].gbps, o[0].capex_usd), (450.0, 0.0));
+    // tech = "infiniband": only InfiniBand parts on the network.
+    let b = bom::bom(&s.fabric, &s.procurement(), &[450.0, 100.0]).unwrap();
+    assert_eq!(b.dims[1].kind, "infiniband");
+    assert!(b.items.iter().all(|i| i.dimension == "ib"));
+    assert!(
+        b.items
+            .iter()
+            .all(|i| !i.component.starts_with("eth") && !i.component.starts_with("aoc"))
+    );
+    // Asking the server for more than it ships is not for sale.
+    let e = bom::bom(&s.fabric, &s.procurement(), &[500.0, 50.0]).unwrap_err();
+    assert!(e.to_string().contains("ships 450"), "{e}");
+}
+
+#[test]
+fn a_bound_or_bw_that_disagrees_with_the_server_is_refused_with_both_values() {
+    let text = SERVER_STUDY.replace("npus = 8\n", "npus = 8\nmax_gbps = 375\n");
+    let e = Study::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+    assert!(e.contains("max_gbps = 375") && e.contains("450"), "{e}");
+    assert!(e.contains("procurement.dims.nvlink.server"), "{e}");
+    let text = format!("bw = [375.0, 50.0]\n{SERVER_STUDY}");
+    let e = Study::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+    assert!(e.contains("375") && e.contains("450") && e.contains("bw"), "{e}");
+    // A server whose domain is not the dimension's span.
+    let text = SERVER_STUDY.replace("server = \"hgx-h100\"", "server = \"gb200-nvl72\"");
+    let e = Study::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+    assert!(e.contains("72") && e.contains("spans 8"), "{e}");
+    // Unknown server and technology, with the allowed lists.
+    let text = SERVER_STUDY.replace("server = \"hgx-h100\"", "server = \"dgx-1\"");
+    let e = Study::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+    assert!(e.contains("hgx-h100") && e.contains("gb200-nvl72"), "{e}");
+    let text = SERVER_STUDY.replace("tech = \"infiniband\"", "tech = \"omni-path\"");
+    let e = Study::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+    assert!(e.contains("not a technology") && e.contains("ethernet"), "{e}");
+    // A port of another technology than `tech`.
+    let text = SERVER_STUDY.replace("tech = \"infiniband\"", "tech = \"infiniband\"\nports = [\"eth-400\"]");
+    let e = Study::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+    assert!(e.contains("eth-400") && e.contains("ethernet"), "{e}");
+}
+
+/// Bandwidths with units: bits and bytes, both ways, and the unit trap
+/// warned about.
+#[test]
+fn bandwidths_take_units_and_the_gbit_trap_is_warned() {
+    // 400 Gb/s = 400 / 8 = 50 GB/s; 50 GiB/s = 50 x 2^30 / 1e9 GB/s.
+    let text = SERVER_STUDY.replace(
+        "npus = 16\n",
+        "npus = 16\nmin_gbps = \"400Gb/s\"\nmax_gbps = \"50GiB/s\"\n",
+    );
+    let s = study(&text);
+    assert_eq!(s.fabric.dims[1].min_gbps, Some(50.0));
+    let gib = s.fabric.dims[1].max_gbps.unwrap();
+    assert!((gib - 53.687_091_2).abs() < 1e-9, "{gib}");
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    // `max_gbps = 400` on an InfiniBand dimension: NDR400's speed in Gb/s,
+    // read as 400 GB/s = 8 ports per NPU: allowed, with a located warning.
+    let text = SERVER_STUDY.replace("npus = 16\n", "npus = 16\nmax_gbps = 400\n");
+    let s = study(&text);
+    assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+    assert!(
+        s.warnings[0].contains("ib-ndr-400") && s.warnings[0].contains("8 such ports"),
+        "{:?}",
+        s.warnings
+    );
+    assert!(s.warnings[0].contains("inline.toml:"), "{:?}", s.warnings);
+    // More than the catalog sells (64 ports x 50 GB/s = 3,200 GB/s per
+    // NPU) as the study's bw inside [procurement]: refused, naming the most.
+    let text = format!("bw = [450.0, 3600.0]\n{SERVER_STUDY}");
+    let e = Study::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+    assert!(e.contains("3600") && e.contains("3200"), "{e}");
+    // The same 400 on a scale-up dimension (NVLink-class ports: 16 x 25
+    // GB/s) is no trap: nothing warned.
+    let s = study(&POD.replace("npus = 8\n", "npus = 8\nmax_gbps = 400\n"));
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    // A case that disagrees with the server, located at its bw.
+    let text = format!("{SERVER_STUDY}[[case]]\nname = \"x\"\nbw = [400.0, 50.0]\n");
+    let e = Study::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+    assert!(
+        e.contains("case[0].bw") && e.contains("450") && e.contains("s.toml:"),
+        "{e}"
+    );
+    // Not a unit.
+    let text = SERVER_STUDY.replace("npus = 16\n", "npus = 16\nmax_gbps = \"50 furlongs\"\n");
+    let e = Study::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+    assert!(e.contains("s.toml:") && e.contains("400Gb/s"), "{e}");
+}
+
+/// The newcomer's study (issue 43): HGX H100 servers on InfiniBand, $12M
+/// and 150 kW for the network. The decision keeps NVLink at the server's
+/// 450 GB/s, buys no NVLink parts, buys InfiniBand, and stays within both
+/// budgets; its parts total its capex.
+#[test]
+fn the_newcomers_study_buys_infiniband_beside_the_servers() {
+    let s = Study::load(Path::new("studies/hgx-h100-1024-ib.toml")).unwrap();
+    let problem = s.problem().unwrap();
+    let p = dimsum::pipeline::procure::procure(&s, &problem, &[]).unwrap();
+    let (_, c, b) = p.decided().unwrap();
+    assert_eq!(b.bought_gbps[0], 450.0);
+    assert!(b.dims[0].items.is_empty());
+    assert_eq!(b.dims[1].kind, "infiniband");
+    assert!(
+        b.capex_usd <= 12.0e6 && b.power_w <= 150.0e3,
+        "{} {}",
+        b.capex_usd,
+        b.power_w
+    );
+    let sum: f64 = b.items.iter().map(|i| i.capex_usd()).sum();
+    assert_eq!(sum, b.capex_usd);
+    assert!((c.catalog.capex_usd - b.capex_usd).abs() <= 1e-6 * b.capex_usd);
+}
+
+/// A price that would print as an infinite network cost is refused, with
+/// its line and the largest allowed.
+#[test]
+fn prices_and_powers_are_bounded() {
+    let text = POD.replace(
+        "link_usd_per_gbps = 1.0",
+        "link_usd_per_gbps = 1.0\nswitch_usd_per_gbps = 1e308",
+    );
+    let e = Study::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+    assert!(
+        e.contains("switch_usd_per_gbps") && e.contains("1e6") && e.contains("s.toml:"),
+        "{e}"
+    );
+    let cat = std::fs::read_to_string("catalog/default.toml").unwrap();
+    let bad = cat.replacen("usd = 36000.0", "usd = 1e300", 1);
+    assert_ne!(bad, cat);
+    let e = dimsum::model::catalog::Catalog::parse(&bad, Path::new("c.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("at most 1e8"), "{e}");
 }

@@ -276,7 +276,10 @@ fn bad_bw_argument_exits_2() {
     let p = write(&dir, "s.toml", BASE);
     for (bw, needle) in [
         ("100", "1 values given"),
-        ("100,x", "`x` is not a number"),
+        ("100,x", "`x` is not a bandwidth"),
+        // With a unit: 400 Gb/s = 50 GB/s is taken (eval runs), a unit
+        // that is none is refused.
+        ("100,50furlongs", "`50furlongs` is not a bandwidth"),
         ("100,-5", "-5 GB/s"),
         ("0,50", "0 GB/s"),
     ] {
@@ -720,4 +723,20 @@ fn compare_takes_fabric_and_edge_list_topologies() {
     assert_eq!(out.status.code(), Some(2));
     assert_one_line(&String::from_utf8(out.stderr).unwrap());
     assert!(!dir.path().join("none").exists());
+}
+
+/// `--bw` takes units as the study does: 400 Gb/s = 400 / 8 = 50 GB/s,
+/// 2 TB/s = 2,000 GB/s.
+#[test]
+fn bw_argument_takes_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "s.toml", BASE);
+    let out = dimsum()
+        .args(["eval", "--json", "--bw", "2TB/s,400Gb/s"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["bw_gbps"], serde_json::json!([2000.0, 50.0]));
 }

@@ -962,3 +962,82 @@ fn coopt_replay_key() {
     let line = TINY.lines().count() + 2;
     assert!(e.contains("replay") && e.contains(&format!("bad.toml:{line}")), "{e}");
 }
+
+/// A custom model from defaults: bytes per parameter left out are mixed
+/// precision with fp32 master weights and Adam (2, 4, 12), and every
+/// missing field is named in one message.
+#[test]
+fn custom_model_defaults_and_every_missing_field_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = TINY
+        .replacen("bytes_weight = 2\n", "", 1)
+        .replacen("bytes_grad = 2\n", "", 1)
+        .replacen("bytes_optimizer = 12\n", "", 1);
+    let s = tiny(dir.path(), &text);
+    let m = s.model.as_ref().unwrap();
+    assert_eq!((m.bytes_weight, m.bytes_grad, m.bytes_optimizer), (2.0, 4.0, 12.0));
+    let text = TINY
+        .replacen("hidden = 1024\n", "", 1)
+        .replacen("seq = 512\n", "", 1)
+        .replacen("vocab = 1000\n", "", 1);
+    let p = dir.path().join("missing.toml");
+    std::fs::write(&p, &text).unwrap();
+    let e = Study::load(&p).unwrap_err().to_string();
+    for f in ["`hidden`", "`seq`", "`vocab`"] {
+        assert!(e.contains(f), "{f}: {e}");
+    }
+    assert_eq!(e.lines().count(), 1);
+}
+
+/// coopt as a newcomer expects: a study with no [parallelism] is searched
+/// (eval says what is missing), and one whose own strategy does not fit in
+/// HBM is searched with its own strategy named invalid with the reason.
+#[test]
+fn coopt_searches_without_a_strategy_or_with_one_that_does_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |text: &str, cmd: &[&str]| {
+        let p = dir.path().join("s.toml");
+        std::fs::write(&p, text).unwrap();
+        Command::cargo_bin("dimsum")
+            .unwrap()
+            .args(cmd)
+            .arg(&p)
+            .output()
+            .unwrap()
+    };
+    // No [parallelism]: coopt searches every split; eval exits 2 saying so.
+    let none = TINY.replacen("[parallelism]\ntp = 4\npp = 1\ndp = 4\n", "", 1);
+    assert_ne!(none, TINY);
+    let out = run(&none, &["coopt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("own strategy: invalid: the study names no strategy"),
+        "{text}"
+    );
+    let out = run(&none, &["eval"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no [parallelism]") && err.contains("dimsum coopt"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1);
+    // The same model at tp 1, pp 1, dp 16 keeps every parameter's bf16
+    // weight and gradient on each GPU: 4 layers x (4 x 1024^2 + 2 x 1024 x
+    // 4096) + 1000 x 1024 = 49.4M parameters x 4 bytes = 198 MB = 0.18 GiB,
+    // over 0.12 GiB before any optimizer state or activation.
+    let big = TINY.replacen("hbm_gib = 80", "hbm_gib = 0.12", 1).replacen(
+        "tp = 4\npp = 1\ndp = 4",
+        "tp = 1\npp = 1\ndp = 16",
+        1,
+    );
+    let out = run(&big, &["coopt", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let why = j["own_invalid"].as_str().unwrap_or_else(|| panic!("{j}"));
+    assert!(why.contains("HBM") || why.contains("GiB"), "{why}");
+    let out = run(&big, &["eval"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not fit"));
+}

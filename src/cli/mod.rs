@@ -425,7 +425,7 @@ fn validate(a: ValidateArgs) -> anyhow::Result<()> {
 
 fn eval(a: EvalArgs) -> anyhow::Result<()> {
     let EvalArgs { study, bw, ev, json } = a;
-    let mut study = Study::load(&study)?;
+    let mut study = load_study(&study)?;
     // Every allocation is checked before any is evaluated.
     let bws: Vec<Vec<f64>> = if bw.is_empty() {
         vec![study.allocation(None)?]
@@ -490,7 +490,7 @@ fn optimize(a: OptimizeArgs) -> anyhow::Result<()> {
         ev,
         json,
     } = a;
-    let mut study = Study::load(&study)?;
+    let mut study = load_study(&study)?;
     if no_study_constraints {
         study.optimize.constraints.clear();
     }
@@ -536,7 +536,7 @@ fn frontier(a: FrontierArgs) -> anyhow::Result<()> {
         out,
         ev,
     } = a;
-    let mut study = Study::load(&study)?;
+    let mut study = load_study(&study)?;
     let evaluator = ev.apply(&mut study)?;
     let spec = study.frontiers.first();
     let axis = match axis.as_deref() {
@@ -580,7 +580,7 @@ fn catalog(a: CatalogArgs) -> anyhow::Result<()> {
 
 fn bom(a: BomArgs) -> anyhow::Result<()> {
     let BomArgs { study, bw, json } = a;
-    let study = Study::load(&study)?;
+    let study = load_study(&study)?;
     let bw = study.allocation(bw.as_deref())?;
     procure::run_bom(&study, &bw, json)
 }
@@ -590,7 +590,7 @@ fn run_studies(a: RunArgs) -> anyhow::Result<()> {
     // Every study is read and checked before any work starts.
     let mut loaded = Vec::new();
     for path in studies {
-        let mut study = Study::load(&path)?;
+        let mut study = load_study(&path)?;
         ev.apply(&mut study)?;
         loaded.push(study);
     }
@@ -625,7 +625,7 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         shard,
         out,
     } = a;
-    let study = Study::load(&study)?;
+    let study = load_study(&study)?;
     let shard = Shard::parse(&shard).map_err(|m| InputError::arg("--shard", m.to_string()))?;
     let sweeps = study.sweeps_named(name.as_deref())?;
     let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
@@ -666,7 +666,7 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
         recipe,
         replay,
     } = a;
-    let mut study = Study::load(&study)?;
+    let mut study = load_study_for_coopt(&study)?;
     let Some(model) = &study.model else {
         return Err(InputError::arg("coopt", format!("study `{}` has no [model] to parallelize", study.name)).into());
     };
@@ -739,6 +739,11 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
+    // With several accelerator types the choice is the answer: first.
+    if let Some(a) = &acc {
+        print!("{}", report::text::accelerators(a));
+        println!();
+    }
     print!("{}", report::text::coopt(&study, &r, secs, top));
     match (&replayed, replay) {
         (Some(Ok(m)), _) => {
@@ -747,10 +752,6 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
         }
         (None, true) => println!("\nno solved strategy to replay"),
         _ => {}
-    }
-    if let Some(a) = &acc {
-        println!();
-        print!("{}", report::text::accelerators(a));
     }
     if let Some(a) = &archs {
         println!();
@@ -761,7 +762,7 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
 
 fn export_astra_sim(a: ExportAstraSimArgs) -> anyhow::Result<()> {
     let ExportAstraSimArgs { study, bw, out } = a;
-    let study = Study::load(&study)?;
+    let study = load_study(&study)?;
     let bw = study.allocation(bw.as_deref())?;
     let files = convert::export_astra_sim(&study, &bw, &out).map_err(lift)?;
     println!("{} files written to {}", files.len(), out.display());
@@ -825,11 +826,22 @@ fn import_libra(a: ImportLibraArgs) -> anyhow::Result<()> {
 }
 
 /// A progress bar on stderr that appears only once the work has lasted a
-/// second (quick runs print nothing).
+/// second (quick runs print nothing). Where stderr is no terminal (a Slurm
+/// log, CI), a step that lasts over 5 s logs one line instead, at most
+/// every 10 s: the step, done/total and the time elapsed.
 pub(crate) struct Progress {
     bar: ProgressBar,
     start: Instant,
+    what: String,
+    /// Seconds since `start` of the last logged line (no terminal only).
+    logged: std::sync::Mutex<Option<f64>>,
+    terminal: bool,
 }
+
+/// With no terminal: the first line after this long, s.
+const LOG_AFTER_S: f64 = 5.0;
+/// With no terminal: at most one line per this long, s.
+const LOG_EVERY_S: f64 = 10.0;
 
 impl Progress {
     pub(crate) fn new(len: usize, what: &str) -> Progress {
@@ -863,10 +875,26 @@ impl Progress {
         Progress {
             bar,
             start: Instant::now(),
+            what: what.to_string(),
+            logged: std::sync::Mutex::new(None),
+            terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         }
     }
 
     pub(crate) fn set(&self, done: usize) {
+        if !self.terminal {
+            self.bar.set_position(done as u64);
+            let t = self.start.elapsed().as_secs_f64();
+            if let Ok(mut last) = self.logged.lock()
+                && t > LOG_AFTER_S
+                && last.is_none_or(|l| t - l >= LOG_EVERY_S)
+            {
+                *last = Some(t);
+                let total = self.bar.length().unwrap_or(0);
+                eprintln!("{}: {done}/{total}, {t:.0} s elapsed", self.what);
+            }
+            return;
+        }
         if self.bar.is_hidden() && self.start.elapsed() > Duration::from_secs(1) {
             self.bar.set_draw_target(ProgressDrawTarget::stderr());
         }
@@ -940,4 +968,22 @@ pub(crate) fn lift(e: RunError) -> anyhow::Error {
         RunError::Coopt(c @ coopt::CooptError::TooMany { .. }) => InputError::arg("[coopt]", c.to_string()).into(),
         other => other.into(),
     }
+}
+
+/// Loads a study for a command that needs its own workload, and prints
+/// its warnings (each located) on stderr.
+fn load_study(path: &Path) -> Result<Study, InputError> {
+    let study = load_study_for_coopt(path)?;
+    study.require_workload()?;
+    Ok(study)
+}
+
+/// Loads a study for `coopt`, which searches the strategies itself (the
+/// study's own may be missing or not fit), and prints its warnings.
+fn load_study_for_coopt(path: &Path) -> Result<Study, InputError> {
+    let study = Study::load(path)?;
+    for w in &study.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(study)
 }

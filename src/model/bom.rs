@@ -21,13 +21,20 @@
 //!   Of the catalog's switches with the port's kind and speed, the cheapest
 //!   design is taken; bought k s.
 //!
-//! Cables: the cheapest cable of the port's speed that reaches the
-//! dimension's `reach_m` (leaf-spine links: `spine_reach_m`); on-package
-//! ports use package traces only. Capex and power are the sums of the items;
+//! Cables: the cheapest cable of the port's speed, sold for its kind, that
+//! reaches the dimension's `reach_m` (leaf-spine links: `spine_reach_m`);
+//! on-package ports use package traces only.
+//!
+//! A dimension bought with a server (`DimSpec::server`: an HGX baseboard's
+//! NVLink, say) buys no ports, switches or cables: its bandwidth is the
+//! server's scale-up bandwidth per GPU, fixed, and the servers (N / gpus
+//! per server of them) are listed beside the network, outside its capex and
+//! power. A dimension restricted to a technology (`DimSpec::tech`) buys
+//! only ports of that catalog kind. Capex and power are the sums of the items;
 //! more bandwidth never buys fewer parts (every count is non-decreasing in
 //! k and k in B).
 
-use crate::model::catalog::{Cable, Catalog, Port, Switch};
+use crate::model::catalog::{Cable, Catalog, Port, Server, Switch};
 use crate::model::cost::Tier;
 use crate::model::fabric::{Block, Fabric};
 use crate::model::topology::per_link_gbps;
@@ -45,6 +52,11 @@ pub struct DimSpec {
     pub spine_reach_m: f64,
     /// Ports per NPU at most (default 64).
     pub max_ports: u32,
+    /// The catalog kind its ports must be (`tech`; `None`: any).
+    pub tech: Option<String>,
+    /// The server whose scale-up fabric this dimension is (`None`: bought
+    /// from the network's parts).
+    pub server: Option<Server>,
 }
 
 /// The most NPUs a scale-up domain (NVLink-class ports and switches)
@@ -76,6 +88,8 @@ impl DimSpec {
             },
             spine_reach_m: 50.0,
             max_ports: 64,
+            tech: None,
+            server: None,
         }
     }
 
@@ -101,6 +115,8 @@ impl DimSpec {
             reach_m: 30.0,
             spine_reach_m: 50.0,
             max_ports: 64,
+            tech: None,
+            server: None,
         }
     }
 }
@@ -170,8 +186,12 @@ impl Item {
 pub struct DimBom {
     /// Dimension name.
     pub dimension: String,
-    /// Port class (`none` when nothing is bought).
+    /// Port class (`none` when nothing is bought; the server's name when
+    /// the dimension comes with the servers).
     pub port: String,
+    /// The port's catalog kind, its technology (`server` when the
+    /// dimension comes with the servers, `none` when nothing is bought).
+    pub kind: String,
     /// Ports per NPU.
     pub ports_per_npu: u32,
     /// The bandwidth asked for, GB/s per NPU.
@@ -211,6 +231,38 @@ impl std::fmt::Display for SwitchPlan {
     }
 }
 
+/// Servers a fabric's scale-up dimension comes with: listed beside the
+/// network, outside its capex and power.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerLine {
+    /// The dimension they provide.
+    pub dimension: String,
+    /// Catalog server.
+    pub server: String,
+    /// Its scale-up link.
+    pub link: String,
+    /// How many (NPUs / GPUs per server).
+    pub quantity: u64,
+    /// Scale-up bandwidth per GPU per direction, GB/s.
+    pub gbps: f64,
+    /// Unit price, $ (`None`: not published; a quote is needed).
+    pub unit_price_usd: Option<f64>,
+    /// Unit power at most, W.
+    pub unit_power_w: f64,
+}
+
+impl ServerLine {
+    /// quantity x unit price, where priced.
+    pub fn capex_usd(&self) -> Option<f64> {
+        self.unit_price_usd.map(|u| self.quantity as f64 * u)
+    }
+
+    /// quantity x unit power.
+    pub fn power_w(&self) -> f64 {
+        self.quantity as f64 * self.unit_power_w
+    }
+}
+
 /// A whole bill of materials.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Bom {
@@ -230,6 +282,8 @@ pub struct Bom {
     pub cost_per_npu_usd: f64,
     /// Bandwidth bought per dimension, GB/s per NPU.
     pub bought_gbps: Vec<f64>,
+    /// The servers scale-up dimensions come with (outside capex and power).
+    pub servers: Vec<ServerLine>,
 }
 
 /// Why an allocation cannot be bought.
@@ -268,6 +322,7 @@ fn cable_for<'a>(catalog: &'a Catalog, port: &Port, reach: f64) -> Option<&'a Ca
         .cables
         .iter()
         .filter(|c| c.gbits.total_cmp(&port.gbits).is_eq() && c.reach_m >= reach)
+        .filter(|c| c.kinds.is_empty() || c.kinds.contains(&port.kind))
         .filter(|c| (c.medium == "trace") == (port.kind == "on-package"))
         .min_by(|a, b| a.usd.total_cmp(&b.usd).then(a.watts.total_cmp(&b.watts)))
 }
@@ -420,6 +475,7 @@ pub fn dim_bom(
     Ok(DimBom {
         dimension: dim.name.clone(),
         port: if k > 0 { port.name.clone() } else { "none".into() },
+        kind: if k > 0 { port.kind.clone() } else { "none".into() },
         ports_per_npu: per_npu,
         asked_gbps: asked,
         bought_gbps: bought,
@@ -438,13 +494,61 @@ fn allowed_ports<'a>(fabric: &Fabric, spec: &'a Procurement, d: usize) -> Vec<&'
         .iter()
         .filter(|p| p.blocks.contains(&dim.block))
         .filter(|p| spec.dims[d].ports.is_empty() || spec.dims[d].ports.contains(&p.name))
+        .filter(|p| spec.dims[d].tech.as_ref().is_none_or(|t| *t == p.kind))
         .collect()
+}
+
+/// Dimension `d` as its server ships it: nothing bought from the network,
+/// the server's bandwidth (`asked` must not exceed it).
+fn server_dim(fabric: &Fabric, d: usize, server: &Server, asked: f64) -> Result<(DimBom, ServerLine), BomError> {
+    let dim = &fabric.dims[d];
+    if asked > server.gbps() * (1.0 + 1e-9) {
+        return Err(BomError {
+            dimension: dim.name.clone(),
+            message: format!(
+                "{} GB/s per NPU asked, but `{}` ships {} GB/s per GPU ({} Gb/s) and nothing more can be bought",
+                asked,
+                server.name,
+                server.gbps(),
+                server.scale_up_gbits
+            ),
+        });
+    }
+    let line = ServerLine {
+        dimension: dim.name.clone(),
+        server: server.name.clone(),
+        link: server.link.clone(),
+        quantity: fabric.npus() / u64::from(server.gpus),
+        gbps: server.gbps(),
+        unit_price_usd: server.usd,
+        unit_power_w: server.watts,
+    };
+    let b = DimBom {
+        dimension: dim.name.clone(),
+        port: server.name.clone(),
+        kind: "server".into(),
+        ports_per_npu: 0,
+        asked_gbps: asked,
+        bought_gbps: server.gbps(),
+        switch: None,
+        items: Vec::new(),
+        capex_usd: 0.0,
+        power_w: 0.0,
+    };
+    Ok((b, line))
 }
 
 /// The cheapest way to buy at least `bw[d]` on every dimension.
 pub fn bom(fabric: &Fabric, spec: &Procurement, bw: &[f64]) -> Result<Bom, BomError> {
     let mut dims = Vec::new();
+    let mut servers = Vec::new();
     for (d, dim) in fabric.dims.iter().enumerate() {
+        if let Some(server) = &spec.dims[d].server {
+            let (b, line) = server_dim(fabric, d, server, bw[d])?;
+            dims.push(b);
+            servers.push(line);
+            continue;
+        }
         let ports = allowed_ports(fabric, spec, d);
         let err = |m: String| BomError {
             dimension: dim.name.clone(),
@@ -484,11 +588,16 @@ pub fn bom(fabric: &Fabric, spec: &Procurement, bw: &[f64]) -> Result<Bom, BomEr
         }
         dims.push(best.ok_or_else(|| last_err.unwrap_or_else(|| err("nothing in the catalog buys it".into())))?);
     }
+    Ok(assemble(fabric, spec, dims, servers))
+}
+
+/// The bill of materials of `dims` (each dimension bought) and the servers.
+fn assemble(fabric: &Fabric, spec: &Procurement, dims: Vec<DimBom>, servers: Vec<ServerLine>) -> Bom {
     let items: Vec<Item> = dims.iter().flat_map(|d| d.items.clone()).collect();
     let capex_usd: f64 = items.iter().map(Item::capex_usd).sum();
     let power_w = items.iter().map(Item::power_w).sum();
     let npus = fabric.npus();
-    Ok(Bom {
+    Bom {
         catalog: format!("{} ({})", spec.catalog.name, spec.catalog.date),
         bought_gbps: dims.iter().map(|d| d.bought_gbps).collect(),
         dims,
@@ -497,7 +606,39 @@ pub fn bom(fabric: &Fabric, spec: &Procurement, bw: &[f64]) -> Result<Bom, BomEr
         power_w,
         npus,
         cost_per_npu_usd: capex_usd / npus as f64,
-    })
+        servers,
+    }
+}
+
+/// The bill of materials of exactly the designs `choice` names, one per
+/// dimension (the catalog MILP's choice: [`options`]' port and ports per
+/// link), not the cheapest way to buy their bandwidth again: where two
+/// designs sell the same bandwidth (one cheaper, one drawing less), the
+/// bill is the one the optimizer chose, so its capex and power are the
+/// optimizer's.
+pub fn bom_of(fabric: &Fabric, spec: &Procurement, choice: &[DimOption]) -> Result<Bom, BomError> {
+    let mut dims = Vec::new();
+    let mut servers = Vec::new();
+    for (d, o) in choice.iter().enumerate() {
+        let dim = &fabric.dims[d];
+        if let Some(server) = &spec.dims[d].server {
+            let (b, line) = server_dim(fabric, d, server, o.gbps)?;
+            dims.push(b);
+            servers.push(line);
+            continue;
+        }
+        let port = if o.k == 0 {
+            allowed_ports(fabric, spec, d).first().copied()
+        } else {
+            spec.catalog.port(&o.port)
+        };
+        let port = port.ok_or_else(|| BomError {
+            dimension: dim.name.clone(),
+            message: format!("`{}` is not a port of the catalog that builds it", o.port),
+        })?;
+        dims.push(dim_bom(fabric, spec, d, port, o.k, o.gbps)?);
+    }
+    Ok(assemble(fabric, spec, dims, servers))
 }
 
 /// One purchasable design of one dimension.
@@ -521,6 +662,17 @@ pub struct DimOption {
 /// power dropped; with `zero`, buying nothing too.
 pub fn options(fabric: &Fabric, spec: &Procurement, d: usize, zero: bool) -> Vec<DimOption> {
     let dim = &fabric.dims[d];
+    // A server's dimension has one design, the server's own, at no network
+    // cost: it is not bought from the network (and cannot be left out).
+    if let Some(server) = &spec.dims[d].server {
+        return vec![DimOption {
+            port: server.name.clone(),
+            k: 1,
+            gbps: server.gbps(),
+            capex_usd: 0.0,
+            power_w: 0.0,
+        }];
+    }
     let mut out = Vec::new();
     if zero {
         out.push(DimOption {

@@ -7,8 +7,14 @@
 //! which building blocks it can form (on-package die-to-die links make
 //! rings and fully-connected groups, NICs need a switch). A *switch* has
 //! `ports` ports of `gbits` of one `kind`. A *cable* is one link with both
-//! ends, `gbits` at most `reach_m` metres. Validation keeps the line of
-//! every value it checks, so a bad catalog is named to the line.
+//! ends, `gbits` at most `reach_m` metres, for the port kinds its `kinds`
+//! lists (every kind when it lists none). A *server* is what the GPUs come
+//! in: `gpus` per server and the scale-up fabric it ships with (NVLink on
+//! an HGX baseboard, Infinity Fabric on an MI300X platform), fixed at
+//! `scale_up_gbits` per GPU per direction over a domain of `domain` GPUs;
+//! a dimension bought with a server takes that bandwidth and buys no ports,
+//! switches or cables. Validation keeps the line of every value it checks,
+//! so a bad catalog is named to the line.
 
 use crate::error::{InputError, line_of_offset, one_of};
 use crate::model::fabric::Block;
@@ -21,6 +27,52 @@ const DEFAULT: &str = include_str!("../../catalog/default.toml");
 
 /// Port and switch kinds.
 pub const KINDS: [&str; 5] = ["on-package", "scale-up", "pcie", "ethernet", "infiniband"];
+
+/// Technologies a study may restrict a dimension to
+/// (`[procurement.dims.NAME] tech`), each the catalog kind of its parts;
+/// a kind's own name is accepted too.
+pub const TECHS: [(&str, &str); 5] = [
+    ("infiniband", "infiniband"),
+    ("ethernet", "ethernet"),
+    ("nvlink", "scale-up"),
+    ("ucie", "on-package"),
+    ("pcie", "pcie"),
+];
+
+/// The catalog kind of technology `tech` (a name of [`TECHS`] or a kind of
+/// [`KINDS`]), if it is one.
+pub fn tech_kind(tech: &str) -> Option<&'static str> {
+    TECHS
+        .iter()
+        .find(|(t, _)| *t == tech)
+        .map(|(_, k)| *k)
+        .or_else(|| KINDS.iter().find(|k| **k == tech).copied())
+}
+
+/// How a report names the technology of a catalog kind.
+pub fn kind_label(kind: &str) -> &'static str {
+    match kind {
+        "infiniband" => "InfiniBand",
+        "ethernet" => "Ethernet",
+        "scale-up" => "NVLink-class scale-up",
+        "on-package" => "on-package die-to-die",
+        "pcie" => "PCIe",
+        _ => "other",
+    }
+}
+
+/// The largest figure a catalog may give for the field `field` names
+/// (by its last segment): a unit price of $100M, 10 MW, 1 Pb/s, 100 km,
+/// 1 s of latency. Anything larger is a typo, and would print as `inf`.
+fn limit(field: &str) -> f64 {
+    match field.rsplit('.').next().unwrap_or("") {
+        "usd" => 1e8,
+        "watts" => 1e7,
+        "gbits" | "scale_up_gbits" => 1e6,
+        "reach_m" => 1e5,
+        _ => 1e9,
+    }
+}
 
 /// Cable media.
 pub const MEDIA: [&str; 4] = ["trace", "copper", "active", "optical"];
@@ -89,10 +141,45 @@ pub struct Cable {
     pub usd: f64,
     /// Power per link, W.
     pub watts: f64,
+    /// Port kinds it serves (empty: every kind).
+    pub kinds: Vec<String>,
     /// Where the figures come from.
     pub source: String,
     /// When.
     pub date: String,
+}
+
+/// A server (or rack) the GPUs are bought in, with the scale-up fabric it
+/// ships with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Server {
+    /// Name.
+    pub name: String,
+    /// GPUs per server.
+    pub gpus: u32,
+    /// GPUs one scale-up domain joins (the server's own, or a rack's).
+    pub domain: u32,
+    /// The scale-up link, as its maker names it (`NVLink 4`).
+    pub link: String,
+    /// Scale-up bandwidth per GPU per direction, Gb/s.
+    pub scale_up_gbits: f64,
+    /// Scale-up latency, ns.
+    pub latency_ns: f64,
+    /// Unit price, $ (where published).
+    pub usd: Option<f64>,
+    /// Power of one server at its maximum, W.
+    pub watts: f64,
+    /// Where the figures come from.
+    pub source: String,
+    /// When.
+    pub date: String,
+}
+
+impl Server {
+    /// Scale-up bandwidth per GPU per direction, GB/s.
+    pub fn gbps(&self) -> f64 {
+        crate::model::units::gbits_to_gbytes(self.scale_up_gbits)
+    }
 }
 
 /// A validated catalog.
@@ -110,6 +197,8 @@ pub struct Catalog {
     pub switches: Vec<Switch>,
     /// Cables.
     pub cables: Vec<Cable>,
+    /// Servers.
+    pub servers: Vec<Server>,
 }
 
 #[derive(Deserialize)]
@@ -122,6 +211,8 @@ struct RawCatalog {
     switch: Vec<Spanned<RawSwitch>>,
     #[serde(default)]
     cable: Vec<Spanned<RawCable>>,
+    #[serde(default)]
+    server: Vec<Spanned<RawServer>>,
 }
 
 #[derive(Deserialize)]
@@ -168,6 +259,23 @@ struct RawCable {
     reach_m: Spanned<f64>,
     usd: Spanned<f64>,
     watts: Spanned<f64>,
+    #[serde(default)]
+    kinds: Vec<Spanned<String>>,
+    source: Spanned<String>,
+    date: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    name: String,
+    gpus: Spanned<i64>,
+    domain: Option<Spanned<i64>>,
+    link: String,
+    scale_up_gbits: Spanned<f64>,
+    latency_ns: Spanned<f64>,
+    usd: Option<Spanned<f64>>,
+    watts: Spanned<f64>,
     source: Spanned<String>,
     date: String,
 }
@@ -196,14 +304,15 @@ impl Catalog {
         };
         let positive = |v: &Spanned<f64>, field: String, zero_ok: bool| -> Result<f64, InputError> {
             let x = *v.get_ref();
-            if x.is_finite() && (x > 0.0 || (zero_ok && x == 0.0)) {
+            let max = limit(&field);
+            if x.is_finite() && (x > 0.0 || (zero_ok && x == 0.0)) && x <= max {
                 Ok(x)
             } else {
                 Err(at(
                     v.span(),
                     field,
                     format!(
-                        "{x} is not allowed: use a number {}",
+                        "{x} is not allowed: use a number {} and at most {max:e}",
                         if zero_ok { ">= 0" } else { "> 0" }
                     ),
                 ))
@@ -301,8 +410,51 @@ impl Catalog {
                 reach_m: positive(&c.reach_m, f("reach_m"), false)?,
                 usd: positive(&c.usd, f("usd"), true)?,
                 watts: positive(&c.watts, f("watts"), true)?,
+                kinds: c.kinds.iter().map(|k| kind(k, f("kinds"))).collect::<Result<_, _>>()?,
                 source: cited(&c.source, f("source"))?,
                 date: c.date.clone(),
+            });
+        }
+        let mut servers = Vec::new();
+        for (i, ss) in raw.server.iter().enumerate() {
+            let s = ss.get_ref();
+            let f = |x: &str| format!("server[{i}].{x}");
+            unique(&s.name, ss.span(), f("name"))?;
+            let count = |v: &Spanned<i64>, field: String| -> Result<u32, InputError> {
+                let x = *v.get_ref();
+                if (1..=100_000).contains(&x) {
+                    Ok(x as u32)
+                } else {
+                    Err(at(v.span(), field, format!("{x} is not allowed: use 1 to 100000 GPUs")))
+                }
+            };
+            let gpus = count(&s.gpus, f("gpus"))?;
+            let domain = match &s.domain {
+                None => gpus,
+                Some(d) => count(d, f("domain"))?,
+            };
+            if domain % gpus != 0 {
+                return Err(at(
+                    ss.span(),
+                    f("domain"),
+                    format!("a domain of {domain} GPUs is not whole servers of {gpus}"),
+                ));
+            }
+            let gbits = positive(&s.scale_up_gbits, f("scale_up_gbits"), false)?;
+            servers.push(Server {
+                name: s.name.clone(),
+                gpus,
+                domain,
+                link: s.link.clone(),
+                scale_up_gbits: gbits,
+                latency_ns: positive(&s.latency_ns, f("latency_ns"), true)?,
+                usd: match &s.usd {
+                    None => None,
+                    Some(u) => Some(positive(u, f("usd"), true)?),
+                },
+                watts: positive(&s.watts, f("watts"), true)?,
+                source: cited(&s.source, f("source"))?,
+                date: s.date.clone(),
             });
         }
         Ok(Catalog {
@@ -312,12 +464,18 @@ impl Catalog {
             ports,
             switches,
             cables,
+            servers,
         })
     }
 
     /// The port class called `name`.
     pub fn port(&self, name: &str) -> Option<&Port> {
         self.ports.iter().find(|p| p.name == name)
+    }
+
+    /// The server called `name`.
+    pub fn server(&self, name: &str) -> Option<&Server> {
+        self.servers.iter().find(|s| s.name == name)
     }
 }
 
@@ -351,7 +509,8 @@ mod tests {
 
     #[test]
     fn bad_catalog_values_name_the_line() {
-        let text = DEFAULT.replacen("gbits = 400\nusd = 1580.0", "gbits = -400\nusd = 1580.0", 1);
+        let text = DEFAULT.replacen("gbits = 400\nusd = 2188.0", "gbits = -400\nusd = 2188.0", 1);
+        assert_ne!(text, DEFAULT);
         let e = Catalog::parse(&text, Path::new("c.toml")).unwrap_err();
         assert!(e.to_string().contains("gbits"), "{e}");
         assert!(e.line.is_some());

@@ -123,7 +123,7 @@ pub enum UnitError {
     #[error("`{}` is above the largest size taken, 1 PiB (2^50 bytes)", echo(.0))]
     SizeTooLarge(String),
     /// Not a bandwidth (`parse_gbps`).
-    #[error("`{}` is not a bandwidth: give GB/s, e.g. 50, 100GB/s or 50GiB/s", echo(.0))]
+    #[error("`{}` is not a bandwidth: give GB/s, e.g. 50, 100GB/s, 50GiB/s, or bits, 400Gb/s", echo(.0))]
     Bandwidth(String),
     /// A bandwidth outside [`GBPS_RANGE`].
     #[error("`{}` is outside the bandwidths taken, 0.001 to 1000000 GB/s (1 MB/s to 1 PB/s)", echo(.0))]
@@ -232,7 +232,8 @@ pub fn parse_bytes(text: &str) -> Result<f64, UnitError> {
 }
 
 /// A bandwidth in GB/s (1 GB = 1e9 B): a plain number (GB/s) or one with a
-/// unit, `GB/s`, `GiB/s`, `MB/s`, `TB/s`, `Gbps` or `Gb/s` (bits).
+/// unit, `GB/s`, `GiB/s`, `MB/s`, `TB/s`, or bits: `Gbps`, `Gb/s`,
+/// `Gbit/s`, `Tb/s`.
 pub fn parse_gbps(text: &str) -> Result<f64, UnitError> {
     let bad = || UnitError::Bandwidth(text.to_string());
     let (n, unit) = split_number(text).ok_or_else(bad)?;
@@ -241,7 +242,8 @@ pub fn parse_gbps(text: &str) -> Result<f64, UnitError> {
         "GiB/s" => BYTES_PER_GIB / BYTES_PER_GB,
         "MB/s" => 1e-3,
         "TB/s" => 1e3,
-        "Gbps" | "Gb/s" => 1.0 / 8.0,
+        "Gbps" | "Gb/s" | "Gbit/s" => 1.0 / 8.0,
+        "Tbps" | "Tb/s" | "Tbit/s" => 1e3 / 8.0,
         _ => return Err(bad()),
     };
     let v = n * scale;
@@ -348,7 +350,7 @@ mod tests {
         );
         assert_eq!(
             parse_gbps("fast").unwrap_err().to_string(),
-            "`fast` is not a bandwidth: give GB/s, e.g. 50, 100GB/s or 50GiB/s"
+            "`fast` is not a bandwidth: give GB/s, e.g. 50, 100GB/s, 50GiB/s, or bits, 400Gb/s"
         );
         // Out of range, with the range: 0 GB/s; 2 PB/s; 2^50 + 1 bytes
         // (1 PiB is 1024^5 = 1125899906842624); 10^15 ns + 1.

@@ -223,6 +223,10 @@ pub struct Coopt {
     pub best_on_equal_split_ms: Option<f64>,
     /// The study's own strategy at its optimal allocation, ms.
     pub default_optimized_ms: Option<f64>,
+    /// Why the study's own strategy has no time beside the optimum (it
+    /// names none, or it does not fit: the reason), if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own_invalid: Option<String>,
     /// How every strategy's design was priced and bounded.
     pub priced_by: Pricing,
     /// The recipes searched.
@@ -371,7 +375,7 @@ fn problem(
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CooptError {
     /// The study does not describe a model to parallelize.
-    #[error("coopt needs a study with [model], [npu] and [parallelism]")]
+    #[error("coopt needs a study with [model] and [npu]")]
     NoModel,
     /// More candidates than a search may hold.
     #[error(
@@ -397,13 +401,13 @@ pub const MAX_CANDIDATES: usize = 1 << 22;
 /// Co-optimizes the study's model parallelization with its fabric over the
 /// study's recipe space (`[coopt]`, else its own recipe).
 pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Coopt, CooptError> {
-    let (Some(model), Some(base)) = (&study.model, &study.parallelism) else {
+    let (Some(model), Some(base)) = (&study.model, study.search_base()) else {
         return Err(CooptError::NoModel);
     };
     let space = study
         .recipe_space
         .clone()
-        .unwrap_or_else(|| RecipeSpace::only(model, base));
+        .unwrap_or_else(|| RecipeSpace::only(model, &base));
     coopt_in(study, &space, progress)
 }
 
@@ -484,9 +488,10 @@ pub fn coopt_on(
     npus: &[Npu],
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Coopt, CooptError> {
-    let (Some(model), Some(base), Some(own_npu)) = (&study.model, &study.parallelism, npus.first()) else {
+    let (Some(model), Some(base), Some(own_npu)) = (&study.model, study.search_base(), npus.first()) else {
         return Err(CooptError::NoModel);
     };
+    let base = &base;
     let fabric = &study.fabric;
     let models: Vec<ModelSpec> = space
         .micro_batch
@@ -867,8 +872,10 @@ pub fn coopt_on(
     let base_mapping = base
         .groups(fabric)
         .map(|g| [g[0].to_libra(), g[1].to_libra(), g[2].to_libra()]);
+    // A study that names no strategy has no own row.
     let own = cands.iter().position(|c| {
-        c.npu == 0
+        study.parallelism.is_some()
+            && c.npu == 0
             && unordered(&c.s) == unordered(base)
             && c.mapping == base_mapping
             && models[c.model].micro_batch == model.micro_batch
@@ -928,8 +935,17 @@ pub fn coopt_on(
         })
         .collect();
     let best_on_equal_split_ms = rows.iter().filter_map(Row::equal_ms).min_by(f64::total_cmp);
+    // Why the study's own strategy is not in the comparison, if it is not:
+    // it names none, or it is invalid (its row's reason).
+    let own_invalid = match (&study.parallelism, own.map(|at| &rows[at].verdict)) {
+        (None, _) => Some("the study names no strategy ([parallelism])".to_string()),
+        (Some(_), Some(Verdict::Rejected { reason })) => Some(reason.clone()),
+        (Some(_), None) => study.workload_missing.clone(),
+        _ => None,
+    };
     let default_optimized_ms = match own.and_then(|at| rows[at].time_ms()) {
         Some(t) => Some(t),
+        None if study.parallelism.is_none() => None,
         None => transformer::generate(model, own_npu, base, fabric)
             .ok()
             .and_then(|g| problem(study, fabric, &g.workload, &cms[0]).ok())
@@ -956,6 +972,7 @@ pub fn coopt_on(
         equal_split_gbps: equal_bw,
         best_on_equal_split_ms,
         default_optimized_ms,
+        own_invalid,
         priced_by,
         recipe_space: space.clone(),
         optimum,
@@ -1286,10 +1303,11 @@ pub fn coopt_archs(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<ArchSearch, CooptError> {
     let (Some(space), Some(model), Some(base), Some(own)) =
-        (&study.arch_space, &study.model, &study.parallelism, &study.npu)
+        (&study.arch_space, &study.model, study.search_base(), &study.npu)
     else {
         return Err(CooptError::NoModel);
     };
+    let base = &base;
     let tech = arch::N7;
     let all = space.all();
     let within: Vec<Arch> = all.iter().copied().filter(|a| space.within(a, &tech)).collect();

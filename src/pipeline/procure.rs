@@ -127,7 +127,9 @@ pub fn compare(
     budget_w: Option<f64>,
 ) -> Result<(Comparison, Bom), ProcureError> {
     let c = catalog::compare(problem, options(study), budget_usd, budget_w, goal)?;
-    let b = bom::bom(&study.fabric, &study.procurement(), &c.catalog.bw_gbps)?;
+    // The bill of the designs the MILP chose (the cheapest way to buy the
+    // same bandwidths may draw more power than a min-power answer chose).
+    let b = bom::bom_of(&study.fabric, &study.procurement(), &c.catalog.choice)?;
     Ok((c, b))
 }
 

@@ -233,6 +233,7 @@ pub fn sweep(
 
 /// Runs everything `study` declares; a sweep's CSV goes into `dir`.
 pub fn run_study(study: &Study, dir: &Path, progress: Progress) -> Result<StudyResults, RunError> {
+    study.require_workload()?;
     let stamp = study.stamp();
     let problem = study.problem()?;
     let schedule = study.evaluator.evaluator == Evaluator::Schedule;

@@ -246,6 +246,20 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
     let Some((fabric, workload)) = reshape(study, spec, item) else {
         return blank("unplaceable");
     };
+    // A dimension that comes with the servers keeps them only on shapes
+    // whose span there is still the servers' scale-up domain, on the same
+    // block: elsewhere no catalog server ships it.
+    if let Some(p) = &study.procurement {
+        let mut span = 1u64;
+        for (d, dim) in fabric.dims.iter().enumerate() {
+            span = span.saturating_mul(u64::from(dim.npus));
+            if let Some(s) = p.dims.get(d).and_then(|x| x.server.as_ref())
+                && (span != u64::from(s.domain) || dim.block != study.fabric.dims[d].block)
+            {
+                return blank("no-server");
+            }
+        }
+    }
     let model = CollectiveModel {
         time_model: study.collective.time_model,
         group_bandwidth: study.collective.group_bandwidth,

@@ -591,6 +591,8 @@ pub fn rechoose(p: &Published, npu: &Npu) -> Result<Vec<Rechosen>, RunRefused> {
             evaluator_line: None,
             procurement: None,
             derived_tiers: Vec::new(),
+            warnings: Vec::new(),
+            workload_missing: None,
         };
         let found = super::coopt::coopt(&study, &|_, _| {}).map_err(|e| refused(e.to_string()))?;
         out.push(Rechosen {

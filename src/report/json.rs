@@ -38,6 +38,17 @@ pub fn bom(study: &Study, asked: &[f64], b: &Bom) -> Value {
             "unit_price_usd": i.unit_price_usd,
             "unit_power_w": i.unit_power_w,
         })).collect::<Vec<_>>(),
+        "servers": b.servers.iter().map(|s| json!({
+            "dimension": s.dimension,
+            "server": s.server,
+            "link": s.link,
+            "quantity": s.quantity,
+            "scale_up_gbps": s.gbps,
+            "unit_price_usd": s.unit_price_usd,
+            "unit_power_w": s.unit_power_w,
+            "capex_usd": s.capex_usd(),
+            "power_w": s.power_w(),
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -289,6 +300,10 @@ pub fn arch_search(a: &crate::pipeline::coopt::ArchSearch, top: usize) -> Value 
         "priced_by": c.priced_by,
         "recipe_space": c.recipe_space,
     });
+    let mut coopt = coopt;
+    if let (Some(why), Some(o)) = (&c.own_invalid, coopt.as_object_mut()) {
+        o.insert("own_invalid".into(), json!(why));
+    }
     json!({
         "coopt": coopt,
         "archs": a.archs,

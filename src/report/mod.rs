@@ -267,6 +267,24 @@ pub(crate) fn sig3(v: f64) -> String {
     }
 }
 
+/// A bandwidth in both units a buyer reads: `50 GB/s = 400 Gb/s`.
+pub(crate) fn gbps_both(gbps: f64) -> String {
+    format!("{} GB/s = {} Gb/s", sig3(gbps), sig3(gbps * 8.0))
+}
+
+/// A count with thousands separators: `18,432`.
+pub(crate) fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// GB/s values at three significant digits, comma-separated.
 pub(crate) fn sig3_list(v: &[f64]) -> String {
     v.iter().map(|b| sig3(*b)).collect::<Vec<_>>().join(", ")
@@ -985,6 +1003,21 @@ pub(crate) fn flag_text(f: &crate::pipeline::procure::Flag) -> String {
 #[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
     use super::*;
+
+    #[test]
+    fn slower_is_never_called_faster_and_units_print_both_ways() {
+        use super::study::faster;
+        // 700 ms against 703.5 ms: 703.5 / 700 = 1.005x faster.
+        assert_eq!(faster(703.5, 700.0), "1.005x faster than");
+        // The "0.995x faster": 700 / 703.5 = 0.995, slower by 1.005x.
+        assert_eq!(faster(700.0, 703.5), "1.005x slower than");
+        assert_eq!(faster(700.0, 700.1), "as fast as");
+        // 50 GB/s = 50 x 8 = 400 Gb/s.
+        assert_eq!(gbps_both(50.0), "50.0 GB/s = 400 Gb/s");
+        assert_eq!(thousands(18_432), "18,432");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000_000), "1,000,000");
+    }
 
     #[test]
     fn three_significant_digits() {

@@ -5,10 +5,11 @@
 //! Nothing here solves anything or reads back a file it wrote.
 
 use super::doc::{Block, Doc};
-use super::{Chart, ReportError, Series, sig3, sig3_list};
+use super::{Chart, ReportError, Series, gbps_both, sig3, sig3_list, thousands};
 use crate::error::Named;
 use crate::io::{Stamp, write_atomic};
-use crate::model::bom::Bom;
+use crate::model::bom::{Bom, DimBom, Procurement};
+use crate::model::catalog::kind_label;
 use crate::model::units::{ns_to_ms, usd_to_musd, w_to_kw};
 use crate::optimize::catalog::{Comparison, Goal};
 use crate::optimize::frontier::Axis;
@@ -142,8 +143,8 @@ fn asked(study: &Study, r: &StudyResults, doc: &mut Doc) {
             names.join(", ")
         ),
         format!(
-            "Workload: {} layers, {} collectives, {:.3} ms of compute per iteration; time model `{}`, loop `{}`.",
-            study.workload.layers.len(),
+            "Workload: {}, {} collectives, {:.3} ms of compute per iteration; time model `{}`, loop `{}`.",
+            workload_size(study),
             study.workload.comms().count(),
             ns_to_ms(study.workload.compute_ns()),
             study.collective.time_model.name(),
@@ -158,6 +159,25 @@ fn asked(study: &Study, r: &StudyResults, doc: &mut Doc) {
             }
         ),
     ]));
+    if !study.warnings.is_empty() {
+        doc.para("Warnings on the study (allowed, but check them):");
+        doc.push(Block::List(study.warnings.clone()));
+    }
+}
+
+/// How big the workload is, in the study's own terms: a generated model's
+/// transformer layers (the workload's records are its kernels' phases,
+/// not layers), else the workload file's layers.
+fn workload_size(study: &Study) -> String {
+    match &study.model {
+        Some(m) => format!(
+            "`{}`, {} transformer layers ({} records in the generated iteration)",
+            m.name,
+            m.layers,
+            study.workload.layers.len()
+        ),
+        None => format!("{} layers", study.workload.layers.len()),
+    }
 }
 
 /// What the continuous relaxation of a catalog answer certifies: a time
@@ -240,13 +260,15 @@ fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
                 ),
             };
             doc.para(format!(
-                "Buy **{} GB/s per NPU** ({}): ${}M capex, {} kW, {time}. {} Parts: `bom.json`, and the bill of materials below.",
+                "Buy **{} GB/s per NPU** ({}): ${}M network capex, {} kW, {time}. {} Parts: the list below, the decision's bill of materials further down, and `bom.json`.",
                 sig3_list(&b.bought_gbps),
                 names.join(", "),
                 sig3(usd_to_musd(b.capex_usd)),
                 sig3(w_to_kw(b.power_w)),
                 bound_sentence(a.goal, c),
             ));
+            doc.para("What to buy, per dimension:");
+            doc.push(Block::List(what_to_buy(study, &spec, b)));
         }
         None => doc.para(format!(
             "The catalog sells no design {within} for any of the study's objectives."
@@ -304,11 +326,115 @@ fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
             ));
         }
     }
+    if let Some((_, _, b)) = p.decided() {
+        let bare: Vec<String> = b
+            .dims
+            .iter()
+            .filter(|d| d.kind == "scale-up")
+            .map(|d| format!("`{}`", d.dimension))
+            .collect();
+        if !bare.is_empty() {
+            red.push(format!(
+                "The decision buys {} from NVLink-class scale-up parts with no server named: if these GPUs come in servers that ship their scale-up fabric (an HGX baseboard, say), name it with `[procurement.dims.NAME] server` so it is neither bought twice nor cabled.",
+                bare.join(", ")
+            ));
+        }
+    }
     if red.is_empty() {
         doc.para("Red flags: none. Every continuous optimum below can be bought within the budgets and caps.");
     } else {
         doc.para("Red flags (designs not to buy as they stand):");
         doc.push(Block::List(red));
+    }
+}
+
+/// One line per dimension of a bought design: the technology (declared by
+/// the study's `tech`, or the cheapest), ports per NPU and their model,
+/// switches (count, model, tiers), cables by type; or the servers a
+/// scale-up dimension comes with.
+pub(crate) fn what_to_buy(study: &Study, spec: &Procurement, b: &Bom) -> Vec<String> {
+    b.dims
+        .iter()
+        .enumerate()
+        .map(|(d, db)| {
+            let dim = &study.fabric.dims[d];
+            let head = format!("`{}` ({}({}))", db.dimension, dim.block.name(), dim.npus);
+            if let Some(s) = b.servers.iter().find(|s| s.dimension == db.dimension) {
+                let money = match s.capex_usd() {
+                    Some(c) => format!("${}M", sig3(usd_to_musd(c))),
+                    None => "price not in the catalog (a quote is needed)".into(),
+                };
+                return format!(
+                    "{head}: comes with {} `{}` servers, {}: {} per GPU per direction, fixed; servers {money}, {} kW at most, beside the network (not in its budget).",
+                    thousands(s.quantity),
+                    s.server,
+                    s.link,
+                    gbps_both(s.gbps),
+                    sig3(w_to_kw(s.power_w()))
+                );
+            }
+            dim_line(&head, spec.dims[d].tech.is_some(), db)
+        })
+        .collect()
+}
+
+/// A dimension bought from network parts, as one line.
+fn dim_line(head: &str, declared: bool, db: &DimBom) -> String {
+    if db.items.is_empty() {
+        return format!("{head}: nothing bought.");
+    }
+    let tech = format!(
+        "{} ({})",
+        kind_label(&db.kind),
+        if declared {
+            "as the study's `tech` asks"
+        } else {
+            "the cheapest: no `tech` set"
+        }
+    );
+    let mut parts = vec![format!(
+        "{} `{}` port{} per NPU ({} per NPU)",
+        db.ports_per_npu,
+        db.port,
+        if db.ports_per_npu == 1 { "" } else { "s" },
+        gbps_both(db.bought_gbps)
+    )];
+    if let Some(sw) = &db.switch {
+        parts.push(if sw.tiers == 1 {
+            format!("{} `{}` switches (one tier)", thousands(sw.leaves), sw.model)
+        } else {
+            format!(
+                "{} leaf + {} spine `{}` switches (two tiers)",
+                thousands(sw.leaves),
+                thousands(sw.spines),
+                sw.model
+            )
+        });
+    }
+    for i in db.items.iter().filter(|i| i.kind == "cable") {
+        parts.push(format!("{} `{}` {}", thousands(i.quantity), i.component, i.role));
+    }
+    format!(
+        "{head}: {tech}: {}; ${}M, {} kW.",
+        parts.join("; "),
+        sig3(usd_to_musd(db.capex_usd)),
+        sig3(w_to_kw(db.power_w))
+    )
+}
+
+/// How a time `t` compares with a `reference` time, as words that never
+/// call a slower design faster: `1.05x faster than`, `1.005x slower
+/// than`, `as fast as`.
+pub(crate) fn faster(reference: f64, t: f64) -> String {
+    let r = reference / t;
+    if !r.is_finite() {
+        "not comparable with".into()
+    } else if (r - 1.0).abs() < 5e-4 {
+        "as fast as".into()
+    } else if r > 1.0 {
+        format!("{r:.3}x faster than")
+    } else {
+        format!("{:.3}x slower than", 1.0 / r)
     }
 }
 
@@ -425,7 +551,12 @@ fn recommended(study: &Study, r: &StudyResults, doc: &mut Doc, out: &mut Out) ->
             "objective".into(),
             format!("GB/s per NPU ({})", names.join(", ")),
             "iteration (ms)".into(),
-            "cost ($M)".into(),
+            // Beside the catalog's prices, say which prices these are.
+            if study.procurement.is_some() {
+                "cost ($M, `[cost]` tiers)".into()
+            } else {
+                "cost ($M)".into()
+            },
             "power (kW)".into(),
             "vs equal split".into(),
             "gap".into(),
@@ -529,14 +660,20 @@ fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &
     let spec = study.procurement();
     doc.heading(2, "Bill of materials");
     doc.para(format!(
-        "Each recommended allocation bought from the catalog (`{} ({})`; every price and power figure cites its source there): ports per NPU rounded up, switches by radix (a leaf-spine where a group outgrows one switch), cables by reach. `bom.json` has every item.",
+        "The decision bought from the catalog (`{} ({})`; every price and power figure cites its source there): ports per NPU, switches by radix (a leaf-spine where a group outgrows one switch), cables by reach and technology. `bom.json` has every item.",
         spec.catalog.name, spec.catalog.date
     ));
     let mut bars: Vec<(String, Vec<f64>)> = Vec::new();
     // Components in the order the bills first use them.
     let mut used: Vec<String> = Vec::new();
-    let recommended_json = bought(study, p, doc, &mut bars, &mut used);
     parts(p, doc);
+    if let Some((_, _, b)) = p.decided() {
+        use_items(&mut used, b);
+    }
+    doc.para(
+        "For comparison only, each continuous optimum (linear $ per GB/s) rounded up to parts: these are not the decision, and the red flags above say which cannot be bought as they stand.",
+    );
+    let recommended_json = bought(study, p, doc, &mut bars, &mut used);
     let catalog_json = catalog_optimum(study, p, doc, &mut bars, &mut used);
     catalog_frontier(study, stamp, &p.frontier, doc, out)?;
     if !bars.is_empty() {
@@ -566,11 +703,17 @@ fn procurement(study: &Study, stamp: &Stamp, p: &Procured, doc: &mut Doc, out: &
     out.json("bom.json", &j)
 }
 
-/// Adds the components of `b` not yet in `used`, in order.
+/// Adds the components of `b` not yet in `used`, in order, then its
+/// servers.
 fn use_items(used: &mut Vec<String>, b: &Bom) {
-    for i in &b.items {
-        if !used.contains(&i.component) {
-            used.push(i.component.clone());
+    for name in b
+        .items
+        .iter()
+        .map(|i| &i.component)
+        .chain(b.servers.iter().map(|s| &s.server))
+    {
+        if !used.contains(name) {
+            used.push(name.clone());
         }
     }
 }
@@ -644,7 +787,7 @@ fn bought(
     }
     doc.push(Block::Table(
         header(&[
-            "objective",
+            "continuous optimum of",
             "GB/s per NPU asked",
             "bought",
             "capex ($M)",
@@ -657,49 +800,57 @@ fn bought(
     recommended_json
 }
 
-/// The parts of the first design the catalog can sell.
+/// The decision's parts, item by item: the total is the decision's capex;
+/// the servers its scale-up dimensions come with after it, outside it.
 fn parts(p: &Procured, doc: &mut Doc) {
-    let first = p
-        .bought
+    let Some((a, _, b)) = p.decided() else { return };
+    doc.heading(3, format!("Parts of the decision (`{}` bought)", a.objective));
+    let mut rows: Vec<Vec<String>> = b
+        .items
         .iter()
-        .find_map(|b| b.bom.as_ref().ok().map(|bom| (&b.objective, bom)));
-    if let Some((name, b)) = first {
-        doc.heading(3, format!("Parts of the `{name}` design"));
-        let mut rows: Vec<Vec<String>> = b
-            .items
-            .iter()
-            .map(|i| {
-                cells([
-                    i.dimension.clone(),
-                    format!("`{}`", i.component),
-                    i.role.to_string(),
-                    i.quantity.to_string(),
-                    format!("{:.2}", i.unit_price_usd),
-                    format!("{:.2}", i.unit_power_w),
-                    format!("{:.0}", i.capex_usd()),
-                    format!("{:.1}", i.power_w()),
-                ])
-            })
-            .collect();
-        let mut total = vec!["total".to_string()];
-        total.resize(6, String::new());
-        total.push(format!("{:.0}", b.capex_usd));
-        total.push(format!("{:.1}", b.power_w));
-        rows.push(total);
-        doc.push(Block::Table(
-            header(&[
-                "dimension",
-                "component",
-                "role",
-                "quantity",
-                "unit $",
-                "unit W",
-                "capex ($)",
-                "power (W)",
-            ]),
-            rows,
-        ));
+        .map(|i| {
+            cells([
+                i.dimension.clone(),
+                format!("`{}`", i.component),
+                i.role.to_string(),
+                i.quantity.to_string(),
+                format!("{:.2}", i.unit_price_usd),
+                format!("{:.2}", i.unit_power_w),
+                format!("{:.0}", i.capex_usd()),
+                format!("{:.1}", i.power_w()),
+            ])
+        })
+        .collect();
+    let mut total = vec!["network total".to_string()];
+    total.resize(6, String::new());
+    total.push(format!("{:.0}", b.capex_usd));
+    total.push(format!("{:.1}", b.power_w));
+    rows.push(total);
+    for s in &b.servers {
+        rows.push(cells([
+            s.dimension.clone(),
+            format!("`{}`", s.server),
+            "servers (beside the network)".into(),
+            s.quantity.to_string(),
+            s.unit_price_usd.map_or("not published".into(), |u| format!("{u:.2}")),
+            format!("{:.2}", s.unit_power_w),
+            s.capex_usd().map_or("-".into(), |c| format!("{c:.0}")),
+            format!("{:.1}", s.power_w()),
+        ]));
     }
+    doc.push(Block::Table(
+        header(&[
+            "dimension",
+            "component",
+            "role",
+            "quantity",
+            "unit $",
+            "unit W",
+            "capex ($)",
+            "power (W)",
+        ]),
+        rows,
+    ));
 }
 
 /// The catalog optimum under the budget beside its continuous bound;
@@ -735,7 +886,8 @@ fn catalog_optimum(
                         format!("{:.4}", c.continuous.iteration_time_ms),
                         format!("{:.3}", usd_to_musd(c.continuous.network_cost_usd)),
                         format!("{:.1}", w_to_kw(c.continuous.network_power_w)),
-                        "lower bound (cheapest $ per GB/s)".to_string(),
+                        "lower bound; its capex at the catalog's cheapest $ per GB/s, not the `[cost]` tiers"
+                            .to_string(),
                     ]),
                 ];
                 if let Some(r) = &c.rounded {
@@ -823,6 +975,7 @@ fn sources(catalog: &crate::model::catalog::Catalog, used: &[String], doc: &mut 
                             .find(|x| &x.name == name)
                             .map(|x| (x.source.clone(), x.date.clone()))
                     })
+                    .or_else(|| c.server(name).map(|x| (x.source.clone(), x.date.clone())))
                     .unwrap_or_default();
                 format!("`{name}` ({date}): {src}")
             })
@@ -843,21 +996,24 @@ fn catalog_frontier(
     let (Some(lo), Some(hi)) = (frontier.first(), frontier.last()) else {
         return Ok(());
     };
+    // Provenance in columns (as frontier-<axis>.csv), so the header is the
+    // first row and a plain CSV reader takes the file as it is.
     let mut csv = format!(
-        "# {}\nbudget_usd,catalog_time_ms,continuous_bound_ms,capex_usd,power_w,{}\n",
-        stamp.line(),
+        "dimsum_version,study_hash,budget_usd,catalog_time_ms,continuous_bound_ms,capex_usd,power_w,{}\n",
         study
             .fabric
             .dims
             .iter()
-            .map(|d| format!("bw_{}", d.name))
+            .map(|d| format!("bw_{}_gbps", d.name))
             .collect::<Vec<_>>()
             .join(",")
     );
     for (b, c) in frontier {
         let _ = writeln!(
             csv,
-            "{b},{},{},{},{},{}",
+            "{},{},{b},{},{},{},{},{}",
+            stamp.dimsum_version,
+            stamp.study_hash,
             c.catalog.iteration_time_ms,
             c.continuous.iteration_time_ms,
             c.catalog.capex_usd,
@@ -1088,18 +1244,24 @@ fn schedule_backed_frontier(
 ) -> Result<Vec<PathBuf>, ReportError> {
     let names: Vec<String> = study.fabric.dims.iter().map(|d| d.name.clone()).collect();
     let mut csv = String::new();
-    let _ = writeln!(csv, "# {}", stamp.line());
     let _ = writeln!(
         csv,
-        "budget_{},analytic_optimum_analytic_ms,analytic_optimum_simulated_ms,schedule_optimum_simulated_ms,schedule_optimum_analytic_ms,iterations,converged,{}",
-        axis.name().replace('-', "_"),
-        names.iter().map(|n| format!("bw_{n}")).collect::<Vec<_>>().join(",")
+        "dimsum_version,study_hash,axis,budget,unit,analytic_optimum_analytic_ms,analytic_optimum_simulated_ms,schedule_optimum_simulated_ms,schedule_optimum_analytic_ms,iterations,converged,{}",
+        names
+            .iter()
+            .map(|n| format!("bw_{n}_gbps"))
+            .collect::<Vec<_>>()
+            .join(",")
     );
     for r in rows {
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            stamp.dimsum_version,
+            stamp.study_hash,
+            axis.name(),
             r.budget,
+            axis.unit(),
             r.analytic_ms,
             r.analytic_simulated_ms,
             r.schedule_ms,
@@ -1339,15 +1501,18 @@ fn coopt_section(
         let mut lines = Vec::new();
         if let Some(eq) = r.best_on_equal_split_ms {
             lines.push(format!(
-                "The joint optimum ({best:.3} ms) is {:.3}x faster than the best strategy on the equal split ({eq:.3} ms)",
-                eq / best
+                "The joint optimum ({best:.3} ms) is {} the best strategy on the equal split ({eq:.3} ms)",
+                faster(eq, best)
             ));
         }
         if let Some(d) = r.default_optimized_ms {
             lines.push(format!(
-                "and {:.3}x faster than the study's own strategy with its optimal allocation ({d:.3} ms).",
-                d / best
+                "and {} the study's own strategy with its optimal allocation ({d:.3} ms).",
+                faster(d, best)
             ));
+        }
+        if let Some(why) = &r.own_invalid {
+            lines.push(format!("The study's own strategy is not compared: {why}."));
         }
         if let Some(st) = r
             .strategies
@@ -1436,10 +1601,10 @@ fn archs_section(
         if let Some(own) = &a.own_best {
             let o = own.time_ms().unwrap_or(f64::NAN);
             lines.push(format!(
-                "The study's own architecture ({}) at its best strategy ({}) takes {o:.3} ms: the chosen architecture is {:.3}x faster.",
+                "The study's own architecture ({}) at its best strategy ({}) takes {o:.3} ms: the chosen architecture is {}.",
                 a.archs.first().map_or("-", |x| x.name.as_str()),
                 own.strategy(),
-                o / ms
+                faster(o, ms).trim_end_matches(" than").trim_end_matches(" as")
             ));
         }
         if let Some(d) = a.coopt.default_optimized_ms {

@@ -186,6 +186,25 @@ fn bom_body(b: &Bom) -> String {
         sig3(b.cost_per_npu_usd)
     );
     let _ = writeln!(s, "power        {:>14.1} W", b.power_w);
+    if !b.servers.is_empty() {
+        let _ = writeln!(s);
+        let _ = writeln!(s, "beside the network (not in its capex or power):");
+        for v in &b.servers {
+            let _ = writeln!(
+                s,
+                "{:<12} {} x {} ({}: {} GB/s = {} Gb/s per GPU per direction), {}, {:.1} kW at most",
+                v.dimension,
+                v.quantity,
+                v.server,
+                v.link,
+                sig3(v.gbps),
+                sig3(v.gbps * 8.0),
+                v.capex_usd()
+                    .map_or("price not in the catalog".to_string(), |c| format!("{c:.0} $")),
+                v.power_w() / 1e3
+            );
+        }
+    }
     s
 }
 
@@ -535,6 +554,9 @@ pub fn coopt(study: &Study, r: &Coopt, secs: f64, top: usize) -> String {
                 d / best
             );
         }
+        if let Some(why) = &r.own_invalid {
+            let _ = writeln!(s, "the study's own strategy: invalid: {why}");
+        }
         if let Some(st) = r
             .strategies
             .first()
@@ -624,21 +646,47 @@ pub fn parts(c: &crate::model::catalog::Catalog) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "{:<18} {:<8} {:>7} {:>8} {:>9} {:>7}  source",
-        "cable", "medium", "Gb/s", "reach m", "$ / link", "W / link"
+        "{:<18} {:<8} {:>7} {:>8} {:>9} {:>7} {:<12}  source",
+        "cable", "medium", "Gb/s", "reach m", "$ / link", "W / link", "for"
     );
     for k in &c.cables {
         let _ = writeln!(
             s,
-            "{:<18} {:<8} {:>7} {:>8} {:>9.2} {:>7.2}  {} ({})",
+            "{:<18} {:<8} {:>7} {:>8} {:>9.2} {:>7.2} {:<12}  {} ({})",
             k.name,
             k.medium,
             sig3(k.gbits),
             sig3(k.reach_m),
             k.usd,
             k.watts,
+            if k.kinds.is_empty() {
+                "any".to_string()
+            } else {
+                k.kinds.join(", ")
+            },
             k.source,
             k.date
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<16} {:>5} {:>7} {:>9} {:>11} {:>9}  scale-up link; source",
+        "server", "GPUs", "domain", "GB/s/GPU", "unit $", "unit kW"
+    );
+    for v in &c.servers {
+        let _ = writeln!(
+            s,
+            "{:<16} {:>5} {:>7} {:>9} {:>11} {:>9.1}  {}; {} ({})",
+            v.name,
+            v.gpus,
+            v.domain,
+            sig3(v.gbps()),
+            v.usd.map_or("-".to_string(), |u| format!("{u:.0}")),
+            v.watts / 1e3,
+            v.link,
+            v.source,
+            v.date
         );
     }
     if !c.legend.is_empty() {

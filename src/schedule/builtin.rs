@@ -533,7 +533,7 @@ impl Builder<'_> {
             Algo::HalvingDoubling => {
                 if !p.is_power_of_two() {
                     return Err(BuildError::Unsupported(format!(
-                        "halving-doubling all-to-all needs a power-of-two group, not {p}: use direct or ring"
+                        "halving-doubling all-to-all needs a power-of-two group, not {p}: use flow, direct or ring"
                     )));
                 }
                 let mut mask = p / 2;

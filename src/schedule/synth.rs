@@ -1190,7 +1190,7 @@ pub fn synthesize(topo: &Topology, kind: CollectiveKind, opt: &SynthOptions) -> 
         }
         other => {
             return Err(SynthError::Unsupported(format!(
-                "synthesis builds all-gather, reduce-scatter and all-reduce, not {other}: use direct or ring for all-to-all"
+                "synthesis builds all-gather, reduce-scatter and all-reduce, not {other}: use flow, direct or ring for all-to-all"
             )));
         }
     };

@@ -4,7 +4,7 @@
 //! GB/s of each tier); and the check of an allocation (`bw`, `[[case]]`,
 //! `--bw`) against the fabric.
 
-use super::{StudyFile, find_line, zero};
+use super::{Gbps, StudyFile, find_line, gbps_values, zero};
 use crate::error::{InputError, one_of};
 use crate::model::bom::{self, Procurement};
 use crate::model::collective::Algorithm;
@@ -28,11 +28,11 @@ struct RawDim {
     npus: Spanned<i64>,
     #[serde(default = "zero")]
     latency_ns: Spanned<f64>,
-    min_gbps: Option<Spanned<f64>>,
-    max_gbps: Option<Spanned<f64>>,
+    min_gbps: Option<Spanned<Gbps>>,
+    max_gbps: Option<Spanned<Gbps>>,
     tier: Option<Spanned<String>>,
     algorithm: Option<Spanned<Algorithm>>,
-    options_gbps: Option<Spanned<Vec<f64>>>,
+    options_gbps: Option<Spanned<Vec<Gbps>>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -145,7 +145,7 @@ fn dim(
     }
     for (name, b) in [("min_gbps", &d.min_gbps), ("max_gbps", &d.max_gbps)] {
         if let Some(b) = b {
-            let v = *b.get_ref();
+            let v = b.get_ref().0;
             if !(v.is_finite() && v >= 0.0) {
                 return Err(src.at(
                     b.span(),
@@ -156,12 +156,12 @@ fn dim(
         }
     }
     if let (Some(lo), Some(hi)) = (&d.min_gbps, &d.max_gbps)
-        && lo.get_ref() > hi.get_ref()
+        && lo.get_ref().0 > hi.get_ref().0
     {
         return Err(src.at(
             hi.span(),
             field("max_gbps"),
-            format!("{} is below min_gbps {}", hi.get_ref(), lo.get_ref()),
+            format!("{} is below min_gbps {}", hi.get_ref().0, lo.get_ref().0),
         ));
     }
     let tier = d.tier.as_ref().map_or(d.name.clone(), |t| t.get_ref().clone());
@@ -190,8 +190,8 @@ fn dim(
         block: d.block,
         npus: npus as u32,
         latency_ns: latency,
-        min_gbps: d.min_gbps.as_ref().map(|b| *b.get_ref()),
-        max_gbps: d.max_gbps.as_ref().map(|b| *b.get_ref()),
+        min_gbps: d.min_gbps.as_ref().map(|b| b.get_ref().0),
+        max_gbps: d.max_gbps.as_ref().map(|b| b.get_ref().0),
         tier,
         options_gbps: options,
     };
@@ -203,7 +203,7 @@ fn options(d: &RawDim, field: &dyn Fn(&str) -> String, src: StudyFile<'_>) -> Re
     let Some(o) = &d.options_gbps else {
         return Ok(None);
     };
-    let mut v = o.get_ref().clone();
+    let mut v = gbps_values(o.get_ref());
     if v.is_empty() || v.iter().any(|x| !(x.is_finite() && *x > 0.0)) {
         return Err(src.at(
             o.span(),
@@ -237,7 +237,11 @@ fn algorithm(d: &RawDim, field: &dyn Fn(&str) -> String, src: StudyFile<'_>) -> 
     Ok(*a.get_ref())
 }
 
-/// Every cost tier's prices and energies are finite and >= 0.
+/// The largest price ($ per GB/s) or energy (pJ/bit) a cost tier may give.
+const MAX_TIER_FIGURE: f64 = 1e6;
+
+/// Every cost tier's prices and energies are finite, >= 0 and at most
+/// [`MAX_TIER_FIGURE`].
 fn check_tiers(cost: &RawCost, src: StudyFile<'_>) -> Result<(), InputError> {
     for (name, tier) in &cost.tiers {
         for (f, v) in [
@@ -248,14 +252,16 @@ fn check_tiers(cost: &RawCost, src: StudyFile<'_>) -> Result<(), InputError> {
             ("switch_pj_per_bit", tier.switch_pj_per_bit),
             ("nic_pj_per_bit", tier.nic_pj_per_bit),
         ] {
-            if !(v.is_finite() && v >= 0.0) {
+            // At most $1M per GB/s and 1e6 pJ/bit: beyond is a typo that
+            // would print an infinite network cost.
+            if !(v.is_finite() && (0.0..=MAX_TIER_FIGURE).contains(&v)) {
                 let line =
                     find_line(src.text, &format!("[cost.tiers.{name}]")).or_else(|| find_line(src.text, "[cost"));
                 return Err(InputError::at(
                     src.path,
                     line,
                     format!("cost.tiers.{name}.{f}"),
-                    format!("{v} is not allowed: use a value >= 0"),
+                    format!("{v} is not allowed: use a value from 0 to {MAX_TIER_FIGURE:e}"),
                 ));
             }
         }
@@ -295,4 +301,100 @@ fn fabric_npus_fit(fabric: &Fabric) -> Result<u64, String> {
         .try_fold(1u64, |acc, d| acc.checked_mul(u64::from(d.npus)))
         .filter(|n| *n <= 1 << 40)
         .ok_or_else(|| "the fabric has more than 2^40 NPUs".to_string())
+}
+
+/// The bandwidths a study writes for each dimension (`min_gbps`,
+/// `max_gbps`, `options_gbps` and the study's `bw`) against what the
+/// catalog sells for it (`parts`: the study's `[procurement]` or the
+/// defaults): a value above the fastest purchasable design is an error
+/// inside `[procurement]` for `bw` and `min_gbps` (it cannot be bought) and
+/// a warning otherwise; a value equal to one of the dimension's NIC speeds
+/// in Gb/s (`max_gbps = 400` for an NDR400 port) is a warning, as
+/// bandwidths here are GB/s. Returns the warnings, each located.
+pub(super) fn bandwidth_checks(
+    raw: &RawFabric,
+    fabric: &Fabric,
+    parts: &Procurement,
+    in_procurement: bool,
+    bw: Option<(&[Gbps], std::ops::Range<usize>)>,
+    src: StudyFile<'_>,
+) -> Result<Vec<String>, InputError> {
+    let mut warnings = Vec::new();
+    for (d, dim) in fabric.dims.iter().enumerate() {
+        if parts.dims[d].server.is_some() {
+            continue;
+        }
+        let sold = bom::options(fabric, parts, d, false);
+        let Some(top) = sold.iter().max_by(|a, b| a.gbps.total_cmp(&b.gbps)) else {
+            continue;
+        };
+        let rd = raw.dims.get_ref()[d].get_ref();
+        let field = |f: &str| format!("fabric.dims[{d}].{f}");
+        // (field, GB/s, where, written with a unit)
+        let mut values: Vec<(String, f64, std::ops::Range<usize>, bool)> = Vec::new();
+        for (name, v) in [("min_gbps", &rd.min_gbps), ("max_gbps", &rd.max_gbps)] {
+            if let Some(v) = v {
+                values.push((field(name), v.get_ref().0, v.span(), v.get_ref().1));
+            }
+        }
+        if let Some(o) = &rd.options_gbps {
+            values.extend(o.get_ref().iter().map(|x| (field("options_gbps"), x.0, o.span(), x.1)));
+        }
+        if let Some((b, span)) = &bw {
+            values.push(("bw".into(), b[d].0, span.clone(), b[d].1));
+        }
+        // The Gb/s trap is looked for only where the dimension buys NICs.
+        let allowed: Vec<&crate::model::catalog::Port> = parts
+            .catalog
+            .ports
+            .iter()
+            .filter(|p| p.blocks.contains(&dim.block))
+            .filter(|p| parts.dims[d].ports.is_empty() || parts.dims[d].ports.contains(&p.name))
+            .filter(|p| parts.dims[d].tech.as_ref().is_none_or(|t| *t == p.kind))
+            .collect();
+        let nics_only = !allowed.is_empty() && allowed.iter().all(|p| bom::NIC_KINDS.contains(&p.kind.as_str()));
+        for (f, v, span, with_unit) in values {
+            if v > top.gbps * (1.0 + 1e-9) {
+                let msg = format!(
+                    "{v} GB/s per NPU on `{}` is more than the catalog sells for it: at most {} GB/s ({} Gb/s), with `{}` ports{}",
+                    dim.name,
+                    top.gbps,
+                    top.gbps * 8.0,
+                    top.port,
+                    if with_unit {
+                        String::new()
+                    } else {
+                        format!(" (bandwidths are GB/s, 1 GB = 1e9 B; write \"{v}Gb/s\" if bits were meant)")
+                    }
+                );
+                let hard = in_procurement && (f == "bw" || f.ends_with("min_gbps"));
+                if hard {
+                    return Err(src.at(span, f, msg));
+                }
+                warnings.push(src.at(span, f, msg).to_string());
+                continue;
+            }
+            let nic = allowed
+                .iter()
+                .find(|p| nics_only && !with_unit && (p.gbits - v).abs() < 1e-9 * v);
+            if let Some(p) = nic {
+                warnings.push(
+                    src.at(
+                        span,
+                        f,
+                        format!(
+                            "{v} GB/s per NPU on `{}` is the speed of `{}` in Gb/s ({} Gb/s = {} GB/s): bandwidths are GB/s, so this is {} such ports per NPU; write \"{v}Gb/s\" if one port was meant",
+                            dim.name,
+                            p.name,
+                            p.gbits,
+                            p.gbps(),
+                            v / p.gbps()
+                        ),
+                    )
+                    .to_string(),
+                );
+            }
+        }
+    }
+    Ok(warnings)
 }

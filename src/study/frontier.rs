@@ -39,7 +39,7 @@ pub(super) struct RawFrontier {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCase {
     name: String,
-    bw: Spanned<Vec<f64>>,
+    bw: Spanned<Vec<super::Gbps>>,
 }
 
 /// A budget axis by name (default: cost).
@@ -77,12 +77,23 @@ pub(super) fn frontiers(raw: &[Spanned<RawFrontier>], src: StudyFile<'_>) -> Res
     Ok(frontiers)
 }
 
-/// Every `[[case]]`, its allocation checked against the fabric.
-pub(super) fn cases(raw: &[Spanned<RawCase>], fabric: &Fabric, src: StudyFile<'_>) -> Result<Vec<Case>, InputError> {
+/// Every `[[case]]`, its allocation checked against the fabric (and
+/// against the servers of `procurement`'s dimensions that come with them).
+pub(super) fn cases(
+    raw: &[Spanned<RawCase>],
+    fabric: &Fabric,
+    procurement: Option<&crate::model::bom::Procurement>,
+    src: StudyFile<'_>,
+) -> Result<Vec<Case>, InputError> {
     let mut cases = Vec::new();
     for (i, c) in raw.iter().enumerate() {
         let r = c.get_ref();
-        let bw = check_bw(r.bw.get_ref(), fabric).map_err(|m| src.at(r.bw.span(), format!("case[{i}].bw"), m))?;
+        let bw = check_bw(&super::gbps_values(r.bw.get_ref()), fabric)
+            .and_then(|bw| match procurement {
+                Some(p) => super::procurement::check_server_bw(p, fabric, &bw).map(|()| bw),
+                None => Ok(bw),
+            })
+            .map_err(|m| src.at(r.bw.span(), format!("case[{i}].bw"), m))?;
         cases.push(Case {
             name: r.name.clone(),
             bw,

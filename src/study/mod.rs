@@ -129,6 +129,15 @@ pub struct Study {
     /// are the catalog's cheapest $ and W per GB/s of their parts
     /// (`bom::cheapest_tier`).
     pub derived_tiers: Vec<String>,
+    /// What the study says that is allowed but likely a mistake (a
+    /// bandwidth in Gb/s written as GB/s, more than the catalog sells),
+    /// each with its file and line; the CLI prints them, the report lists
+    /// them.
+    pub warnings: Vec<String>,
+    /// Why the study's own workload could not be generated (a `[model]`
+    /// with no `[parallelism]`, or one out of HBM): `coopt` searches
+    /// anyway; every other command refuses it (`require_workload`).
+    pub workload_missing: Option<String>,
 }
 
 impl Study {
@@ -176,6 +185,8 @@ impl Study {
             evaluator_line: None,
             procurement: None,
             derived_tiers: Vec::new(),
+            warnings: Vec::new(),
+            workload_missing: None,
         })
     }
 
@@ -239,7 +250,7 @@ impl Study {
         let raw: RawStudy = toml::from_str(text).map_err(|e| crate::error::toml_error(text, path, &e))?;
         let src = StudyFile { text, path };
 
-        let (fabric, algorithms) = fabric::fabric(&raw.fabric, &raw.cost, src)?;
+        let (mut fabric, algorithms) = fabric::fabric(&raw.fabric, &raw.cost, src)?;
         let procurement = match &raw.procurement {
             None => None,
             Some(p) => Some(procurement::procurement_spec(p, &fabric, src)?),
@@ -247,10 +258,25 @@ impl Study {
         let mut cost = CostModel {
             tiers: raw.cost.tiers.clone(),
         };
+        if let (Some(r), Some(p)) = (&raw.procurement, &procurement) {
+            procurement::apply_servers(r, p, &mut fabric, &mut cost, src)?;
+        }
         let parts = procurement.clone().unwrap_or_else(|| Procurement::defaults(&fabric));
         let derived_tiers = fabric::derive_tiers(&raw.fabric, &fabric, &mut cost, &parts, src)?;
+        let raw_bw = match &raw.bw {
+            Some(b) if b.get_ref().len() == fabric.ndims() => Some((b.get_ref().clone(), b.span())),
+            _ => None,
+        };
+        let warnings = fabric::bandwidth_checks(
+            &raw.fabric,
+            &fabric,
+            &parts,
+            procurement.is_some(),
+            raw_bw.as_ref().map(|(v, s)| (v.as_slice(), s.clone())),
+            src,
+        )?;
         let generator = workload::generator(raw.model.as_ref(), raw.npu.as_ref(), raw.parallelism.as_ref(), src)?;
-        let workload = workload::workload(raw.workload.as_ref(), &generator, &fabric, src)?;
+        let (workload, workload_missing) = workload::workload(raw.workload.as_ref(), &generator, &fabric, src)?;
         let economics = match &raw.coopt {
             None => Economics::default(),
             Some(c) => workload::economics(c, !generator.npu_choices.is_empty(), src)?,
@@ -265,12 +291,22 @@ impl Study {
             )?),
         };
         let bw = match &raw.bw {
-            Some(b) => Some(fabric::check_bw(b.get_ref(), &fabric).map_err(|m| src.at(b.span(), "bw", m))?),
+            Some(b) => {
+                Some(fabric::check_bw(&gbps_values(b.get_ref()), &fabric).map_err(|m| src.at(b.span(), "bw", m))?)
+            }
             None => None,
         };
-        let optimize = optimize::optimize_spec(&raw.optimize, &fabric, &cost, src)?;
+        if let (Some(p), Some(b), Some(sb)) = (&procurement, &bw, &raw.bw) {
+            procurement::check_server_bw(p, &fabric, b).map_err(|m| src.at(sb.span(), "bw", m))?;
+        }
+        let mut optimize = optimize::optimize_spec(&raw.optimize, &fabric, &cost, src)?;
+        if let Some(p) = &procurement {
+            optimize
+                .constraints
+                .extend(procurement_budgets(p, &fabric, &cost, &optimize.constraints));
+        }
         let frontiers = frontier::frontiers(&raw.frontier, src)?;
-        let cases = frontier::cases(&raw.case, &fabric, src)?;
+        let cases = frontier::cases(&raw.case, &fabric, procurement.as_ref(), src)?;
         let sweeps = if with_sweeps {
             sweep::sweeps(&raw.sweep, &fabric, src)?
         } else {
@@ -318,7 +354,31 @@ impl Study {
             evaluator_line: find_line(text, "[evaluator]"),
             procurement,
             derived_tiers,
+            warnings,
+            workload_missing,
         })
+    }
+
+    /// The strategy `coopt` starts its search from: the study's own
+    /// (`[parallelism]`), else the defaults of one
+    /// ([`workload::default_strategy`]); `None` without a `[model]`.
+    pub fn search_base(&self) -> Option<Strategy> {
+        self.model.as_ref()?;
+        Some(self.parallelism.clone().unwrap_or_else(workload::default_strategy))
+    }
+
+    /// Refuses a study whose workload could not be generated (its own
+    /// strategy missing or out of HBM) for the commands that need it (all
+    /// but `coopt`), saying why at its `[parallelism]` (or `[model]`) line.
+    pub fn require_workload(&self) -> Result<(), InputError> {
+        match &self.workload_missing {
+            None => Ok(()),
+            Some(why) => {
+                let text = crate::io::read_text(&self.path, crate::io::MAX_TEXT_BYTES).unwrap_or_default();
+                let line = find_line(&text, "[parallelism]").or_else(|| find_line(&text, "[model]"));
+                Err(InputError::at(&self.path, line, "parallelism", why.clone()))
+            }
+        }
     }
 
     /// The iteration-time model of this study.
@@ -384,18 +444,29 @@ impl Study {
         let values = s
             .split(',')
             .map(|v| {
-                v.trim().parse::<f64>().map_err(|_| {
-                    InputError::arg(
-                        "--bw",
-                        format!(
-                            "`{}` is not a number: give GB/s per NPU per dimension, e.g. 250,250",
-                            v.trim()
-                        ),
-                    )
+                // A plain number is GB/s (0 included); one with a unit is
+                // converted, as --link-gbps does.
+                v.trim().parse::<f64>().or_else(|_| {
+                    crate::model::units::parse_gbps(v.trim()).map_err(|e| {
+                        InputError::arg(
+                            "--bw",
+                            match e {
+                                crate::model::units::UnitError::Bandwidth(_) => format!(
+                                    "`{}` is not a bandwidth: give GB/s per NPU per dimension, e.g. 250,250, or with units, 400Gb/s,50GB/s",
+                                    v.trim()
+                                ),
+                                other => other.to_string(),
+                            },
+                        )
+                    })
                 })
             })
             .collect::<Result<Vec<f64>, _>>()?;
-        fabric::check_bw(&values, &self.fabric).map_err(|m| InputError::arg("--bw", m))
+        let values = fabric::check_bw(&values, &self.fabric).map_err(|m| InputError::arg("--bw", m))?;
+        if let Some(p) = &self.procurement {
+            procurement::check_server_bw(p, &self.fabric, &values).map_err(|m| InputError::arg("--bw", m))?;
+        }
+        Ok(values)
     }
 }
 
@@ -459,6 +530,75 @@ impl StudyFile<'_> {
     }
 }
 
+/// The `[procurement]` budgets as linear constraints on the continuous
+/// problem, where it needs them: some dimension has no cap (no `max_gbps`,
+/// no `options_gbps`) and no constraint of the study bounds cost or power,
+/// so without them the continuous optimum would be unbounded. One cost
+/// truth: every command answers within the budgets the study buys under
+/// (the linear prices under-price every purchasable design, so the
+/// continuous optimum stays a bound on the catalog's).
+fn procurement_budgets(p: &Procurement, fabric: &Fabric, cost: &CostModel, have: &[Constraint]) -> Vec<Constraint> {
+    use crate::optimize::expr::Unit;
+    let uncapped = fabric
+        .dims
+        .iter()
+        .any(|d| d.max_gbps.is_none() && d.options_gbps.is_none());
+    let bounded = have.iter().any(|c| matches!(c.unit, Unit::Usd | Unit::Watts));
+    if !uncapped || bounded {
+        return Vec::new();
+    }
+    let lin = Linear::new(fabric, cost);
+    [("cost", "budget_usd", p.budget_usd), ("power", "budget_w", p.budget_w)]
+        .into_iter()
+        .filter_map(|(what, key, b)| {
+            let b = b?;
+            let mut c = expr::parse(&format!("{what} <= {b}"), fabric, &lin).ok()?;
+            c.text = format!("{what} <= {b:e} ([procurement] {key})");
+            Some(c)
+        })
+        .collect()
+}
+
+/// A bandwidth as a study writes it: a number, GB/s per NPU (1 GB = 1e9
+/// B), or a string with its unit (`"400Gb/s"`, `"50GB/s"`, `"50GiB/s"`,
+/// `"3.2Tb/s"`: `units::parse_gbps`), so a link's marketing figure in bits
+/// is never read as bytes.
+/// The flag says whether it was written with a unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Gbps(pub(crate) f64, pub(crate) bool);
+
+impl<'de> Deserialize<'de> for Gbps {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Gbps, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Gbps;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a bandwidth: a number of GB/s per NPU, or a string with its unit (\"400Gb/s\", \"50GB/s\", \"50GiB/s\")")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Gbps, E> {
+                Ok(Gbps(v, false))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Gbps, E> {
+                Ok(Gbps(v as f64, false))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Gbps, E> {
+                Ok(Gbps(v as f64, false))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Gbps, E> {
+                crate::model::units::parse_gbps(v)
+                    .map(|g| Gbps(g, true))
+                    .map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The GB/s of a list of study bandwidths.
+pub(crate) fn gbps_values(v: &[Gbps]) -> Vec<f64> {
+    v.iter().map(|g| g.0).collect()
+}
+
 /// A default of 0 for a spanned number the file may leave out.
 fn zero() -> Spanned<f64> {
     Spanned::new(0..0, 0.0)
@@ -505,7 +645,7 @@ struct RawStudy {
     group_bandwidth: Option<GroupBandwidth>,
     reduction_memory: Option<Spanned<toml::Value>>,
     training_loop: Option<Loop>,
-    bw: Option<Spanned<Vec<f64>>>,
+    bw: Option<Spanned<Vec<Gbps>>>,
     fabric: fabric::RawFabric,
     #[serde(default)]
     cost: fabric::RawCost,

@@ -234,8 +234,16 @@ pub(super) fn recipe_space(
     src: StudyFile<'_>,
 ) -> Result<RecipeSpace, InputError> {
     let err = |field: &str, msg: String| src.at_line("[coopt]", format!("coopt.{field}"), msg);
-    let (Some(model), Some(own)) = (model, own) else {
-        return Err(err("recipe", "[coopt] needs [model], [npu] and [parallelism]".into()));
+    let Some(model) = model else {
+        return Err(err("recipe", "[coopt] needs [model] and [npu]".into()));
+    };
+    let base;
+    let own = match own {
+        Some(o) => o,
+        None => {
+            base = default_strategy();
+            &base
+        }
     };
     let mut space = match raw.recipe.as_deref() {
         None | Some("study") => RecipeSpace::only(model, own),
@@ -766,18 +774,36 @@ pub(super) fn generator(
 }
 
 /// The workload: `[workload]` as written, or generated from `[model]`,
-/// `[npu]` and `[parallelism]`; exactly one of the two.
+/// `[npu]` and `[parallelism]`; exactly one of the two. A model whose own
+/// strategy cannot run (no `[parallelism]`, or one out of HBM) still loads,
+/// for `coopt` to search: its workload is empty and the second value says
+/// why, which every other command reports (`Study::workload_missing`).
 pub(super) fn workload(
     raw: Option<&RawWorkload>,
     generator: &Generator,
     fabric: &Fabric,
     src: StudyFile<'_>,
-) -> Result<Workload, InputError> {
+) -> Result<(Workload, Option<String>), InputError> {
+    let none = || Workload { layers: Vec::new() };
     match (raw, &generator.model, &generator.npu, &generator.parallelism) {
-        (Some(w), None, _, _) => read_workload(w, fabric, src),
-        (None, Some(m), Some(n), Some(st)) => Ok(crate::model::transformer::generate(m, n, st, fabric)
-            .map_err(|msg| src.at_line("[parallelism]", "parallelism", msg.to_string()))?
-            .workload),
+        (Some(w), None, _, _) => Ok((read_workload(w, fabric, src)?, None)),
+        (None, Some(m), Some(n), Some(st)) => match crate::model::transformer::generate(m, n, st, fabric) {
+            Ok(g) => Ok((g.workload, None)),
+            Err(e @ crate::model::transformer::StrategyError::Memory { .. }) => Ok((
+                none(),
+                Some(format!(
+                    "the study's own strategy (tp {}, pp {}, dp {}) does not fit: {e}; `dimsum coopt` searches the strategies that do",
+                    st.tp, st.pp, st.dp
+                )),
+            )),
+            Err(e) => Err(src.at_line("[parallelism]", "parallelism", e.to_string())),
+        },
+        (None, Some(_), Some(_), None) => Ok((
+            none(),
+            Some(
+                "the study has a [model] but no [parallelism] (tp, pp, dp): `dimsum coopt` searches every split; give one for this command".into(),
+            ),
+        )),
         (Some(_), Some(_), _, _) => Err(src.at_line("[model]", "model", "give either [workload] or [model], not both")),
         (None, Some(_), _, _) => Err(src.at_line(
             "[model]",
@@ -953,18 +979,30 @@ fn model_spec(m: &RawModel) -> Result<ModelSpec, String> {
         ),
         None => None,
     };
-    let need = |name: &str| {
-        format!(
-            "`{name}` is missing: give every field or a preset ({})",
-            one_of(&ModelSpec::PRESETS)
-        )
-    };
+    // Every missing field is collected, so one message names them all.
+    let mut missing: Vec<&str> = Vec::new();
     macro_rules! field {
         ($f:ident) => {
             match (m.$f.clone(), &base) {
                 (Some(v), _) => v,
                 (None, Some(b)) => b.$f.clone(),
-                (None, None) => return Err(need(stringify!($f))),
+                (None, None) => {
+                    missing.push(stringify!($f));
+                    Default::default()
+                }
+            }
+        };
+    }
+    // Bytes per parameter default to mixed precision with fp32 master
+    // weights and Adam, as Megatron-LM keeps them (module doc of
+    // `model::transformer`): bf16 weights (2), fp32 gradients (4), fp32
+    // master weights, momentum and variance (12).
+    macro_rules! bytes {
+        ($f:ident, $default:expr) => {
+            match (m.$f, &base) {
+                (Some(v), _) => v,
+                (None, Some(b)) => b.$f,
+                (None, None) => $default,
             }
         };
     }
@@ -996,11 +1034,19 @@ fn model_spec(m: &RawModel) -> Result<ModelSpec, String> {
         vocab: field!(vocab),
         global_batch: field!(global_batch),
         micro_batch: field!(micro_batch),
-        bytes_weight: field!(bytes_weight),
-        bytes_grad: field!(bytes_grad),
-        bytes_optimizer: field!(bytes_optimizer),
+        bytes_weight: bytes!(bytes_weight, 2.0),
+        bytes_grad: bytes!(bytes_grad, 4.0),
+        bytes_optimizer: bytes!(bytes_optimizer, 12.0),
         moe: None,
     };
+    if !missing.is_empty() {
+        return Err(format!(
+            "{} missing: give {} or a preset ({})",
+            missing.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
+            if missing.len() == 1 { "it" } else { "them" },
+            one_of(&ModelSpec::PRESETS)
+        ));
+    }
     spec.moe = moe_spec(m, base.as_ref().and_then(|b| b.moe.clone()), &spec)?;
     if spec.kv_heads == 0 || !spec.heads.is_multiple_of(spec.kv_heads) {
         return Err(format!(
@@ -1152,6 +1198,28 @@ pub fn parse_order(s: &str) -> Result<[Par; 3], OrderError> {
 }
 
 /// A `[parallelism]`: degrees >= 1, a ZeRO stage, a placement order.
+/// The recipe a search starts from where the study names no strategy:
+/// `[parallelism]`'s defaults (ZeRO-1, sequence parallelism, no
+/// recomputation, ...) at tp = pp = dp = 1 (the search sets the degrees).
+pub(crate) fn default_strategy() -> Strategy {
+    let raw = RawParallelism {
+        tp: 1,
+        pp: 1,
+        dp: 1,
+        ep: one_u64(),
+        zero: one(),
+        sequence_parallel: yes(),
+        recompute: RawRecompute::default(),
+        virtual_stages: one_u64(),
+        scatter_gather: yes(),
+        flash_attention: yes(),
+        order: None,
+    };
+    // Every value above is one `strategy` accepts.
+    #[allow(clippy::expect_used)]
+    strategy(&raw).expect("the default strategy is valid")
+}
+
 fn strategy(p: &RawParallelism) -> Result<Strategy, String> {
     if p.tp == 0 || p.pp == 0 || p.dp == 0 || p.ep == 0 {
         return Err("tp, pp, dp and ep must be >= 1".into());
