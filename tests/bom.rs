@@ -631,6 +631,12 @@ fn a_bound_or_bw_that_disagrees_with_the_server_is_refused_with_both_values() {
     let text = format!("bw = [375.0, 50.0]\n{SERVER_STUDY}");
     let e = Study::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
     assert!(e.contains("375") && e.contains("450") && e.contains("bw"), "{e}");
+    // A server on a dimension with another inside it.
+    let text = SERVER_STUDY
+        .replace("[procurement.dims.nvlink]\nserver = \"hgx-h100\"", "")
+        .replace("tech = \"infiniband\"", "server = \"hgx-h100\"");
+    let e = Study::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
+    assert!(e.contains("innermost") && e.contains("`nvlink`"), "{e}");
     // A server whose domain is not the dimension's span.
     let text = SERVER_STUDY.replace("server = \"hgx-h100\"", "server = \"gb200-nvl72\"");
     let e = Study::parse(&text, Path::new("s.toml")).unwrap_err().to_string();
@@ -739,4 +745,38 @@ fn prices_and_powers_are_bounded() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("at most 1e8"), "{e}");
+}
+
+/// On every committed study with [procurement], the decision's parts (the
+/// report's table) total the decision's capex and power, which are the
+/// catalog MILP's: the bill is of the designs the MILP chose.
+#[test]
+fn every_committed_decision_is_its_parts() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir("studies").unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let s = Study::load(&path).unwrap();
+        if s.procurement.is_none() {
+            continue;
+        }
+        seen += 1;
+        let p = dimsum::pipeline::procure::procure(&s, &s.problem().unwrap(), &[]).unwrap();
+        for a in &p.answers {
+            let Ok((c, b)) = &a.outcome else { continue };
+            let capex: f64 = b.items.iter().map(|i| i.capex_usd()).sum();
+            let power: f64 = b.items.iter().map(|i| i.power_w()).sum();
+            let name = format!("{} {}", path.display(), a.objective);
+            assert!((capex - b.capex_usd).abs() <= 1e-9 * b.capex_usd.max(1.0), "{name}");
+            assert!(
+                (c.catalog.capex_usd - b.capex_usd).abs() <= 1e-6 * b.capex_usd.max(1.0),
+                "{name}"
+            );
+            assert!((c.catalog.power_w - power).abs() <= 1e-6 * power.max(1.0), "{name}");
+        }
+        assert!(p.decided().is_some(), "{}", path.display());
+    }
+    assert!(seen >= 5, "{seen} procurement studies");
 }

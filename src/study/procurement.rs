@@ -274,6 +274,17 @@ fn server_spec(
             ),
         ));
     }
+    if d > 0 {
+        return Err(at(
+            src,
+            server.span(),
+            &field,
+            format!(
+                "`{}` ships the innermost fabric of its GPUs, but `{name}` has `{}` inside it: name the server on the first dimension (the dimensions inside a server would be bought twice)",
+                s.name, fabric.dims[0].name
+            ),
+        ));
+    }
     let span: u64 = fabric.dims[..=d].iter().map(|x| u64::from(x.npus)).product();
     if span != u64::from(s.domain) {
         return Err(at(
