@@ -291,17 +291,22 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
         },
     };
     let parts = procurement(study, &fabric);
-    let bought = |bw: &[f64]| {
-        bom::bom(&fabric, &parts, bw)
-            .map(|b| (b.capex_usd, b.power_w))
-            .map_err(|e| e.to_string())
+    // A continuous optimum is bought by its bandwidths; a catalog optimum
+    // is the bill of the designs the MILP chose (`bom::bom_of`).
+    let bought = |bw: &[f64], choice: Option<&[bom::DimOption]>| {
+        match choice {
+            Some(c) => bom::bom_of(&fabric, &parts, c),
+            None => bom::bom(&fabric, &parts, bw),
+        }
+        .map(|b| (b.capex_usd, b.power_w))
+        .map_err(|e| e.to_string())
     };
     let pricing = Pricing::of(study);
     let solved = match pricing {
         // The budget on the linear price (or GB/s): the continuous optimum.
         Pricing::Linear => {
             p.constraints.push(budget);
-            optimize::solve(&p, Objective::Perf).map(|s| (s.bw_gbps, s.iteration_time_ms, s.gap))
+            optimize::solve(&p, Objective::Perf).map(|s| (s.bw_gbps, s.iteration_time_ms, s.gap, None))
         }
         // The budget on the bill (a GB/s budget stays a constraint): the
         // fastest purchasable design, the study's other budget kept.
@@ -313,18 +318,18 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
                 Axis::TotalBw => p.constraints.push(budget),
             }
             procure::fastest_bought(&p, procure::dim_options(&fabric, &parts), usd, w)
-                .map(|s| (s.bw_gbps, s.iteration_time_ms, s.mip_rel_gap))
+                .map(|s| (s.bw_gbps, s.iteration_time_ms, s.mip_rel_gap, Some(s.choice)))
         }
     };
     match solved {
-        Ok((bw, t, gap)) => Row {
+        Ok((bw, t, gap, choice)) => Row {
             item: item.clone(),
             status: "ok".into(),
             iteration_time_ms: t,
             gap,
             network_cost_usd: p.cost.cost(&bw),
             network_power_w: p.cost.power(&bw),
-            bought: bought(&bw),
+            bought: bought(&bw, choice.as_deref()),
             bw_gbps: bw,
             pricing,
         },
