@@ -780,3 +780,21 @@ fn every_committed_decision_is_its_parts() {
     }
     assert!(seen >= 5, "{seen} procurement studies");
 }
+
+/// `optimize` on a study whose budgets are in [procurement] answers within
+/// them (no "unbounded") and says its answer is the linear approximation.
+#[test]
+fn optimize_answers_within_the_procurement_budgets_and_says_how_it_priced() {
+    let out = assert_cmd::Command::cargo_bin("dimsum")
+        .unwrap()
+        .args(["optimize", "studies/hgx-h100-1024-ib.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("[procurement] budget_w"), "{text}");
+    assert!(
+        text.contains("not a purchase") && text.contains("optimize --catalog"),
+        "{text}"
+    );
+}
