@@ -545,10 +545,14 @@ fn dgx_superpod_4su_part_by_part() {
     assert_eq!((down.component.as_str(), down.quantity), ("optics-400g-sr4", 1024));
     let up = item(&b, "ib", "leaf-spine links");
     assert_eq!((up.component.as_str(), up.quantity), ("optics-400g-sr4", 1024));
-    // Transceivers: two 400G ends per link = 4,096 ports' worth, in twin-port
-    // OSFP cages: 2,048 twin-port transceivers (512 in the nodes, 1,536 in
-    // the switches: 512 leaf down + 512 leaf up + 512 spine).
-    assert_eq!(2 * (down.quantity + up.quantity) / 2, 2048);
+    // Transceivers, as the reference counts them: twin-port OSFP (two
+    // 400G ends each). In the nodes, a DGX H100's 4 compute OSFP cages:
+    // 128 x 4 = 512, one end of each node-to-leaf link (1,024 ends / 2). In
+    // the switches, the other end of those and both ends of the leaf-spine
+    // links: (1,024 + 2 x 1,024) / 2 = 1,536 = 512 leaf down + 512 leaf up
+    // + 512 spine.
+    assert_eq!(down.quantity / 2, 128 * 4);
+    assert_eq!((down.quantity + 2 * up.quantity) / 2, 512 + 512 + 512);
     // Capex: 1,024 x 2,188 + 2,048 x 1,320 + 48 x 36,000
     //      = 2,240,512 + 2,703,360 + 1,728,000 = 6,671,872.
     assert_eq!(b.capex_usd, 6_671_872.0);

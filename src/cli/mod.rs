@@ -524,11 +524,6 @@ fn optimize(a: OptimizeArgs) -> anyhow::Result<()> {
         println!("{}", report::json::optimum(&study, &sol, solve_ms, &e));
     } else {
         print!("{}", report::text::optimum(&study, &sol, solve_ms));
-        if study.procurement.is_some() {
-            println!(
-                "\npriced by linear $ and W per GB/s (the [cost] tiers, or the catalog's cheapest where a dimension names none): a continuous approximation, not a purchase; `dimsum optimize --catalog` answers from the catalog within [procurement]'s budgets"
-            );
-        }
     }
     Ok(())
 }

@@ -940,7 +940,7 @@ pub fn coopt_on(
     let own_invalid = match (&study.parallelism, own.map(|at| &rows[at].verdict)) {
         (None, _) => Some("the study names no strategy ([parallelism])".to_string()),
         (Some(_), Some(Verdict::Rejected { reason })) => Some(reason.clone()),
-        (Some(_), None) => study.workload_missing.clone(),
+        (Some(_), None) => study.workload_missing.as_ref().map(|e| e.message.clone()),
         _ => None,
     };
     let default_optimized_ms = match own.and_then(|at| rows[at].time_ms()) {

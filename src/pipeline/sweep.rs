@@ -249,16 +249,11 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
     // A dimension that comes with the servers keeps them only on shapes
     // whose span there is still the servers' scale-up domain, on the same
     // block: elsewhere no catalog server ships it.
-    if let Some(p) = &study.procurement {
-        let mut span = 1u64;
-        for (d, dim) in fabric.dims.iter().enumerate() {
-            span = span.saturating_mul(u64::from(dim.npus));
-            if let Some(s) = p.dims.get(d).and_then(|x| x.server.as_ref())
-                && (span != u64::from(s.domain) || dim.block != study.fabric.dims[d].block)
-            {
-                return blank("no-server");
-            }
-        }
+    // (A server names the first dimension only.)
+    if let Some(s) = study.procurement.as_ref().and_then(|p| p.dims.first()?.server.as_ref())
+        && (fabric.dims[0].npus != s.domain || fabric.dims[0].block != study.fabric.dims[0].block)
+    {
+        return blank("no-server");
     }
     let model = CollectiveModel {
         time_model: study.collective.time_model,

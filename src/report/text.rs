@@ -62,6 +62,13 @@ pub fn optimum(study: &Study, sol: &Solution, solve_ms: f64) -> String {
             }
         }
     }
+    // Beside a catalog, say which prices these are.
+    if study.procurement.is_some() {
+        let _ = writeln!(
+            s,
+            "\npriced by linear $ and W per GB/s (the [cost] tiers, or the catalog's cheapest where a dimension names none): a continuous approximation, not a purchase; `dimsum optimize --catalog` answers from the catalog within [procurement]'s budgets"
+        );
+    }
     s
 }
 

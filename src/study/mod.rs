@@ -135,9 +135,10 @@ pub struct Study {
     /// them.
     pub warnings: Vec<String>,
     /// Why the study's own workload could not be generated (a `[model]`
-    /// with no `[parallelism]`, or one out of HBM): `coopt` searches
-    /// anyway; every other command refuses it (`require_workload`).
-    pub workload_missing: Option<String>,
+    /// with no `[parallelism]`, or one out of HBM), located at parse time:
+    /// `coopt` searches anyway; every other command refuses it
+    /// (`require_workload`).
+    pub workload_missing: Option<InputError>,
 }
 
 impl Study {
@@ -371,14 +372,7 @@ impl Study {
     /// strategy missing or out of HBM) for the commands that need it (all
     /// but `coopt`), saying why at its `[parallelism]` (or `[model]`) line.
     pub fn require_workload(&self) -> Result<(), InputError> {
-        match &self.workload_missing {
-            None => Ok(()),
-            Some(why) => {
-                let text = crate::io::read_text(&self.path, crate::io::MAX_TEXT_BYTES).unwrap_or_default();
-                let line = find_line(&text, "[parallelism]").or_else(|| find_line(&text, "[model]"));
-                Err(InputError::at(&self.path, line, "parallelism", why.clone()))
-            }
-        }
+        self.workload_missing.clone().map_or(Ok(()), Err)
     }
 
     /// The iteration-time model of this study.

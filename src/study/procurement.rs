@@ -285,14 +285,14 @@ fn server_spec(
             ),
         ));
     }
-    let span: u64 = fabric.dims[..=d].iter().map(|x| u64::from(x.npus)).product();
-    if span != u64::from(s.domain) {
+    let npus = fabric.dims[0].npus;
+    if npus != s.domain {
         return Err(at(
             src,
             server.span(),
             &field,
             format!(
-                "`{}` joins {} GPUs in one scale-up domain, but `{name}` with the dimensions inside it spans {span} NPUs",
+                "`{}` joins {} GPUs in one scale-up domain, but `{name}` spans {npus} NPUs",
                 s.name, s.domain
             ),
         ));

@@ -783,7 +783,7 @@ pub(super) fn workload(
     generator: &Generator,
     fabric: &Fabric,
     src: StudyFile<'_>,
-) -> Result<(Workload, Option<String>), InputError> {
+) -> Result<(Workload, Option<InputError>), InputError> {
     let none = || Workload { layers: Vec::new() };
     match (raw, &generator.model, &generator.npu, &generator.parallelism) {
         (Some(w), None, _, _) => Ok((read_workload(w, fabric, src)?, None)),
@@ -791,18 +791,24 @@ pub(super) fn workload(
             Ok(g) => Ok((g.workload, None)),
             Err(e @ crate::model::transformer::StrategyError::Memory { .. }) => Ok((
                 none(),
-                Some(format!(
-                    "the study's own strategy (tp {}, pp {}, dp {}) does not fit: {e}; `dimsum coopt` searches the strategies that do",
-                    st.tp, st.pp, st.dp
+                Some(src.at_line(
+                    "[parallelism]",
+                    "parallelism",
+                    format!(
+                        "the study's own strategy (tp {}, pp {}, dp {}) does not fit: {e}; `dimsum coopt` searches the strategies that do",
+                        st.tp, st.pp, st.dp
+                    ),
                 )),
             )),
             Err(e) => Err(src.at_line("[parallelism]", "parallelism", e.to_string())),
         },
         (None, Some(_), Some(_), None) => Ok((
             none(),
-            Some(
-                "the study has a [model] but no [parallelism] (tp, pp, dp): `dimsum coopt` searches every split; give one for this command".into(),
-            ),
+            Some(src.at_line(
+                "[model]",
+                "parallelism",
+                "the study has a [model] but no [parallelism] (tp, pp, dp): `dimsum coopt` searches every split; give one for this command",
+            )),
         )),
         (Some(_), Some(_), _, _) => Err(src.at_line("[model]", "model", "give either [workload] or [model], not both")),
         (None, Some(_), _, _) => Err(src.at_line(
