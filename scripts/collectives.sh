@@ -119,7 +119,7 @@ for spec in "torus:4x4 50" "torus:8x8 50" "torus:4x4x4 50" "torus:8x8x8 50" "mes
     syn_row "$1" "$2" all-reduce "$size" hierarchical --algorithm hierarchical
     syn_row "$1" "$2" all-reduce "$size" "hier x4" --algorithm hierarchical --chunks-per-npu 4
     syn_row "$1" "$2" all-reduce "$size" tacos --algorithm tacos --restarts 4
-    syn_row "$1" "$2" all-reduce "$size" forest --algorithm forest
+    syn_row "$1" "$2" all-reduce "$size" forest --algorithm forest --replay
     # All-to-all to 64 MiB (1 GiB gives the same ratios); the forwarding
     # ring only up to 64 NPUs (on 512 it takes a minute a size).
     [[ $size == 1GiB ]] && continue

@@ -33,7 +33,7 @@ for spec in "torus:4x4 50" "torus:8x8 50" "mesh:5x5 50GiB/s,75GiB/s" "mesh:4x4 1
   set -- $spec
   topo=$1 gbps=$2
   for size in 1MiB 64MiB 1GiB; do
-    read -r forest vf bound falgo < <(run "$topo" "$gbps" "$size" --algorithm forest)
+    read -r forest vf bound falgo < <(run "$topo" "$gbps" "$size" --algorithm forest --replay)
     read -r tacos vt _ _ < <(run "$topo" "$gbps" "$size" --algorithm tacos --restarts 4)
     best=nan best_name=- vb=True
     for algo in ring bidirectional-ring direct halving-doubling hierarchical; do
@@ -92,7 +92,7 @@ echo "wrote $out/forest.md"
 scale=$tmp/scale.csv
 echo "topology,npus,timing,algorithm,time_us,bound_us,cut_us,latency_us" >"$scale"
 for topo in torus:8x8x8 torus:16x16 torus:32x32 torus:64x64 torus:128x128 torus:200x200; do
-  "$bin" collective --topology "$topo" --collective all-gather --algorithm forest --link-gbps 50 \
+  "$bin" collective --topology "$topo" --collective all-gather --algorithm forest --replay --link-gbps 50 \
     --link-latency-us 0.5 --size 1GiB --json |
     python3 -c 'import json, sys; d = json.load(sys.stdin); b = d["bounds"]; print("%s,%d,%s,%s,%.6g,%.6g,%.6g,%.6g" % (d["topology"], d["npus"], d.get("timing", "replay"), d["algorithm"], d["time_us"], d["lower_bound_us"], b["cut_us"], b["latency_us"]))' >>"$scale"
 done

@@ -278,7 +278,7 @@ fn the_decision_is_replayed_on_its_best_schedules_above_its_bound() {
     // Every collective on a schedule (none is send-recv), never below its
     // bound; the analytic model's time beside it is the study's.
     for x in &m.collectives {
-        assert!(x.algorithm.starts_with("best of"), "{}", x.algorithm);
+        assert!(x.algorithm.starts_with("best: "), "{}", x.algorithm);
         assert!(x.simulated_ms >= x.lower_bound_ms * (1.0 - 1e-9));
     }
     assert!(m.iteration_ns >= m.lower_bound_ns * (1.0 - 1e-12));

@@ -604,3 +604,42 @@ fn schedules_too_large_to_hold_are_refused_before_they_are_built() {
         .to_string();
     assert!(msg.contains("16777216") && msg.contains("transfers"), "{msg}");
 }
+
+#[test]
+fn forest_on_a_product_is_timed_in_rounds_unless_the_schedule_is_asked_for() {
+    // torus 4x4 at 50 GB/s and 0.5 us links, 1 GiB all-gather: the exact
+    // cut is the injection, (15/16) 2^30 / 200 GB/s = 5,033,164.8 ns. By
+    // default forest is timed in rounds (no schedule built), within 1% of
+    // it; `--replay` builds and replays the schedule, valid and within 1%
+    // too.
+    let json = |extra: &[&str]| -> serde_json::Value {
+        let out = dimsum()
+            .args([
+                "collective",
+                "--topology",
+                "torus:4x4",
+                "--collective",
+                "all-gather",
+                "--algorithm",
+                "forest",
+                "--size",
+                "1GiB",
+                "--json",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let cut_us = 15.0 / 16.0 * 1_073_741_824.0 / 200.0 / 1e3;
+    let rounds = json(&[]);
+    assert_eq!(rounds["timing"], "rounds", "{rounds}");
+    let t = rounds["time_us"].as_f64().unwrap();
+    assert!(t >= cut_us * (1.0 - 1e-9) && t <= 1.01 * cut_us, "{t} vs {cut_us}");
+    let replayed = json(&["--replay"]);
+    assert!(replayed.get("timing").is_none_or(|v| v != "rounds"), "{replayed}");
+    assert_eq!(replayed["valid"], true, "{replayed}");
+    let r = replayed["time_us"].as_f64().unwrap();
+    assert!(r >= cut_us * (1.0 - 1e-9) && r <= 1.01 * cut_us, "{r} vs {cut_us}");
+}

@@ -64,6 +64,11 @@ pub struct CollectiveArgs {
     /// 2D concurrent ones (one per dimension and direction).
     #[arg(long)]
     pub single_port: bool,
+    /// best and tacos's chunk choice: stop once a schedule is within this much of
+    /// the certified bound (a fraction, 0.01, or a percentage, 1%; 0 tries every
+    /// builder that might be faster, every chunk count that gains).
+    #[arg(long, allow_hyphen_values = true, default_value = "1%")]
+    pub best_tolerance: String,
     /// Seed of the tacos synthesis.
     #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
     pub seed: u64,
@@ -82,6 +87,12 @@ pub struct CollectiveArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// forest on a product network: build the schedule and replay it transfer by
+    /// transfer (default: timed in rounds by translation symmetry, in milliseconds,
+    /// unless --schedule-out or --charts asks for the schedule; networks too large to
+    /// build are always timed in rounds).
+    #[arg(long)]
+    pub replay: bool,
 }
 
 /// The `--collective` named.
@@ -133,6 +144,7 @@ pub fn schedule_of(
         // `collective` replays the network alone (its topologies carry no
         // NPU memory).
         reduce_gbps: None,
+        tolerance: tolerance(&args.best_tolerance)?,
     };
     algorithm::build(topo, kind, algorithm, &opt).map_err(|e| {
         let flag = match e {
@@ -140,13 +152,20 @@ pub fn schedule_of(
             SpecError::DimAlgorithms => "--dim-algorithms",
             SpecError::Ports => "--single-port",
             SpecError::Restarts => "--restarts",
+            SpecError::Tolerance => "--best-tolerance",
             SpecError::Build(_) => "--algorithm",
         };
         InputError::arg(flag, e.to_string())
     })
 }
 
-/// A forest on a product network too large to replay: timed in rounds.
+/// `--best-tolerance`: a fraction (0.01) or a percentage (1%).
+pub fn tolerance(given: &str) -> Result<f64, InputError> {
+    algorithm::parse_tolerance(given).map_err(|m| InputError::arg("--best-tolerance", m))
+}
+
+/// A forest on a product network, timed in rounds (too large to replay, or
+/// no schedule asked for).
 fn rounds(args: &CollectiveArgs, topo: &Topology, size: f64) -> anyhow::Result<()> {
     let refuse = |flag: &str| {
         InputError::arg(
@@ -211,8 +230,13 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
     let mut loaded = Some(loaded);
     let model = link_model(&args.link_model)?;
     let forest = args.algorithm.as_deref().and_then(|a| a.parse::<Algorithm>().ok()) == Some(Algorithm::Forest);
-    if forest && args.schedule_in.is_none() && product::needs_rounds(&topo, collective_kind(&args.collective)?) {
-        return rounds(args, &topo, size);
+    if forest && args.schedule_in.is_none() {
+        let kind = collective_kind(&args.collective)?;
+        let wants_schedule = args.replay || args.schedule_out.is_some() || args.charts.is_some();
+        let product = product::dims(&topo).is_some() && kind != CollectiveKind::AllToAll;
+        if product::needs_rounds(&topo, kind) || (product && !wants_schedule) {
+            return rounds(args, &topo, size);
+        }
     }
     // Three stages, each seconds to a minute on thousands of NPUs: a bar
     // (after one second) redrawn by a ticker while a stage runs.

@@ -235,9 +235,10 @@ pub fn rounds_table(topo: &Topology, size: f64, r: &RoundTime, b: &Bounds) -> St
     );
     let _ = writeln!(
         s,
-        "algorithm forest(k={}), {} trees per root, {} deep, {} rounds\n\
-         timed in synchronous rounds by translation symmetry (one message per link per round), \
-         not replayed transfer by transfer: the schedule is too large to build\n",
+        "algorithm forest(k={}), {} trees per root, {} links deep, {} rounds\n\
+         timed in rounds by translation symmetry (one message per link, level and round, each sent \
+         once its link is free and its data has arrived), not replayed transfer by transfer \
+         (--replay builds and replays the schedule where it fits)\n",
         r.pieces, r.trees_per_root, r.depth, r.rounds
     );
     let _ = writeln!(s, "time          {}", fmt_us(r.time_ns));

@@ -80,11 +80,6 @@ impl Dim {
             DimKind::Switch => self.link_gbps,
         }
     }
-
-    /// Links a hop of this dimension takes.
-    fn hops(&self) -> f64 {
-        if self.kind == DimKind::Switch { 2.0 } else { 1.0 }
-    }
 }
 
 /// The dimensions of `topo` if it is a product network (module doc): built
@@ -117,7 +112,10 @@ pub fn dims(topo: &Topology) -> Option<Vec<Dim>> {
         }
         let expect = match td.kind {
             DimKind::Ring | DimKind::Switch => 2 * n,
+            // A line of two is a fully-connected pair (one link each
+            // way); longer lines (meshes) are not products of alike links.
             DimKind::FullyConnected => n * u64::from(size - 1),
+            DimKind::Line if size == 2 => n,
             DimKind::Line => return None,
         };
         if count[d] != expect {
@@ -126,7 +124,11 @@ pub fn dims(topo: &Topology) -> Option<Vec<Dim>> {
         let (link_gbps, latency_ns) = first[d]?;
         out.push(Dim {
             index: d,
-            kind: td.kind,
+            kind: if td.kind == DimKind::Line {
+                DimKind::FullyConnected
+            } else {
+                td.kind
+            },
             size,
             link_gbps,
             latency_ns,
@@ -616,9 +618,11 @@ pub type LinkClasses = (Vec<usize>, usize);
 pub fn link_classes(topo: &Topology) -> Option<LinkClasses> {
     let dims = dims(topo)?;
     let mut base = vec![usize::MAX; topo.dims.len()];
+    let mut kind = vec![DimKind::Ring; topo.dims.len()];
     let mut next = 0;
     for d in &dims {
         base[d.index] = next;
+        kind[d.index] = d.kind;
         next += match d.kind {
             DimKind::Ring | DimKind::Line | DimKind::Switch => 2,
             DimKind::FullyConnected => d.size as usize - 1,
@@ -632,7 +636,7 @@ pub fn link_classes(topo: &Topology) -> Option<LinkClasses> {
             let d = usize::from(l.dim.unwrap_or(0));
             let size = topo.dims[d].size;
             base[d]
-                + match topo.dims[d].kind {
+                + match kind[d] {
                     DimKind::Ring | DimKind::Line => usize::from(topo.neighbour_link(l.src, d, 1) != Some(id as u32)),
                     DimKind::FullyConnected => {
                         let (a, b) = (topo.coords(l.src)[d], topo.coords(l.dst)[d]);
@@ -768,7 +772,7 @@ pub struct RoundTime {
     pub pieces: u32,
     /// Rounds (k + depth - 1; twice for an all-reduce).
     pub rounds: u32,
-    /// The deepest tree, hops.
+    /// The deepest tree, links (a switch hop is two: up, then down).
     pub depth: u32,
     /// Trees per root.
     pub trees_per_root: u32,
@@ -779,35 +783,65 @@ pub struct RoundTime {
     /// (what its forest's bandwidth can reach, not a bound on every
     /// all-reduce).
     pub bandwidth_ns: f64,
+    /// Per dimension of the topology: the rounds' latency, ns (each
+    /// round's largest link latency, charged to its dimension).
+    pub alpha_ns_per_dim: Vec<f64>,
+    /// Per dimension: the rounds' serialization, ns (each round's busiest
+    /// link class, charged to its dimension).
+    pub beta_ns_per_dim: Vec<f64>,
+    /// The rounds' reductions at the receivers' memory, ns (a
+    /// reduce-scatter's pass; 0 without a memory bandwidth).
+    pub reduce_ns: f64,
+    /// Per dimension: its busiest link's bytes over the whole collective
+    /// divided by its bandwidth, ns (every link of a class carries the
+    /// same).
+    pub busiest_ns_per_dim: Vec<f64>,
 }
 
-/// Most pieces per tree [`round_time`] tries (powers of two).
-const MAX_ROUND_PIECES: u32 = 1 << 16;
+/// The least gain of a doubling of the pieces that keeps `round_time`'s
+/// search going (two doublings below it end it).
+const PIECES_GAIN: f64 = 1e-3;
 
-/// The forest schedule of `kind` on a product network, `size` bytes, timed
-/// without materialising it: piece j of every tree crosses the hops of
-/// depth h in round j + h - 1; by translation symmetry every link of a
-/// class (a dimension, and a ring's direction, a fully-connected group's
-/// offset or a switch's up or down ports) carries in each round what the
-/// hops of that class in root 0's trees carry, so a round takes the
-/// largest class load over its bandwidth (a switch's up and down ports
-/// carry equal loads, in parallel; a round's last piece through a switch
-/// still crosses its down port after its up port: one piece time more)
-/// plus the largest hop latency, and the
-/// schedule the sum of its rounds: an execution in synchronous rounds, one
-/// message per link per round (merging a round's pieces on a link).
-/// `pieces` 0 tries powers of two up to 65,536 and keeps the fastest. An
-/// all-reduce is the reduce-scatter (the same rounds on the reversed
-/// links) then the all-gather. `None` when `topo` is not a product network.
+/// Most pieces per tree [`round_time`] tries (powers of two).
+pub const MAX_ROUND_PIECES: u32 = 1 << 16;
+
+/// [`round_time_with`] with free reductions.
 pub fn round_time(
     topo: &Topology,
     kind: CollectiveKind,
     size: f64,
     pieces: u32,
 ) -> Result<Option<RoundTime>, ForestError> {
-    let passes = match kind {
-        CollectiveKind::AllGather | CollectiveKind::ReduceScatter => 1,
-        CollectiveKind::AllReduce => 2,
+    round_time_with(topo, kind, size, pieces, None)
+}
+
+/// The forest schedule of `kind` on a product network, `size` bytes, timed
+/// without materialising it: piece j of every tree crosses the links of
+/// depth l in round j + l - 1 (a switch hop is two links deep: its up port
+/// in one round, its down port in the next); by translation symmetry every
+/// link of a class (a dimension, and a ring's direction, a fully-connected
+/// group's offset or a switch's up or down ports) carries in each round
+/// what the links of that class in root 0's trees carry, so a round takes
+/// the largest class load over its bandwidth plus the largest link latency
+/// and, in a reduce-scatter with `reduce_gbps`, the receivers' reductions
+/// of what the round brought (`3 bytes / M`, as the simulator charges:
+/// every NPU receives alike), and the schedule the sum of its rounds: an
+/// execution in synchronous rounds, one message per link per round
+/// (merging a round's pieces on a link), valid in either link model.
+/// `pieces` 0 tries powers of two up to 65,536 and keeps the fastest. An
+/// all-reduce is the reduce-scatter (the same rounds on the reversed
+/// links) then the all-gather. `None` when `topo` is not a product network.
+pub fn round_time_with(
+    topo: &Topology,
+    kind: CollectiveKind,
+    size: f64,
+    pieces: u32,
+    reduce_gbps: Option<f64>,
+) -> Result<Option<RoundTime>, ForestError> {
+    let (gathers, reduces) = match kind {
+        CollectiveKind::AllGather => (1.0, 0.0),
+        CollectiveKind::ReduceScatter => (0.0, 1.0),
+        CollectiveKind::AllReduce => (1.0, 1.0),
         other => return Err(ForestError::Collective(other.name())),
     };
     if pieces > MAX_ROUND_PIECES {
@@ -824,30 +858,48 @@ pub fn round_time(
     let Some((class, classes)) = link_classes(topo) else {
         return Ok(None);
     };
-    // ns per byte of a class's load.
+    // Per class: ns per byte, its dimension, its latency, whether it ends
+    // at an NPU.
     let mut class_cost = vec![0.0; classes];
+    let mut class_dim = vec![0usize; classes];
+    let mut class_latency = vec![0.0f64; classes];
+    let mut into_npu = vec![false; classes];
     for (e, l) in topo.links.iter().enumerate() {
-        class_cost[class[e]] = 1.0 / l.gbps;
+        let c = class[e];
+        class_cost[c] = 1.0 / l.gbps;
+        class_dim[c] = usize::from(l.dim.unwrap_or(0));
+        class_latency[c] = l.latency_ns;
+        into_npu[c] = l.dst < topo.npus;
     }
     // load[level][class]: share of a shard crossing one link of the class
-    // at that depth (summed over root 0's trees, weighted); a switch hop
-    // loads an up and a down class alike, so they run in parallel.
+    // at that depth in links (summed over root 0's trees, weighted).
+    // parents[level][class]: the classes of the links that brought the
+    // data its hops at that level send (`classes` for a root's own).
     let mut load: Vec<Vec<f64>> = Vec::new();
+    let mut parents: Vec<Vec<Vec<usize>>> = Vec::new();
     for o in &orders {
         for &m in mirror {
             let w = o.weight / mirror.len() as f64;
             let hops = tree_hops(topo, &dims, 0, &o.dims, m);
-            let mut depth: HashMap<u32, usize> = HashMap::with_capacity(hops.len() + 1);
-            depth.insert(0, 0);
+            // Per NPU reached: its depth and the class that brought it.
+            let mut depth: HashMap<u32, (usize, usize)> = HashMap::with_capacity(hops.len() + 1);
+            depth.insert(0, (0, classes));
             for (u, v, i, dir) in hops {
-                let h = depth[&u] + 1;
-                depth.insert(v, h);
-                if load.len() < h {
-                    load.resize(h, vec![0.0; classes]);
-                }
+                let (mut h, mut via) = depth[&u];
                 for e in hop_links(topo, &dims[i], u, v, dir).0 {
-                    load[h - 1][class[e as usize]] += w;
+                    h += 1;
+                    if load.len() < h {
+                        load.resize(h, vec![0.0; classes]);
+                        parents.resize(h, vec![Vec::new(); classes]);
+                    }
+                    let c = class[e as usize];
+                    load[h - 1][c] += w;
+                    if !parents[h - 1][c].contains(&via) {
+                        parents[h - 1][c].push(via);
+                    }
+                    via = c;
                 }
+                depth.insert(v, (h, via));
             }
         }
     }
@@ -859,46 +911,259 @@ pub fn round_time(
             prefix[l + 1][c] = prefix[l][c] + load[l][c];
         }
     }
-    let alpha = dims.iter().map(|d| d.hops() * d.latency_ns).fold(0.0, f64::max);
-    // The largest piece's second hop through a switch, per byte of a
-    // piece of the whole shard.
-    let widest = orders.iter().map(|o| o.weight).fold(0.0, f64::max) / mirror.len() as f64;
-    let tail = dims
-        .iter()
-        .filter(|d| d.kind == DimKind::Switch)
-        .map(|d| widest / d.link_gbps)
-        .fold(0.0, f64::max);
     let shard = size / n;
-    let time = |k: usize| -> f64 {
-        let piece = shard / k as f64;
-        let mut t = 0.0;
-        for q in 0..k + depth - 1 {
-            // Levels l (1-based) with 0 <= q - (l - 1) < k: l in (q + 1 - k, q + 1].
-            let hi = (q + 1).min(depth);
-            let lo = (q + 1).saturating_sub(k);
-            let busy = (0..classes)
-                .map(|c| (prefix[hi][c] - prefix[lo][c]) * piece * class_cost[c])
-                .fold(0.0, f64::max);
-            t += busy + tail * piece + alpha;
-        }
-        t
+    let nd = topo.dims.len();
+    // Per level (1-based), the classes loaded there; per class, its levels.
+    let classes_at: Vec<Vec<usize>> = (0..depth)
+        .map(|l| (0..classes).filter(|&c| load[l][c] > 0.0).collect())
+        .collect();
+    let levels_of: Vec<Vec<usize>> = (0..classes)
+        .map(|c| (1..=depth).filter(|&l| load[l - 1][c] > 0.0).collect())
+        .collect();
+    let pass = |k: usize, reduce: Option<f64>, trace: bool| -> Pass {
+        asynchronous_rounds(
+            &Rounds {
+                prefix: &prefix,
+                parents: &parents,
+                classes_at: &classes_at,
+                levels_of: &levels_of,
+                cost: &class_cost,
+                latency: &class_latency,
+                dim: &class_dim,
+                into_npu: &into_npu,
+                dims: nd,
+            },
+            k,
+            shard / k as f64,
+            reduce,
+            trace,
+        )
     };
+    let total = |k: usize| gathers * pass(k, None, false).time_ns + reduces * pass(k, reduce_gbps, false).time_ns;
+    // Powers of two until two doublings in a row gain less than
+    // `PIECES_GAIN` each.
     let k = if pieces > 0 {
         pieces as usize
     } else {
-        (0..=MAX_ROUND_PIECES.trailing_zeros())
-            .map(|p| 1usize << p)
-            .min_by(|&a, &b| time(a).total_cmp(&time(b)))
-            .unwrap_or(1)
+        let (mut best, mut best_t, mut flat) = (1usize, total(1), 0);
+        let mut k = 2usize;
+        while k <= MAX_ROUND_PIECES as usize && flat < 2 {
+            let t = total(k);
+            flat = if t < best_t * (1.0 - PIECES_GAIN) { 0 } else { flat + 1 };
+            if t < best_t {
+                (best, best_t) = (k, t);
+            }
+            k *= 2;
+        }
+        best
     };
+    let (mut alpha_ns, mut beta_ns, mut reduce_ns, mut time_ns) = (vec![0.0; nd], vec![0.0; nd], 0.0, 0.0);
+    for (times, reduce) in [(gathers, None), (reduces, reduce_gbps)] {
+        if times > 0.0 {
+            let p = pass(k, reduce, true);
+            time_ns += p.time_ns;
+            reduce_ns += p.reduce_ns;
+            alpha_ns.iter_mut().zip(&p.alpha_ns).for_each(|(x, y)| *x += y);
+            beta_ns.iter_mut().zip(&p.beta_ns).for_each(|(x, y)| *x += y);
+        }
+    }
+    let mut busiest_ns_per_dim = vec![0.0f64; nd];
+    for c in 0..classes {
+        let d = class_dim[c];
+        busiest_ns_per_dim[d] =
+            busiest_ns_per_dim[d].max((gathers + reduces) * prefix[depth][c] * shard * class_cost[c]);
+    }
     let (t_star, _) = gather_cut(&dims);
+    let passes = (gathers + reduces) as u32;
     Ok(Some(RoundTime {
         collective: kind.name(),
         pieces: k as u32,
         rounds: passes * (k + depth - 1) as u32,
         depth: depth as u32,
         trees_per_root: (orders.len() * mirror.len()) as u32,
-        time_ns: f64::from(passes) * time(k),
+        time_ns,
         bandwidth_ns: f64::from(passes) * shard * t_star,
+        alpha_ns_per_dim: alpha_ns,
+        beta_ns_per_dim: beta_ns,
+        reduce_ns,
+        busiest_ns_per_dim,
     }))
+}
+
+/// One pass of a product's forest, per link class (`round_time_with`).
+struct Rounds<'a> {
+    /// Prefix sums over levels of each class's load (share of a shard).
+    prefix: &'a [Vec<f64>],
+    /// Per level and class, the classes that bring its data (the number of
+    /// classes for a root's own data).
+    parents: &'a [Vec<Vec<usize>>],
+    classes_at: &'a [Vec<usize>],
+    levels_of: &'a [Vec<usize>],
+    /// ns per byte, latency ns, dimension and whether it ends at an NPU,
+    /// per class.
+    cost: &'a [f64],
+    latency: &'a [f64],
+    dim: &'a [usize],
+    into_npu: &'a [bool],
+    dims: usize,
+}
+
+/// A pass's time and its critical path's pieces.
+struct Pass {
+    time_ns: f64,
+    alpha_ns: Vec<f64>,
+    beta_ns: Vec<f64>,
+    reduce_ns: f64,
+}
+
+/// One message of a class in a round, on the critical path's graph.
+#[derive(Clone, Copy)]
+struct Message {
+    /// What it waited for last: the class's previous message, or the data
+    /// it carries (the message that brought it), `usize::MAX` for none.
+    pred: usize,
+    /// The wait for data: the bringing link's latency (its dimension) and
+    /// the receiver's reductions.
+    alpha: f64,
+    alpha_dim: usize,
+    reduce: f64,
+    /// Its serialization and dimension.
+    beta: f64,
+    dim: usize,
+}
+
+/// The pass in rounds, each link sending as soon as it can: in round q a
+/// class's link sends one message per level it serves (the pieces of every
+/// tree's hops at that level), each once the link is free and the data it
+/// carries has arrived (what round q - 1 brought to the level above, its
+/// latency after it left; at an NPU of a reduction, once the receiver's
+/// memory has reduced it, `3 bytes / M`, in the order the data arrived),
+/// the ready ones first. Translation symmetry makes every link of a class
+/// alike, so the links of a class are one. An execution of the schedule:
+/// latency overlaps the next messages' sends, paid once per level rather
+/// than once per round. The critical path is walked back from the last
+/// arrival, so its latency, serialization and reductions tile the time.
+/// Without `trace` only the time is kept (no path).
+fn asynchronous_rounds(r: &Rounds, k: usize, piece: f64, reduce: Option<f64>, trace: bool) -> Pass {
+    let depth = r.classes_at.len();
+    let classes = r.cost.len();
+    let none = usize::MAX;
+    let mut nodes: Vec<Message> = Vec::new();
+    // Per class: its last message and when it was out. Per level: when
+    // the last round's data arrived there, from which message, with that
+    // link's latency (and its dimension) and the reductions after it.
+    let mut last = vec![none; classes];
+    let mut free = vec![0.0f64; classes];
+    let blank = (0.0f64, none, 0.0f64, 0usize, 0.0f64);
+    // arrived[level][class]: the last round's data at that level, brought
+    // by that class.
+    let mut arrived = vec![vec![blank; classes]; depth + 1];
+    let mut memory_free = 0.0f64;
+    let (mut end, mut end_at) = (0.0f64, (none, 0.0, 0usize, 0.0));
+    type Arrival = (f64, usize, f64, usize, f64);
+    let mut ready: Vec<(f64, usize, Arrival)> = Vec::new();
+    let mut landed: Vec<(f64, usize, usize, usize, f64)> = Vec::new();
+    for q in 0..k + depth - 1 {
+        let hi = (q + 1).min(depth);
+        let lo = (q + 1).saturating_sub(k);
+        let mut next = vec![vec![blank; classes]; depth + 1];
+        landed.clear();
+        for c in 0..classes {
+            ready.clear();
+            for &l in &r.levels_of[c] {
+                if l > lo && l <= hi {
+                    // The latest of the data its hops carry.
+                    let a = r.parents[l - 1][c]
+                        .iter()
+                        .filter(|&&p| p < classes)
+                        .map(|&p| arrived[l - 1][p])
+                        .fold(blank, |m, x| if x.0 > m.0 { x } else { m });
+                    ready.push((a.0, l, a));
+                }
+            }
+            ready.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            for &(at, l, a) in &ready {
+                let m = if last[c] != none && free[c] >= at {
+                    Message {
+                        pred: last[c],
+                        alpha: 0.0,
+                        alpha_dim: 0,
+                        reduce: 0.0,
+                        beta: 0.0,
+                        dim: 0,
+                    }
+                } else {
+                    Message {
+                        pred: a.1,
+                        alpha: a.2,
+                        alpha_dim: a.3,
+                        reduce: a.4,
+                        beta: 0.0,
+                        dim: 0,
+                    }
+                };
+                let start = free[c].max(at);
+                let beta = load_at(r, l, c) * piece * r.cost[c];
+                let id = if trace {
+                    nodes.push(Message {
+                        beta,
+                        dim: r.dim[c],
+                        ..m
+                    });
+                    nodes.len() - 1
+                } else {
+                    0
+                };
+                last[c] = id;
+                free[c] = start + beta;
+                let got = start + beta + r.latency[c];
+                if r.into_npu[c] && reduce.is_some() {
+                    landed.push((got, id, l, c, load_at(r, l, c) * piece));
+                    continue;
+                }
+                next[l][c] = (got, id, r.latency[c], r.dim[c], 0.0);
+                if got > end {
+                    (end, end_at) = (got, (id, r.latency[c], r.dim[c], 0.0));
+                }
+            }
+        }
+        if let Some(m) = reduce {
+            // The receiver's memory reduces what landed, in arrival order.
+            landed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            for &(got, id, l, c, bytes) in &landed {
+                memory_free = memory_free.max(got) + crate::model::units::transfer_ns(3.0 * bytes, m);
+                let waited = memory_free - got;
+                next[l][c] = (memory_free, id, r.latency[c], r.dim[c], waited);
+                if memory_free > end {
+                    (end, end_at) = (memory_free, (id, r.latency[c], r.dim[c], waited));
+                }
+            }
+        }
+        arrived = next;
+    }
+    // The critical path, back from the last arrival.
+    let (mut alpha_ns, mut beta_ns, mut reduce_ns) = (vec![0.0; r.dims], vec![0.0; r.dims], 0.0);
+    let (mut at, mut alpha, mut alpha_dim, mut red) = end_at;
+    while trace && at != none {
+        if let Some(a) = alpha_ns.get_mut(alpha_dim) {
+            *a += alpha;
+        }
+        reduce_ns += red;
+        let m = nodes[at];
+        if let Some(b) = beta_ns.get_mut(m.dim) {
+            *b += m.beta;
+        }
+        (at, alpha, alpha_dim, red) = (m.pred, m.alpha, m.alpha_dim, m.reduce);
+    }
+    Pass {
+        time_ns: end,
+        alpha_ns,
+        beta_ns,
+        reduce_ns,
+    }
+}
+
+/// Class `c`'s load at level `l` (1-based).
+fn load_at(r: &Rounds, l: usize, c: usize) -> f64 {
+    r.prefix[l][c] - r.prefix[l - 1][c]
 }

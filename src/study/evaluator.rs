@@ -1,7 +1,9 @@
 //! `[evaluator]`: how collectives are timed — analytically or by simulated
 //! schedules (`kind`), the schedule algorithm overall and per collective,
 //! chunks per NPU, the link model, and the fixed point's tolerance, iteration
-//! limit, seed and restarts.
+//! limit, seed and restarts; `best_tolerance` (a fraction, 0.01, or a
+//! percentage, "1%": where `best` stops, here and in the replays of the
+//! decision and the joint optimum).
 
 use super::StudyFile;
 use crate::error::InputError;
@@ -26,6 +28,7 @@ pub(super) struct RawEvaluator {
     max_iterations: Option<Spanned<i64>>,
     seed: Option<u64>,
     restarts: Option<Spanned<i64>>,
+    best_tolerance: Option<Spanned<toml::Value>>,
 }
 
 /// An error in `[evaluator]`, at the line of `span`.
@@ -131,6 +134,16 @@ fn fixed_point(raw: &RawEvaluator, spec: &mut scheduled::Spec, src: StudyFile<'_
     }
     if let Some(s) = raw.seed {
         spec.seed = s;
+    }
+    if let Some(t) = &raw.best_tolerance {
+        let given = match t.get_ref() {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Integer(i) => i.to_string(),
+            other => other.to_string(),
+        };
+        spec.best_tolerance =
+            crate::schedule::algorithm::parse_tolerance(&given).map_err(|m| at(src, t.span(), "best_tolerance", m))?;
     }
     if let Some(r) = &raw.restarts {
         let v = *r.get_ref();
