@@ -471,11 +471,11 @@ impl Backed {
         let comm = &self.distinct[i].0;
         let algorithm = self.spec.algorithm_for(comm.kind);
         let algo = algorithm.to_string();
-        // TACOS, forest, flow and best depend on the bandwidths: build at the
-        // grid point.
+        // TACOS, forest and flow depend on the bandwidths: build at the grid
+        // point (best does not come here: `best_timing`).
         let by_bandwidth = matches!(
             algorithm,
-            ScheduleAlgorithm::Tacos | ScheduleAlgorithm::Forest | ScheduleAlgorithm::Flow | ScheduleAlgorithm::Best
+            ScheduleAlgorithm::Tacos | ScheduleAlgorithm::Forest | ScheduleAlgorithm::Flow
         );
         let grid: Vec<i64> = if by_bandwidth {
             map.iter().map(|&d| (bw[d].log2() * 64.0).round() as i64).collect()

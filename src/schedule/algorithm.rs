@@ -567,12 +567,9 @@ pub fn best_with(topo: &Topology, kind: CollectiveKind, opt: &Options, rounds: b
     };
     let mut tried = Vec::new();
     let mut winner: Option<(f64, Won, String)> = None;
-    let timed_rounds = rounds
-        && matches!(
-            kind,
-            CollectiveKind::AllGather | CollectiveKind::ReduceScatter | CollectiveKind::AllReduce
-        );
-    if timed_rounds && let Ok(Some(r)) = round_time_with(topo, kind, size, 0, opt.reduce_gbps) {
+    // Rounds time what a product's forest builds (all-gather, reduce-scatter,
+    // all-reduce); anything else is refused by `round_time_with` itself.
+    if rounds && let Ok(Some(r)) = round_time_with(topo, kind, size, 0, opt.reduce_gbps) {
         let name = format!("forest(k={}, rounds)", r.pieces);
         tried.push(Tried {
             algorithm: Algorithm::Forest,

@@ -1083,32 +1083,23 @@ fn asynchronous_rounds(r: &Rounds, k: usize, piece: f64, reduce: Option<f64>, tr
             }
             ready.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             for &(at, l, a) in &ready {
-                let m = if last[c] != none && free[c] >= at {
-                    Message {
-                        pred: last[c],
-                        alpha: 0.0,
-                        alpha_dim: 0,
-                        reduce: 0.0,
-                        beta: 0.0,
-                        dim: 0,
-                    }
+                // What it waited for last: the link's previous message, or
+                // the data's arrival.
+                let (pred, alpha, alpha_dim, reduced) = if last[c] != none && free[c] >= at {
+                    (last[c], 0.0, 0, 0.0)
                 } else {
-                    Message {
-                        pred: a.1,
-                        alpha: a.2,
-                        alpha_dim: a.3,
-                        reduce: a.4,
-                        beta: 0.0,
-                        dim: 0,
-                    }
+                    (a.1, a.2, a.3, a.4)
                 };
                 let start = free[c].max(at);
                 let beta = load_at(r, l, c) * piece * r.cost[c];
                 let id = if trace {
                     nodes.push(Message {
+                        pred,
+                        alpha,
+                        alpha_dim,
+                        reduce: reduced,
                         beta,
                         dim: r.dim[c],
-                        ..m
                     });
                     nodes.len() - 1
                 } else {
