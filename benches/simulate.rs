@@ -48,6 +48,24 @@ fn main() {
     if std::env::args().any(|a| a == "ring-only") {
         return;
     }
+    // The 8x8x8 torus all-reduce (hierarchical, bidirectional rings, 8
+    // chunks per NPU).
+    let torus = Topology::torus(&[8, 8, 8], true, &[100.0; 3], &[500.0; 3]);
+    let algos = vec![Algo::BidirectionalRing; 3];
+    let s = builtin::build(&torus, CollectiveKind::AllReduce, Algo::Ring, Some(&algos), 8).expect("schedule");
+    let (secs, r) = best(|| simulate::simulate(&s, &torus, &opt).expect("replay"));
+    assert!(r.valid);
+    println!(
+        "simulate/8x8x8 torus all-reduce, 8 chunks per NPU: {} transfers ({} chunk moves) in {:.3} s = {:.2} M transfers/s, {:.1} M chunk moves/s",
+        r.transfers,
+        r.chunk_moves,
+        secs,
+        r.transfers as f64 / secs / 1e6,
+        r.chunk_moves as f64 / secs / 1e6
+    );
+    if std::env::args().any(|a| a == "torus-only") {
+        return;
+    }
     // 4096 NPUs, hierarchical.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let study = Study::load(&root.join("studies/gpt3-4d-procurement.toml")).expect("study");

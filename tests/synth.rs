@@ -308,7 +308,13 @@ fn the_chosen_chunk_count_pipelines_a_mesh_of_unequal_links() {
     let t = topology::from_spec("mesh:4x4", &[100.0, 25.0], &[500.0]).unwrap();
     let cut = 15.0 / 16.0 * GIB / 125.0;
     let one = synth::best_of(&t, AllGather, &opt(0, GIB, 1), 2).unwrap();
-    let auto = synth::auto_chunks(&t, AllGather, &opt(0, GIB, 1), 2, 0.0, |s| s.time_ns).unwrap();
+    let (score, auto) = synth::auto_chunks(&t, AllGather, &opt(0, GIB, 1), 2, 0.0, |s| s.time_ns).unwrap();
+    // The score returned is the kept schedule's own (no second replay).
+    assert!(
+        (score - auto.time_ns).abs() <= 1e-9 * score,
+        "{score} vs {}",
+        auto.time_ns
+    );
     assert!(auto.schedule.chunks_per_npu > 1);
     assert!(auto.time_ns <= one.time_ns);
     let r = sim(&auto.schedule, &t, GIB, LinkModel::AlphaBeta);

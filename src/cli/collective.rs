@@ -16,7 +16,7 @@ use dimsum::schedule::simulate::LinkModel;
 use dimsum::schedule::{bounds, product};
 use dimsum::study::topology;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Arguments of `dimsum collective`.
 #[derive(Debug, Args)]
@@ -233,25 +233,54 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
     if forest && args.schedule_in.is_none() {
         let kind = collective_kind(&args.collective)?;
         let wants_schedule = args.replay || args.schedule_out.is_some() || args.charts.is_some();
-        let product = product::dims(&topo).is_some() && kind != CollectiveKind::AllToAll;
+        let product = product::symmetric(&topo).is_some() && kind != CollectiveKind::AllToAll;
         if product::needs_rounds(&topo, kind) || (product && !wants_schedule) {
             return rounds(args, &topo, size);
         }
     }
     // Three stages, each seconds to a minute on thousands of NPUs: a bar
-    // (after one second) redrawn by a ticker while a stage runs.
+    // (after one second) redrawn by a ticker while a stage runs; the
+    // replay's counts the transfers landed, with an ETA.
     let bars = super::Bars::stages();
+    let replay_bar = super::Bars::new();
     let task = "collective: schedule, replay, bounds";
     let stage = AtomicUsize::new(0);
-    let out = dimsum::pipeline::run::ticking(&|| bars.update(task, stage.load(Ordering::Relaxed), 3), || {
+    let (landed, transfers) = (AtomicU64::new(0), AtomicU64::new(0));
+    let tick = || match stage.load(Ordering::Relaxed) {
+        1 => {
+            bars.finish();
+            let load = |a: &AtomicU64| usize::try_from(a.load(Ordering::Relaxed)).unwrap_or(usize::MAX);
+            // The ETA at the rate since the first landings: the replay's
+            // set-up (routes, dependencies, state) is a bar of its own.
+            let what = if load(&landed) == 0 {
+                "collective: replay, setting up"
+            } else {
+                "collective: replay, transfers landed"
+            };
+            replay_bar.update(what, load(&landed), load(&transfers));
+        }
+        s => {
+            replay_bar.finish();
+            bars.update(task, s, 3);
+        }
+    };
+    let out = dimsum::pipeline::run::ticking(&tick, || {
         schedule_of(args, &topo, size, loaded.take().flatten()).and_then(|schedule| {
+            transfers.store(schedule.transfers.len() as u64, Ordering::Relaxed);
             stage.store(1, Ordering::Relaxed);
-            Replay::staged(topo, schedule, size, model, args.charts.is_some(), &|| {
-                stage.store(2, Ordering::Relaxed)
-            })
+            Replay::staged(
+                topo,
+                schedule,
+                size,
+                model,
+                args.charts.is_some(),
+                &|| stage.store(2, Ordering::Relaxed),
+                &landed,
+            )
             .map_err(|e| InputError::arg("--schedule-in", e.to_string()))
         })
     });
+    replay_bar.finish();
     bars.finish();
     let out = out?;
     if let Some(path) = &args.schedule_out {

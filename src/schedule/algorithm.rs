@@ -323,13 +323,14 @@ pub fn build(
                     reduce_timing: Some(reduce),
                     ..s
                 };
-                let c = if k > 1 {
+                let built = if k > 1 {
                     synth::best_of(topo, kind, &s, opt.restarts)
+                        .map(|c| (if timings.len() > 1 { replayed(&c) } else { 0.0 }, c))
                 } else {
+                    // Scored by the replay already.
                     synth::auto_chunks(topo, kind, &s, opt.restarts, good_enough, replayed)
-                }
-                .map_err(|e| SpecError::Build(e.to_string()))?;
-                let time = if timings.len() > 1 { replayed(&c) } else { 0.0 };
+                };
+                let (time, c) = built.map_err(|e| SpecError::Build(e.to_string()))?;
                 if best.as_ref().is_none_or(|(b, _)| time < *b) {
                     best = Some((time, c));
                 }
@@ -581,7 +582,7 @@ pub fn best_with(topo: &Topology, kind: CollectiveKind, opt: &Options, rounds: b
     let rounds_ran = winner.is_some();
     // An all-reduce as a reduce-scatter then an all-gather on a product:
     // twice the all-gather's exact cut ([`own_bound`]).
-    let reduce_gather_ns = match (kind, product::dims(topo)) {
+    let reduce_gather_ns = match (kind, product::symmetric(topo)) {
         (CollectiveKind::AllReduce, Some(d)) if !d.is_empty() => {
             Some(2.0 * product::gather_cut(&d).0 * size / f64::from(topo.npus))
         }

@@ -34,6 +34,15 @@
 //!   receiver's, so the switch never copies data (translated to every root,
 //!   each port carries n - 1 hops, as the cut needs).
 //!
+//! - Meshes. A line of n NPUs is a dimension too, with E_i one link (an end
+//!   NPU's): the node sets above taken at a corner give the same cut, and a
+//!   line's own tree runs from the root's coordinate to both ends, so the
+//!   busiest link of a line (its last) carries `x_i` hops of every order's
+//!   trees over all roots, the ring's share for E_i = one link: the same
+//!   mixture meets the cut. Without translation symmetry the trees of
+//!   every root are materialised ([`forest`]), never timed in rounds
+//!   ([`symmetric`]).
+//!
 //! Reduce-scatter uses the same trees on the reversed links (a product
 //! network is its own reverse). [`forest`] materialises the trees of every
 //! root for `schedule::forest::build`; [`round_time`] times the schedule
@@ -75,7 +84,9 @@ impl Dim {
     /// GB/s an NPU sends (and receives) in this dimension.
     pub fn egress_gbps(&self) -> f64 {
         match self.kind {
-            DimKind::Ring | DimKind::Line => 2.0 * self.link_gbps,
+            DimKind::Ring => 2.0 * self.link_gbps,
+            // An end NPU's, one link: what the cut sees (module doc).
+            DimKind::Line => self.link_gbps,
             DimKind::FullyConnected => f64::from(self.size - 1) * self.link_gbps,
             DimKind::Switch => self.link_gbps,
         }
@@ -83,7 +94,7 @@ impl Dim {
 }
 
 /// The dimensions of `topo` if it is a product network (module doc): built
-/// from dimensions, none a line (a mesh), every link of a dimension alike
+/// from dimensions (lines too: a mesh), every link of a dimension alike
 /// and present. `None` otherwise, and for a single NPU.
 pub fn dims(topo: &Topology) -> Option<Vec<Dim>> {
     if topo.dims.is_empty() || topo.dims.len() > 20 {
@@ -113,10 +124,10 @@ pub fn dims(topo: &Topology) -> Option<Vec<Dim>> {
         let expect = match td.kind {
             DimKind::Ring | DimKind::Switch => 2 * n,
             // A line of two is a fully-connected pair (one link each
-            // way); longer lines (meshes) are not products of alike links.
+            // way); a longer one has size - 1 links each way per line.
             DimKind::FullyConnected => n * u64::from(size - 1),
             DimKind::Line if size == 2 => n,
-            DimKind::Line => return None,
+            DimKind::Line => 2 * n / u64::from(size) * u64::from(size - 1),
         };
         if count[d] != expect {
             return None;
@@ -124,7 +135,7 @@ pub fn dims(topo: &Topology) -> Option<Vec<Dim>> {
         let (link_gbps, latency_ns) = first[d]?;
         out.push(Dim {
             index: d,
-            kind: if td.kind == DimKind::Line {
+            kind: if td.kind == DimKind::Line && size == 2 {
                 DimKind::FullyConnected
             } else {
                 td.kind
@@ -135,6 +146,15 @@ pub fn dims(topo: &Topology) -> Option<Vec<Dim>> {
         });
     }
     (!out.is_empty()).then_some(out)
+}
+
+/// The dimensions of `topo` if it is a product network that every
+/// translation maps onto itself: [`dims`] without lines of more than two
+/// NPUs (a mesh's end NPUs have fewer links). Translation symmetry is what
+/// [`round_time`] (one root's trees timed for all), [`link_classes`] and
+/// the reduce-scatter + all-gather bound of `algorithm::own_bound` rest on.
+pub fn symmetric(topo: &Topology) -> Option<Vec<Dim>> {
+    dims(topo).filter(|d| d.iter().all(|d| d.kind != DimKind::Line))
 }
 
 /// Most NPUs [`switch_product`] examines (its search for parallel switches
@@ -531,8 +551,8 @@ pub fn mixture_ns_per_byte(dims: &[Dim], orders: &[Order]) -> f64 {
 }
 
 /// One hop of a dimension's own tree: from the NPU at offset `from` to the
-/// one at `to` (offsets from the root's coordinate), and for a ring the
-/// direction (+1 forward, -1 back).
+/// one at `to` (offsets from the root's coordinate, wrapping), and for a
+/// ring or a line the direction (+1 forward, -1 back).
 #[derive(Clone, Copy)]
 struct Hop {
     from: u32,
@@ -541,13 +561,18 @@ struct Hop {
 }
 
 /// A dimension's own tree (module doc), parents before children; `mirror`
-/// swaps a ring's two directions.
-fn dim_tree(dim: &Dim, mirror: bool) -> Vec<Hop> {
+/// swaps a ring's two directions; `at` is the root's coordinate along it
+/// (a line's tree runs from there to both ends).
+fn dim_tree(dim: &Dim, mirror: bool, at: u32) -> Vec<Hop> {
     let n = dim.size;
     match dim.kind {
         DimKind::Ring | DimKind::Line => {
-            let (mut fwd, mut back) = (n / 2, (n - 1) / 2);
-            if mirror {
+            let (mut fwd, mut back) = if dim.kind == DimKind::Line {
+                (n - 1 - at, at)
+            } else {
+                (n / 2, (n - 1) / 2)
+            };
+            if mirror && dim.kind == DimKind::Ring {
                 std::mem::swap(&mut fwd, &mut back);
             }
             let ahead = (1..=fwd).map(|j| Hop {
@@ -573,7 +598,8 @@ fn dim_tree(dim: &Dim, mirror: bool) -> Vec<Hop> {
     }
 }
 
-/// Rank `r` moved `off` places along dimension `d` (wrapping).
+/// Rank `r` moved `off` places along dimension `d` (wrapping: a line's
+/// trees never wrap, their offsets stay within it).
 fn shift(topo: &Topology, r: u32, d: usize, off: u32) -> u32 {
     let stride = topo.stride(d);
     let n = topo.dims[d].size;
@@ -616,7 +642,7 @@ pub type LinkClasses = (Vec<usize>, usize);
 
 /// The [`LinkClasses`] of `topo`, or `None` if it is not a product network.
 pub fn link_classes(topo: &Topology) -> Option<LinkClasses> {
-    let dims = dims(topo)?;
+    let dims = symmetric(topo)?;
     let mut base = vec![usize::MAX; topo.dims.len()];
     let mut kind = vec![DimKind::Ring; topo.dims.len()];
     let mut next = 0;
@@ -655,7 +681,9 @@ fn tree_hops(topo: &Topology, dims: &[Dim], root: u32, order: &[usize], mirror: 
     let mut nodes = vec![root];
     let mut hops = Vec::with_capacity(topo.npus as usize);
     for &i in order {
-        let own = dim_tree(&dims[i], mirror);
+        let d = dims[i].index;
+        // Every node reached so far shares the root's coordinate along d.
+        let own = dim_tree(&dims[i], mirror, (root / topo.stride(d)) % topo.dims[d].size);
         for p in 0..nodes.len() {
             let base = nodes[p];
             for h in &own {
@@ -674,7 +702,7 @@ fn tree_hops(topo: &Topology, dims: &[Dim], root: u32, order: &[usize], mirror: 
 /// `4 x forest::MAX_TRANSFERS` transfers at one piece per tree, both passes
 /// of an all-reduce counted): it is timed in rounds instead ([`round_time`]).
 pub fn needs_rounds(topo: &Topology, kind: CollectiveKind) -> bool {
-    let Some(dims) = dims(topo) else {
+    let Some(dims) = symmetric(topo) else {
         return false;
     };
     let Ok(orders) = mixture(&dims) else {
@@ -709,9 +737,14 @@ fn dims_forest(topo: &Topology, dims: &[Dim], reversed: bool) -> Result<Forest, 
     let per_root = orders.len() * mirror.len();
     let arcs_needed = tree_arcs(n, per_root);
     if arcs_needed > MAX_ARCS {
+        let instead = if dims.iter().any(|d| d.kind == DimKind::Line) {
+            "a mesh has no translation symmetry to time it in rounds: use fewer NPUs"
+        } else {
+            "`dimsum collective --algorithm forest` times it in rounds"
+        };
         return Err(ForestError::TooBig(format!(
             "{n} NPUs x {per_root} trees per root would make {arcs_needed} tree arcs, over forest's {MAX_ARCS}: \
-             too large to build and replay (`dimsum collective --algorithm forest` times it in rounds)"
+             too large to build and replay ({instead})"
         )));
     }
     let (t_star, _) = gather_cut(dims);
@@ -849,7 +882,7 @@ pub fn round_time_with(
             "{pieces} pieces per tree: forest's rounds take at most {MAX_ROUND_PIECES}"
         )));
     }
-    let Some(dims) = dims(topo) else {
+    let Some(dims) = symmetric(topo) else {
         return Ok(None);
     };
     let n = f64::from(topo.npus);

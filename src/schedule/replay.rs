@@ -8,6 +8,7 @@ use super::Schedule;
 use super::bounds::{self, Bounds};
 use super::simulate::{self, LinkModel, SimError, SimOptions, SimResult};
 use crate::model::topology::Topology;
+use std::sync::atomic::AtomicU64;
 
 /// A schedule replayed on a topology, with the lower bounds.
 #[derive(Debug, Clone)]
@@ -36,11 +37,13 @@ impl Replay {
         model: LinkModel,
         record: bool,
     ) -> Result<Replay, SimError> {
-        Replay::staged(topo, schedule, size, model, record, &|| ())
+        Replay::staged(topo, schedule, size, model, record, &|| (), &AtomicU64::new(0))
     }
 
     /// [`Replay::new`], calling `replayed` between the replay and the
-    /// bounds (the two long stages on large topologies, for progress).
+    /// bounds (the two long stages on large topologies, for progress) and
+    /// counting the transfers landed in `landed` as the replay goes
+    /// ([`simulate::simulate_observed`]).
     pub fn staged(
         topo: Topology,
         schedule: Schedule,
@@ -48,6 +51,7 @@ impl Replay {
         model: LinkModel,
         record: bool,
         replayed: &dyn Fn(),
+        landed: &AtomicU64,
     ) -> Result<Replay, SimError> {
         let opt = SimOptions {
             size_bytes: size,
@@ -55,7 +59,7 @@ impl Replay {
             record,
             reduce_gbps: None,
         };
-        let sim = simulate::simulate(&schedule, &topo, &opt)?;
+        let sim = simulate::simulate_observed(&schedule, &topo, &opt, landed)?;
         replayed();
         let bounds = bounds::lower_bounds(&topo, schedule.collective, size);
         Ok(Replay {

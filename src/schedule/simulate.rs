@@ -39,8 +39,8 @@ use crate::model::units;
 use crate::model::workload::CollectiveKind;
 use crate::schedule::{Op, Schedule, Transfer};
 use serde::Serialize;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How a link is occupied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -335,6 +335,12 @@ fn storage_order(s: &Schedule, topo: &Topology) -> Vec<u32> {
     let per_shard =
         |f: &dyn Fn(u64) -> u64| -> Vec<u32> { (0..chunks).map(|c| ((c / n) * n + f(c % n)) as u32).collect() };
     let mut candidates = vec![identity];
+    // Shard-major: every shard's chunks (`c % n` equal) side by side, for
+    // the trees and pipelines that move one shard's pieces at a time.
+    if chunks > n {
+        let per = chunks / n;
+        candidates.push((0..chunks).map(|c| ((c % n) * per + c / n) as u32).collect());
+    }
     if sizes.len() >= 2 {
         candidates.push(per_shard(&|mut shard| {
             let mut rev = 0u64;
@@ -543,8 +549,21 @@ fn final_errors(s: &Schedule, st: &State, errors: &mut Vec<String>, count: &mut 
 /// are errors; a schedule that runs but computes the wrong thing is a result
 /// with `valid = false` and the problems listed.
 pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimResult, SimError> {
+    simulate_observed(s, topo, opt, &AtomicU64::new(0))
+}
+
+/// [`simulate`], storing in `landed` how many transfers have landed so
+/// far (every 4,096 and at the end), for a progress bar with an ETA read
+/// from another thread.
+pub fn simulate_observed(
+    s: &Schedule,
+    topo: &Topology,
+    opt: &SimOptions,
+    landed: &AtomicU64,
+) -> Result<SimResult, SimError> {
     let input = Input::new(s, topo, opt)?;
-    let mut r = replay(&input);
+    let mut r = replay(&input, landed);
+    landed.store(s.transfers.len() as u64, Ordering::Relaxed);
     end_errors(s, &mut r);
     let path = critical_path(&input, &mut r);
     Ok(result(&input, r, path))
@@ -612,35 +631,77 @@ struct Csr {
 }
 
 impl Csr {
-    /// Per transfer, the transfers whose `list` names it, in transfer order
-    /// (the dependents, from `deps`; the receive buffers waiting for it,
-    /// from `after`).
-    fn inverted(s: &Schedule, list: impl Fn(&Transfer) -> &[u32]) -> Csr {
-        let nt = s.transfers.len();
-        let mut at = vec![0u32; nt + 1];
-        for t in &s.transfers {
-            for &d in list(t) {
-                at[d as usize + 1] += 1;
-            }
-        }
-        for i in 0..nt {
-            at[i + 1] += at[i];
-        }
-        let mut fill = at.clone();
-        let mut items = vec![0u32; at[nt] as usize];
-        for (i, t) in s.transfers.iter().enumerate() {
-            for &d in list(t) {
-                items[fill[d as usize] as usize] = i as u32;
-                fill[d as usize] += 1;
-            }
-        }
-        Csr { at, items }
-    }
-
     /// The items of node `i`.
     #[inline]
     fn of(&self, i: usize) -> &[u32] {
         &self.items[self.at[i] as usize..self.at[i + 1] as usize]
+    }
+}
+
+/// The schedule's dependencies turned around, in two passes over the
+/// transfers (they are large and a big schedule's do not fit in cache).
+struct Inverted {
+    /// Per transfer, the transfers whose `deps` name it, in order.
+    dependents: Csr,
+    /// Per transfer, the transfers whose `after` name it, in order.
+    after_of: Csr,
+    /// Per transfer, its `deps` count.
+    remaining: Vec<u32>,
+    /// Per transfer, its `after` count.
+    after_left: Vec<u32>,
+}
+
+impl Inverted {
+    fn new(s: &Schedule) -> Inverted {
+        let nt = s.transfers.len();
+        let mut remaining = vec![0u32; nt];
+        let mut after_left = vec![0u32; nt];
+        let mut dep_at = vec![0u32; nt + 1];
+        let mut after_at = vec![0u32; nt + 1];
+        let mut any_after = false;
+        for (i, t) in s.transfers.iter().enumerate() {
+            remaining[i] = t.deps.len() as u32;
+            for &d in &t.deps {
+                dep_at[d as usize + 1] += 1;
+            }
+            if !t.after.is_empty() {
+                any_after = true;
+                after_left[i] = t.after.len() as u32;
+                for &d in &t.after {
+                    after_at[d as usize + 1] += 1;
+                }
+            }
+        }
+        for i in 0..nt {
+            dep_at[i + 1] += dep_at[i];
+            after_at[i + 1] += after_at[i];
+        }
+        let mut dep_fill = dep_at.clone();
+        let mut dep_items = vec![0u32; dep_at[nt] as usize];
+        let mut after_fill = if any_after { after_at.clone() } else { Vec::new() };
+        let mut after_items = vec![0u32; after_at[nt] as usize];
+        for (i, t) in s.transfers.iter().enumerate() {
+            for &d in &t.deps {
+                dep_items[dep_fill[d as usize] as usize] = i as u32;
+                dep_fill[d as usize] += 1;
+            }
+            for &d in &t.after {
+                after_items[after_fill[d as usize] as usize] = i as u32;
+                after_fill[d as usize] += 1;
+            }
+        }
+        Inverted {
+            dependents: Csr {
+                at: dep_at,
+                items: dep_items,
+            },
+            after_of: Csr {
+                at: after_at,
+                items: after_items,
+            },
+            remaining,
+            after_left,
+        }
     }
 }
 
@@ -786,13 +847,15 @@ struct Replay {
 /// which closures could not borrow mutably at once; as macros they expand
 /// into this one loop, the hot path stays inlined and nothing is allocated
 /// per event but the receive buffers `after` asks for.
-fn replay(input: &Input) -> Replay {
+fn replay(input: &Input, landed: &AtomicU64) -> Replay {
     let (s, topo, routes, bytes) = (input.s, input.topo, &input.routes, &input.bytes[..]);
     let nt = s.transfers.len();
-    let dependents = Csr::inverted(s, |t| &t.deps[..]);
-    let after_of = Csr::inverted(s, |t| &t.after[..]);
-    let mut remaining: Vec<u32> = s.transfers.iter().map(|t| t.deps.len() as u32).collect();
-    let mut after_left: Vec<u32> = s.transfers.iter().map(|t| t.after.len() as u32).collect();
+    let Inverted {
+        dependents,
+        after_of,
+        mut remaining,
+        mut after_left,
+    } = Inverted::new(s);
     let mut links = Links::new(input);
     let mut issue = vec![f64::NAN; nt];
     let mut arrive = vec![f64::NAN; nt];
@@ -803,10 +866,10 @@ fn replay(input: &Input) -> Replay {
     let mut chunk_moves = 0u64;
     let mut issue_seq = vec![0u32; nt];
     let mut seq = 0u32;
-    // Events keyed (time bits, transfer, hop) packed in one u128: times are
-    // non-negative, so their bits order like the times.
-    let key = |time: f64, t: usize, h: u32| u128::from(time.to_bits()) << 64 | (t as u128) << 32 | u128::from(h);
-    let mut heap: BinaryHeap<Reverse<u128>> = BinaryHeap::new();
+    // Events keyed (time bits, transfer, hop): times are non-negative, so
+    // their bits order like the times.
+    let key = |time: f64, t: usize, h: u32| (time.to_bits(), (t as u64) << 32 | u64::from(h));
+    let mut heap = Events::default();
     // Receive buffers: arrived, and what is held back.
     let mut wire = vec![false; nt];
     let mut held: HashMap<usize, Held> = HashMap::new();
@@ -822,7 +885,7 @@ fn replay(input: &Input) -> Replay {
             let (t, h, now): (usize, u32, f64) = ($t, $h, $now);
             let l = routes.items[routes.at[t] as usize + h as usize] as usize;
             let at = links.occupy(&topo.links[l], l, t, h, bytes[t], now);
-            heap.push(Reverse(key(at, t, h + 1)));
+            heap.push(key(at, t, h + 1));
         }};
     }
     // Issues transfer `t` at `now` and puts it on its first link.
@@ -835,7 +898,7 @@ fn replay(input: &Input) -> Replay {
                 hop!(t, 0, now);
             } else {
                 // A local operation: done after its duration.
-                heap.push(Reverse(key(now + s.transfers[t].duration_ns, t, 0)));
+                heap.push(key(now + s.transfers[t].duration_ns, t, 0));
             }
         }};
     }
@@ -847,8 +910,11 @@ fn replay(input: &Input) -> Replay {
             let (t, t32, now): (usize, u32, f64) = ($t, $t32, $now);
             arrive[t] = now;
             seq += 1;
+            if seq & 0xFFF == 0 {
+                landed.store(u64::from(seq), Ordering::Relaxed);
+            }
             let tr = &s.transfers[t];
-            let first_bad = if let Some((vals, bad)) = held.remove(&t) {
+            let first_bad = if let Some((vals, bad)) = (!held.is_empty()).then(|| held.remove(&t)).flatten() {
                 // Read when it arrived (see below), applied now.
                 apply_held(&mut state, tr, &vals, seq, &mut chunk_moves);
                 bad
@@ -875,8 +941,8 @@ fn replay(input: &Input) -> Replay {
     for t in ready {
         issue!(t, 0.0);
     }
-    while let Some(Reverse(k)) = heap.pop() {
-        let (now, t32, h) = (f64::from_bits((k >> 64) as u64), (k >> 32) as u32, k as u32);
+    while let Some((bits, k)) = heap.pop() {
+        let (now, t32, h) = (f64::from_bits(bits), (k >> 32) as u32, k as u32);
         let t = t32 as usize;
         let hops = routes.at[t + 1] - routes.at[t];
         if h < hops {
@@ -894,7 +960,7 @@ fn replay(input: &Input) -> Replay {
             let start = now.max(memory_free[dst]);
             memory_free[dst] = start + units::transfer_ns(3.0 * bytes[t], m);
             reduce_ns[t] = memory_free[dst] - now;
-            heap.push(Reverse(key(memory_free[dst], t, hops + 1)));
+            heap.push(key(memory_free[dst], t, hops + 1));
             continue;
         }
         wire[t] = true;
@@ -923,6 +989,75 @@ fn replay(input: &Input) -> Replay {
         errors,
         error_count,
         chunk_moves,
+    }
+}
+
+/// The replay's events in time order, ties by (transfer, hop): a radix
+/// heap on the times' bits (a replay never schedules an event before the
+/// one it is handling, so the queue is monotone), with the events at the
+/// current time in a small binary heap for the ties. Pushes cost O(1) and
+/// pops amortised O(64) bucket moves per event over the whole replay,
+/// instead of a binary heap's O(log n) 128-bit comparisons on every push
+/// and pop.
+struct Events {
+    /// The time (bits) of the events being handled.
+    last: u64,
+    /// The events at or before `last` (an event can only be at `last`;
+    /// the queue would still order an earlier one first), latest key
+    /// first: popped from the end.
+    now: Vec<(u64, u64)>,
+    /// Bucket `i > 0`: the events whose time differs from `last` first in
+    /// bit `i - 1` (counting from the least significant).
+    buckets: [Vec<(u64, u64)>; 65],
+}
+
+impl Default for Events {
+    fn default() -> Events {
+        Events {
+            last: 0,
+            now: Vec::new(),
+            buckets: std::array::from_fn(|_| Vec::new()),
+        }
+    }
+}
+
+impl Events {
+    #[inline]
+    fn push(&mut self, e: (u64, u64)) {
+        if e.0 <= self.last {
+            // Rare (a zero-time hop or local operation) but for the
+            // refill below: kept in order.
+            let at = self.now.partition_point(|x| *x > e);
+            self.now.insert(at, e);
+        } else {
+            let i = 64 - (e.0 ^ self.last).leading_zeros() as usize;
+            self.buckets[i].push(e);
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<(u64, u64)> {
+        if let Some(e) = self.now.pop() {
+            return Some(e);
+        }
+        // The first non-empty bucket holds the earliest events: move
+        // `last` to their earliest time and spread them out again (each
+        // lands in a lower bucket, or at `last`: those sorted once).
+        let i = (1..65).find(|&i| !self.buckets[i].is_empty())?;
+        let mut b = std::mem::take(&mut self.buckets[i]);
+        self.last = b.iter().map(|e| e.0).min().unwrap_or(self.last);
+        for e in b.drain(..) {
+            if e.0 <= self.last {
+                self.now.push(e);
+            } else {
+                let j = 64 - (e.0 ^ self.last).leading_zeros() as usize;
+                self.buckets[j].push(e);
+            }
+        }
+        // Keep the bucket's allocation for later.
+        self.buckets[i] = b;
+        self.now.sort_unstable_by(|a, b| b.cmp(a));
+        self.now.pop()
     }
 }
 
@@ -1102,7 +1237,8 @@ struct CriticalPath {
 fn critical_path(input: &Input, r: &mut Replay) -> CriticalPath {
     let (s, topo, routes, bytes, ndims) = (input.s, input.topo, &input.routes, &input.bytes, input.ndims);
     let nt = s.transfers.len();
-    r.links.blocks.sort_by_key(|b| b.0);
+    // (transfer, hop) is unique: no order among equal keys to keep.
+    r.links.blocks.sort_unstable_by_key(|b| (b.0, b.1));
     let blocks = &r.links.blocks;
     let blocks_of = |t: usize| {
         let lo = blocks.partition_point(|b| (b.0 as usize) < t);

@@ -1261,7 +1261,7 @@ pub const AUTO_MAX_PAIRS: u64 = 1 << 22;
 /// doublings in a row have not lowered the score (a stop on small gains
 /// moved committed results by up to 2.4%, over the tolerance); the lowest
 /// score kept
-/// (ties: fewer chunks). More chunks pipeline a shard over several paths
+/// (ties: fewer chunks), returned with its score. More chunks pipeline a shard over several paths
 /// (1 GiB all-gather on a 4x8 torus at 100 / 25 GB/s: 1.29x the cut at one
 /// chunk, 1.014x at 16) and cost latency when a buffer is small (merging,
 /// module doc, takes most of it back).
@@ -1272,7 +1272,7 @@ pub fn auto_chunks(
     restarts: u32,
     good_enough: f64,
     time: impl Fn(&Synthesized) -> f64,
-) -> Result<Synthesized, SynthError> {
+) -> Result<(f64, Synthesized), SynthError> {
     let n = u64::from(topo.npus);
     let at = |k: u32| {
         best_of(
@@ -1301,7 +1301,7 @@ pub fn auto_chunks(
             worse += 1;
         }
     }
-    Ok(best.1)
+    Ok(best)
 }
 
 /// All-gather synthesis without keeping the schedule (for topologies whose
