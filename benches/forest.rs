@@ -1,6 +1,7 @@
 //! Forest (`schedule::forest`, `schedule::product`): the general tree
-//! packing on meshes (not products), the product forest and its whole
-//! all-gather schedule at 1 GiB on tori, and, at scale, the exact bound
+//! packing on a random 48-NPU network, the product forest and its whole
+//! all-gather schedule at 1 GiB on meshes (the 7x10 mesh: target 1 s with
+//! its replay) and tori, and, at scale, the exact bound
 //! and the round-timed schedule together (8x8x8, 64x64 and 200x200 tori:
 //! the targets are 0.05 s, 2 s and 10 minutes). `cargo bench --bench forest`.
 
@@ -16,7 +17,22 @@ const GIB: f64 = 1073741824.0;
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("forest");
     g.sample_size(10);
+    // A network that is no product: a two-way ring of 48 NPUs at 25-100
+    // GB/s and 48 one-way chords, from a fixed linear congruential stream.
+    let mut text = String::new();
+    let mut x = 12345u64;
+    let mut next = |m: u64| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    };
+    for v in 0..48u64 {
+        text += &format!("{v} <-> {} {} 0.5us\n", (v + 1) % 48, 25 + next(76));
+        text += &format!("{v} -> {} {} 0.5us\n", (v + 2 + next(44)) % 48, 25 + next(76));
+    }
+    let random = Topology::parse_edges(&text, std::path::Path::new("random-48.edges")).unwrap();
+    g.bench_function("pack/random-48", |b| b.iter(|| forest::forest(&random, false).unwrap()));
     for (spec, gbps) in [
+        ("mesh:7x10", vec![50.0]),
         ("mesh:4x4", vec![50.0]),
         ("mesh:5x5", vec![53.687_091_2, 80.530_636_8]),
         ("torus:4x4", vec![50.0]),

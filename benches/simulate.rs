@@ -1,9 +1,11 @@
 //! The simulator's speed: chunk transfers replayed per second on one core
 //! (a 64-NPU ring all-gather with 64 chunks per NPU: 258,048 one-hop
 //! transfers), and a 4096-NPU hierarchical all-reduce on LIBRA's 4D fabric
-//! (Ring(4) x FullyConnected(8) x Ring(4) x Switch(32)) built and replayed.
+//! (Ring(4) x FullyConnected(8) x Ring(4) x Switch(32)) built and replayed;
+//! between them the 8x8x8 torus all-reduce (hierarchical, bidirectional
+//! rings, 8 chunks per NPU), in transfers and chunk moves per second.
 //! Timed once each (best of three): `cargo bench --bench simulate`
-//! (`-- ring-only` for the first).
+//! (`-- ring-only` for the first, `-- torus-only` for the first two).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 

@@ -196,19 +196,50 @@ fn all_reduce_is_the_reduce_scatter_then_the_all_gather() {
 
 #[test]
 fn too_many_npus_and_all_to_all_are_refused() {
-    // A random network of 70 NPUs is not a product network, so it takes
-    // the general packing, capped at 64 NPUs. (A 16x16 mesh is a product
+    // A random network of 300 NPUs is not a product network, so it takes
+    // the general packing, capped at 256 NPUs. (A 16x16 mesh is a product
     // now: its trees are built, tests/product.rs.)
-    let t = random_network(70, 0, &[(0, 35, 10.0)], &[50.0; 70]);
+    let t = random_network(300, 0, &[(0, 150, 10.0)], &[50.0; 300]);
     let e = forest::build(&t, AllGather, 0, 1e6).unwrap_err().to_string();
-    assert!(e.contains("at most 64 NPUs") && e.contains("70"), "{e}");
+    assert!(e.contains("at most 256 NPUs") && e.contains("300"), "{e}");
     let mesh = from_spec("mesh:16x16", &[50.0], &[0.0]).unwrap();
     assert!(forest::build(&mesh, AllGather, 1, 1e6).is_ok());
+    // Above 64 NPUs only sparse networks: 70 NPUs on a ring with 9 chords
+    // each (10 arcs per NPU) are refused before packing, the limit named.
+    let chords: Vec<(u32, u32, f64)> = (0..70u32)
+        .flat_map(|v| (1..10u32).map(move |j| (v, (v + 7 * j) % 70, 20.0)))
+        .collect();
+    let dense = random_network(70, 0, &chords, &[50.0; 70]);
+    let e = forest::build(&dense, AllGather, 0, 1e6).unwrap_err().to_string();
+    assert!(e.contains("at most 8 arcs per NPU") && e.contains("700"), "{e}");
     let t = from_spec("ring:4", &[50.0], &[0.0]).unwrap();
     let e = forest::build(&t, CollectiveKind::AllToAll, 0, 1e6)
         .unwrap_err()
         .to_string();
     assert!(e.contains("all-to-all"), "{e}");
+}
+
+#[test]
+fn a_sparse_random_network_above_64_npus_meets_its_cut() {
+    // 96 NPUs on a two-way ring at 20-100 GB/s with a one-way chord each
+    // (from a fixed stream): the general packing, replayed at 1 GiB, is
+    // valid and within 2% of the exact cut (max-flow over every node set).
+    let mut x = 7u64;
+    let mut next = |m: u64| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    };
+    let n = 96u32;
+    let ring: Vec<f64> = (0..n).map(|_| 20.0 + next(81) as f64).collect();
+    let chords: Vec<(u32, u32, f64)> = (0..n)
+        .map(|v| (v, (v + 2 + next(u64::from(n) - 3) as u32) % n, 20.0 + next(81) as f64))
+        .collect();
+    let t = random_network(n, 0, &chords, &ring);
+    let cut = exact_cut(&t, AllGather).unwrap().ns_per_byte * GIB;
+    let (time, bound) = replay(&t, AllGather, 0, GIB);
+    assert!(bound >= cut * (1.0 - 1e-9));
+    assert!(time >= bound * (1.0 - 1e-9));
+    assert!(time <= cut * 1.02, "{:.4}", time / cut);
 }
 
 proptest! {
