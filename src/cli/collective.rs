@@ -87,10 +87,10 @@ pub struct CollectiveArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// forest on a product network: build the schedule and replay it transfer by
-    /// transfer (default: timed in rounds by translation symmetry, in milliseconds,
-    /// unless --schedule-out or --charts asks for the schedule; networks too large to
-    /// build are always timed in rounds).
+    /// forest on a torus-like product network: build the schedule and replay it
+    /// transfer by transfer (default: timed in rounds by translation symmetry, in
+    /// milliseconds, unless --schedule-out or --charts asks for the schedule; networks
+    /// too large to build are always timed in rounds; meshes are always replayed).
     #[arg(long)]
     pub replay: bool,
 }
