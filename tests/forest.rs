@@ -334,8 +334,9 @@ fn two_level(nodes: u32, gpus: u32, railed: u32) -> Topology {
 
 #[test]
 fn general_packings_meet_the_cut_plus_the_trees_latency() {
-    // The target on networks that take the general packing (a
-    // heterogeneous mesh, two-level switch edge lists) at 1 MiB, where a
+    // The target on networks that take the general packing (the
+    // two-level switch edge lists; the meshes below are products now and
+    // take their dimension-ordered trees, held to the same bound) at 1 MiB, where a
     // round (the bandwidth term over the k pieces) is shorter than a
     // link's latency: within 1% of the cut plus the deepest tree's arcs
     // times the slowest route, each of its links paying its latency and,

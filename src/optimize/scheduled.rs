@@ -25,8 +25,9 @@
 //! multiport bandwidth-optimal Swing; `tacos` synthesizes a schedule for the
 //! group at the current bandwidths (`schedule::synth`); `forest` packs
 //! spanning trees at the group's cut rate (`schedule::forest`: any size on
-//! groups that are products of rings, fully-connected groups and switches,
-//! else at most 64 NPUs), also at the current bandwidths; `flow` routes an
+//! groups that are products of rings, lines, fully-connected groups and
+//! switches, else at most 64 NPUs, 256 on sparse networks), also at the
+//! current bandwidths; `flow` routes an
 //! all-to-all along an optimal multi-commodity flow (`schedule::flow`, for
 //! `algorithms = { all-to-all = "flow" }`); `best` searches every algorithm
 //! `schedule::algorithm` knows (`best_with`: the certified bound first, a

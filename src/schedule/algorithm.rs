@@ -458,7 +458,8 @@ pub struct Tried {
 /// the synthesized ones every link). The latency-optimal butterflies send
 /// the whole vector every step of an all-reduce.
 ///
-/// On a product network an all-reduce built as a reduce-scatter then an
+/// On a torus-like product network (`product::symmetric`: not a mesh) an
+/// all-reduce built as a reduce-scatter then an
 /// all-gather (every builder but the latency-optimal butterflies) is also
 /// bounded by twice the all-gather's exact cut, `reduce_gather_ns`: for a
 /// node set S of the cut and its N translates S_t (the translations act
@@ -607,6 +608,16 @@ pub fn best_with(topo: &Topology, kind: CollectiveKind, opt: &Options, rounds: b
         } else if a == Algorithm::Forest && rounds_ran && topo.npus > BEST_MAX_FOREST_NPUS_BY_ROUNDS {
             Some(format!(
                 "its trees are timed in rounds above {BEST_MAX_FOREST_NPUS_BY_ROUNDS} NPUs"
+            ))
+        } else if a == Algorithm::Forest
+            && topo.npus > BEST_MAX_FOREST_NPUS_BY_ROUNDS
+            && product::symmetric(topo).is_none()
+            && product::dims(topo).is_some()
+        {
+            // A mesh (a group over part of a ring, say): its trees would
+            // be materialised and replayed, millions of transfers.
+            Some(format!(
+                "a mesh's trees are built transfer by transfer, not timed in rounds: not tried above {BEST_MAX_FOREST_NPUS_BY_ROUNDS} NPUs"
             ))
         } else if a == Algorithm::Tacos && rounds_ran && topo.npus > BEST_MAX_TACOS_NPUS_BY_ROUNDS {
             Some(format!(

@@ -137,7 +137,7 @@ pub enum ForestError {
     Collective(&'static str),
     /// Too many NPUs.
     #[error(
-        "forest packs trees for at most {MAX_NPUS} NPUs (a max-flow per arc tried) unless the network is a product of rings, fully-connected groups and switches; this topology has {0}"
+        "forest packs trees for at most {MAX_NPUS} NPUs (a max-flow per arc tried) unless the network is a product of rings, lines, fully-connected groups and switches; this topology has {0}"
     )]
     TooLarge(u32),
     /// Some NPU cannot be reached.
@@ -638,7 +638,7 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
             if k > 1 {
                 "give fewer --chunks-per-npu"
             } else {
-                "too large to build and replay (on a product network `dimsum collective --algorithm forest` times it in rounds)"
+                "too large to build and replay (on a torus-like product network `dimsum collective --algorithm forest` times it in rounds; a mesh cannot be: use fewer NPUs)"
             }
         )));
     }

@@ -70,7 +70,8 @@ pub const MAX_ARCS: u64 = 4 * super::forest::MAX_TRANSFERS;
 pub struct Dim {
     /// The topology's dimension index.
     pub index: usize,
-    /// Its wiring (ring, fully-connected or switch).
+    /// Its wiring (ring, line of more than two NPUs, fully-connected or
+    /// switch).
     pub kind: DimKind,
     /// NPUs along it.
     pub size: u32,
@@ -81,7 +82,8 @@ pub struct Dim {
 }
 
 impl Dim {
-    /// GB/s an NPU sends (and receives) in this dimension.
+    /// GB/s an NPU sends (and receives) in this dimension: the `E_i` of the
+    /// cut (module doc); for a line an end NPU's, one link.
     pub fn egress_gbps(&self) -> f64 {
         match self.kind {
             DimKind::Ring => 2.0 * self.link_gbps,
@@ -640,7 +642,8 @@ fn mirrors(dims: &[Dim]) -> &'static [bool] {
 /// holds one link per NPU).
 pub type LinkClasses = (Vec<usize>, usize);
 
-/// The [`LinkClasses`] of `topo`, or `None` if it is not a product network.
+/// The [`LinkClasses`] of `topo`, or `None` if it is not a product network
+/// with translation symmetry ([`symmetric`]: meshes have none).
 pub fn link_classes(topo: &Topology) -> Option<LinkClasses> {
     let dims = symmetric(topo)?;
     let mut base = vec![usize::MAX; topo.dims.len()];
@@ -863,7 +866,8 @@ pub fn round_time(
 /// (merging a round's pieces on a link), valid in either link model.
 /// `pieces` 0 tries powers of two up to 65,536 and keeps the fastest. An
 /// all-reduce is the reduce-scatter (the same rounds on the reversed
-/// links) then the all-gather. `None` when `topo` is not a product network.
+/// links) then the all-gather. `None` when `topo` is not a product network with translation
+/// symmetry ([`symmetric`]: a mesh has none).
 pub fn round_time_with(
     topo: &Topology,
     kind: CollectiveKind,

@@ -39,7 +39,8 @@ use crate::model::units;
 use crate::model::workload::CollectiveKind;
 use crate::schedule::{Op, Schedule, Transfer};
 use serde::Serialize;
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How a link is occupied.
@@ -317,13 +318,14 @@ fn base(own: bool, npu: u32) -> u64 {
 
 /// The order chunks are stored in within an NPU's row: the candidate that
 /// keeps the chunk sets of the transfers most contiguous in memory (fewest
-/// separate stretches, on a sample of transfers). Candidates: identity; the
-/// shard index with its digits reversed over the topology's dimensions
+/// separate stretches, on a sample of transfers). Candidates: identity;
+/// shard-major (each shard's chunks side by side: trees and pipelines move
+/// one shard's pieces at a time); the shard index with its digits reversed over the topology's dimensions
 /// (hierarchical schedules: after the reduce-scatter on the first
 /// dimensions an NPU holds every P-th shard, which this makes contiguous);
 /// and every coordinate of a power-of-two dimension bit-reversed (Swing and
 /// recursive doubling: their sets are residue classes modulo powers of two,
-/// which bit reversal makes contiguous). Lanes stay apart.
+/// which bit reversal makes contiguous). The last two keep lanes apart.
 fn storage_order(s: &Schedule, topo: &Topology) -> Vec<u32> {
     let n = u64::from(s.npus);
     let chunks = s.chunks();
@@ -553,8 +555,9 @@ pub fn simulate(s: &Schedule, topo: &Topology, opt: &SimOptions) -> Result<SimRe
 }
 
 /// [`simulate`], storing in `landed` how many transfers have landed so
-/// far (every 4,096 and at the end), for a progress bar with an ETA read
-/// from another thread.
+/// far (every 4,096; at the end all of them, also when a cycle left some
+/// unlanded: the replay is over), for a progress bar with an ETA read from
+/// another thread.
 pub fn simulate_observed(
     s: &Schedule,
     topo: &Topology,
@@ -1002,10 +1005,14 @@ fn replay(input: &Input, landed: &AtomicU64) -> Replay {
 struct Events {
     /// The time (bits) of the events being handled.
     last: u64,
-    /// The events at or before `last` (an event can only be at `last`;
-    /// the queue would still order an earlier one first), latest key
-    /// first: popped from the end.
+    /// The events at `last` when it became current, latest key first:
+    /// popped from the end.
     now: Vec<(u64, u64)>,
+    /// The events pushed at or before `last` since (zero-time hops and
+    /// local operations: an event can only be at `last`, and an earlier
+    /// one would still come first), in a binary heap so that many of them
+    /// cost O(log n) each.
+    early: BinaryHeap<Reverse<(u64, u64)>>,
     /// Bucket `i > 0`: the events whose time differs from `last` first in
     /// bit `i - 1` (counting from the least significant).
     buckets: [Vec<(u64, u64)>; 65],
@@ -1016,6 +1023,7 @@ impl Default for Events {
         Events {
             last: 0,
             now: Vec::new(),
+            early: BinaryHeap::new(),
             buckets: std::array::from_fn(|_| Vec::new()),
         }
     }
@@ -1025,10 +1033,7 @@ impl Events {
     #[inline]
     fn push(&mut self, e: (u64, u64)) {
         if e.0 <= self.last {
-            // Rare (a zero-time hop or local operation) but for the
-            // refill below: kept in order.
-            let at = self.now.partition_point(|x| *x > e);
-            self.now.insert(at, e);
+            self.early.push(Reverse(e));
         } else {
             let i = 64 - (e.0 ^ self.last).leading_zeros() as usize;
             self.buckets[i].push(e);
@@ -1037,8 +1042,11 @@ impl Events {
 
     #[inline]
     fn pop(&mut self) -> Option<(u64, u64)> {
-        if let Some(e) = self.now.pop() {
-            return Some(e);
+        match (self.now.last(), self.early.peek()) {
+            (Some(a), Some(Reverse(b))) if b < a => return self.early.pop().map(|Reverse(e)| e),
+            (Some(_), _) => return self.now.pop(),
+            (None, Some(_)) => return self.early.pop().map(|Reverse(e)| e),
+            (None, None) => {}
         }
         // The first non-empty bucket holds the earliest events: move
         // `last` to their earliest time and spread them out again (each
@@ -1383,7 +1391,7 @@ mod tests {
                 if popped < 400 {
                     // 0 to 3 new events, some at the current time itself.
                     for _ in 0..next(4) {
-                        let later = if next(4) == 0 {
+                        let later = if next(3) == 0 {
                             0.0
                         } else {
                             next(1000) as f64 * 0.25 + 1e-3
