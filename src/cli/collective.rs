@@ -233,8 +233,7 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
     if forest && args.schedule_in.is_none() {
         let kind = collective_kind(&args.collective)?;
         let wants_schedule = args.replay || args.schedule_out.is_some() || args.charts.is_some();
-        let product = product::symmetric(&topo).is_some() && kind != CollectiveKind::AllToAll;
-        if product::needs_rounds(&topo, kind) || (product && !wants_schedule) {
+        if product::timed_in_rounds(&topo, kind, wants_schedule) {
             return rounds(args, &topo, size);
         }
     }

@@ -715,6 +715,14 @@ pub fn needs_rounds(topo: &Topology, kind: CollectiveKind) -> bool {
     tree_arcs(topo.npus, orders.len() * mirrors(&dims).len()) * passes > 4 * super::forest::MAX_TRANSFERS
 }
 
+/// Whether a forest of `kind` on `topo` is timed in rounds rather than
+/// built and replayed: on a torus-like product network when it is too
+/// large to build ([`needs_rounds`]) or when no schedule is wanted (an
+/// all-to-all is no forest; a mesh is always built).
+pub fn timed_in_rounds(topo: &Topology, kind: CollectiveKind, wants_schedule: bool) -> bool {
+    needs_rounds(topo, kind) || (!wants_schedule && kind != CollectiveKind::AllToAll && symmetric(topo).is_some())
+}
+
 /// Arcs of every root's trees: n (n - 1) per tree of a root.
 fn tree_arcs(n: u32, per_root: usize) -> u64 {
     u64::from(n) * u64::from(n.saturating_sub(1)) * per_root as u64
