@@ -393,3 +393,34 @@ fn two_level_switch_edge_lists_near_the_cut() {
         assert!(time <= bound * slack, "{nodes}x{gpus}: {:.4}", time / bound);
     }
 }
+
+/// The case CI's proptest found on 2026-11-27 (4 NPUs, two-way chords):
+/// the forest sat 1.57x above its bound.
+#[test]
+fn forest_meets_the_bound_on_ci_case_4_npus() {
+    let ring = [
+        41.43789748490019,
+        1.0,
+        35.04509848822758,
+        79.02362897628804,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+    ];
+    let extra = [
+        (1, 3, 82.10909845890667),
+        (2, 5, 1.0),
+        (0, 2, 64.67653519529364),
+        (2, 1, 64.06104847216585),
+        (0, 6, 36.1038701500393),
+        (0, 6, 11.357760663077864),
+        (1, 4, 92.54083072428149),
+    ];
+    let t = common::random_network(4, 0, &extra, &ring);
+    let f = forest::forest(&t, false).unwrap();
+    assert!(f.split_loss <= 1.0 + 1e-5);
+    let (time, bound) = replay(&t, AllGather, 0, 1e9);
+    assert!(time >= bound * (1.0 - 1e-9));
+    assert!(time <= bound * 1.02, "{:.4} of the bound", time / bound);
+}
