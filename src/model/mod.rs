@@ -24,6 +24,7 @@ pub mod compute;
 pub mod cost;
 pub mod eval;
 pub mod fabric;
+pub mod hf;
 pub mod stages;
 pub mod swing;
 pub mod topology;

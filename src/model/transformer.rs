@@ -154,6 +154,45 @@ pub struct ModelSpec {
     pub bytes_optimizer: f64,
     /// Mixture of experts, if the model has it.
     pub moe: Option<Moe>,
+    /// Width of one attention head (Q, K and V), when it is not `hidden /
+    /// heads` (Qwen3: 64 heads of 128 on hidden 4096; GPT-OSS: 64 of 64 on
+    /// 2880); `None`: `hidden / heads`.
+    pub head_dim: Option<u64>,
+    /// Multi-head latent attention (DeepSeek-V2 and -V3) in place of
+    /// (grouped-query) multi-head attention.
+    pub mla: Option<Mla>,
+    /// The output layer shares the embedding's weights (GPT-3, and every
+    /// preset written by hand); untied (Llama 3, Qwen3, DeepSeek-V3,
+    /// Mixtral, GPT-OSS) it is a second `V h` matrix of its own.
+    pub tied_embeddings: bool,
+    /// Multi-token prediction modules (DeepSeek-V3: 1): each a projection
+    /// of `2h` to `h`, one more layer of the model's last kind and the
+    /// shared output layer, run on the last pipeline stage.
+    pub mtp_layers: u32,
+}
+
+/// Multi-head latent attention (DeepSeek-AI, "DeepSeek-V2", 2024, sec.
+/// 2.1): queries through a low-rank `q_lora_rank` (0: projected directly),
+/// keys and values through one `kv_lora_rank` latent (what inference
+/// caches, with the `qk_rope_head_dim` decoupled key), each head a
+/// `qk_nope_head_dim + qk_rope_head_dim` query and key and a `v_head_dim`
+/// value. Per layer (h hidden, a heads, r_q, r_kv the ranks, d_n, d_r, d_v
+/// the head widths): `h r_q + r_q a (d_n + d_r)` query parameters (`h a
+/// (d_n + d_r)` without a query rank), `h (r_kv + d_r) + r_kv a (d_n +
+/// d_v)` key-value parameters, `a d_v h` output parameters (norms left
+/// out: under 0.01%).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Mla {
+    /// Query low-rank dimension r_q (0: no query compression).
+    pub q_lora_rank: u64,
+    /// Key-value latent dimension r_kv.
+    pub kv_lora_rank: u64,
+    /// Per-head query and key width without rotary embedding d_n.
+    pub qk_nope_head_dim: u64,
+    /// Per-head rotary query and key width d_r (the key's shared by the heads).
+    pub qk_rope_head_dim: u64,
+    /// Per-head value width d_v.
+    pub v_head_dim: u64,
 }
 
 /// The mixture-of-experts FFN of a model (`[model] experts`, ...): in each
@@ -199,24 +238,76 @@ impl Moe {
 
 impl ModelSpec {
     /// Preset names.
-    pub(crate) const PRESETS: [&'static str; 6] = [
+    pub(crate) const PRESETS: [&'static str; 13] = [
         "gpt3-175b",
         "llama2-70b",
+        "llama3-8b",
+        "llama3-70b",
         "llama3-405b",
         "gpt-1t",
         "mixtral-8x7b",
+        "mixtral-8x22b",
+        "qwen3-30b-a3b",
+        "qwen3-235b-a22b",
+        "deepseek-v3",
         "deepseek-v3-like",
+        "gpt-oss-120b",
     ];
 
-    /// A preset with its published shape.
+    /// The presets read from published Hugging Face configs (`models/`,
+    /// each pinned in `models/SOURCES.md`), with the training run their
+    /// configs do not give: the sequence and global batch.
+    /// - Llama 3.1 8B and 70B: s 8192, batch 128 (NVIDIA NeMo's H100
+    ///   pre-training recipes; Meta does not publish them); 405B: s 8192,
+    ///   batch 2048 (16M tokens, "The Llama 3 herd of models", 2024).
+    /// - Qwen3 30B-A3B and 235B-A22B: s 4096, batch 512 and 2048 (NeMo's
+    ///   recipes; Qwen does not publish them).
+    /// - DeepSeek-V3: s 4096, batch 15360 (its technical report, 2024).
+    /// - Mixtral 8x22B: s 4096, batch 1024 (not published).
+    /// - GPT-OSS 120B: s 4096, batch 512 (NeMo's recipe).
+    const FROM_CONFIG: [(&'static str, &'static str, u64, u64); 8] = [
+        ("llama3-8b", include_str!("../../models/llama3-8b.json"), 8192, 128),
+        ("llama3-70b", include_str!("../../models/llama3-70b.json"), 8192, 128),
+        ("llama3-405b", include_str!("../../models/llama3-405b.json"), 8192, 2048),
+        (
+            "qwen3-30b-a3b",
+            include_str!("../../models/qwen3-30b-a3b.json"),
+            4096,
+            512,
+        ),
+        (
+            "qwen3-235b-a22b",
+            include_str!("../../models/qwen3-235b-a22b.json"),
+            4096,
+            2048,
+        ),
+        (
+            "deepseek-v3",
+            include_str!("../../models/deepseek-v3.json"),
+            4096,
+            15360,
+        ),
+        (
+            "mixtral-8x22b",
+            include_str!("../../models/mixtral-8x22b.json"),
+            4096,
+            1024,
+        ),
+        (
+            "gpt-oss-120b",
+            include_str!("../../models/gpt-oss-120b.json"),
+            4096,
+            512,
+        ),
+    ];
+
+    /// A preset with its published shape: those of [`Self::FROM_CONFIG`]
+    /// from their configs, the others written here:
     /// - GPT-3 175B: 96 layers, h 12288, 96 heads, s 2048 (Brown et al., 2020);
     ///   global batch 1536 as in Narayanan et al., SC'21.
     /// - Llama-2 70B: 80 layers, h 8192, 64 heads (8 key-value heads), SwiGLU
     ///   FFN 28672, s 4096, vocabulary 32000, 4M-token batches (Touvron et
     ///   al., 2023).
-    /// - Llama-3 405B: 126 layers, h 16384, 128 heads (8 key-value heads),
-    ///   FFN 53248, s 8192, vocabulary 128256, 16M-token batches (Llama 3
-    ///   herd of models, 2024).
     /// - 1T: 128 layers, h 25600, 160 heads, s 2048, batch 3072 (the
     ///   1-trillion-parameter row of Narayanan et al., SC'21, Table 1).
     /// - Mixtral 8x7B: 32 layers, h 4096, 32 heads (8 key-value heads),
@@ -237,6 +328,17 @@ impl ModelSpec {
     /// master weights and Adam's two moments (12 bytes): 18 bytes per
     /// parameter.
     pub(crate) fn preset(name: &str) -> Option<ModelSpec> {
+        if let Some(&(_, text, seq, batch)) = Self::FROM_CONFIG.iter().find(|p| p.0 == name) {
+            let path = format!("models/{name}.json");
+            return super::hf::parse(text, std::path::Path::new(&path))
+                .ok()
+                .map(|m| ModelSpec {
+                    name: name.into(),
+                    seq,
+                    global_batch: batch,
+                    ..m
+                });
+        }
         let m = |name: &str, layers, hidden, heads, ffn, k, seq, vocab, batch| ModelSpec {
             name: name.into(),
             layers,
@@ -253,6 +355,10 @@ impl ModelSpec {
             bytes_grad: 4.0,
             bytes_optimizer: 12.0,
             moe: None,
+            head_dim: None,
+            mla: None,
+            tied_embeddings: true,
+            mtp_layers: 0,
         };
         let moe = |experts, top_k, expert_ffn, shared_experts, first_dense| Moe {
             experts,
@@ -270,10 +376,6 @@ impl ModelSpec {
                 kv_heads: 8,
                 ..m("llama2-70b", 80, 8192, 64, 28672, 3, 4096, 32000, 1024)
             },
-            "llama3-405b" => ModelSpec {
-                kv_heads: 8,
-                ..m("llama3-405b", 126, 16384, 128, 53248, 3, 8192, 128256, 2048)
-            },
             "gpt-1t" => m("gpt-1t", 128, 25600, 160, 4 * 25600, 2, 2048, 51200, 3072),
             "mixtral-8x7b" => ModelSpec {
                 kv_heads: 8,
@@ -289,10 +391,57 @@ impl ModelSpec {
     }
 
     /// Parameters of one layer's attention: Q and the output projection
-    /// `h^2` each, K and V `h^2 kv / a` each.
+    /// `h^2` each, K and V `h^2 kv / a` each; with a head width `d_h` of its
+    /// own, Q and the output `h a d_h` each and K and V `h kv d_h`; with
+    /// multi-head latent attention, [`Mla`]'s.
     pub fn attention_params(&self) -> f64 {
         let h = self.hidden as f64;
-        2.0 * h * h * (1.0 + f64::from(self.kv_heads) / f64::from(self.heads))
+        let a = f64::from(self.heads);
+        match (&self.mla, self.head_dim) {
+            (Some(x), _) => {
+                let (rq, rkv) = (x.q_lora_rank as f64, x.kv_lora_rank as f64);
+                let (dn, dr, dv) = (
+                    x.qk_nope_head_dim as f64,
+                    x.qk_rope_head_dim as f64,
+                    x.v_head_dim as f64,
+                );
+                let q = if rq > 0.0 {
+                    h * rq + rq * a * (dn + dr)
+                } else {
+                    h * a * (dn + dr)
+                };
+                q + h * (rkv + dr) + rkv * a * (dn + dv) + a * dv * h
+            }
+            (None, Some(d)) => {
+                let d = d as f64;
+                2.0 * h * d * (a + f64::from(self.kv_heads))
+            }
+            (None, None) => 2.0 * h * h * (1.0 + f64::from(self.kv_heads) / a),
+        }
+    }
+
+    /// One head's query and key width, and its value width: `h / a` both,
+    /// `head_dim` both, or MLA's `d_n + d_r` and `d_v`.
+    pub fn head_dims(&self) -> (f64, f64) {
+        match (&self.mla, self.head_dim) {
+            (Some(x), _) => ((x.qk_nope_head_dim + x.qk_rope_head_dim) as f64, x.v_head_dim as f64),
+            (None, Some(d)) => (d as f64, d as f64),
+            (None, None) => {
+                let d = self.hidden as f64 / f64::from(self.heads);
+                (d, d)
+            }
+        }
+    }
+
+    /// The attention core's width: its forward is `4 b s^2` times it
+    /// (`Q K^T` and the scores times `V`, two FLOPs a multiply-add): `h`,
+    /// or `a (d_qk + d_v) / 2` where the heads are not `h / a` wide.
+    pub fn core_width(&self) -> f64 {
+        if self.mla.is_none() && self.head_dim.is_none() {
+            return self.hidden as f64;
+        }
+        let (qk, v) = self.head_dims();
+        f64::from(self.heads) * (qk + v) / 2.0
     }
 
     /// Parameters of a dense layer's FFN.
@@ -348,14 +497,28 @@ impl ModelSpec {
         out
     }
 
-    /// All parameters.
+    /// All parameters: the layers, the embedding, an untied output layer
+    /// and the multi-token prediction modules.
     pub fn params(&self) -> f64 {
-        self.sum_layers(|moe| self.layer_params(moe, false)) + self.embedding_params()
+        self.sum_layers(|moe| self.layer_params(moe, false)) + self.embedding_params() + self.extra_params(false)
     }
 
     /// The parameters one token goes through (all of them in a dense model).
     pub fn active_params(&self) -> f64 {
-        self.sum_layers(|moe| self.layer_params(moe, true)) + self.embedding_params()
+        self.sum_layers(|moe| self.layer_params(moe, true)) + self.embedding_params() + self.extra_params(true)
+    }
+
+    /// An untied output layer's `V h` and each multi-token prediction
+    /// module's projection (`2 h^2`) and layer (of the model's last kind).
+    fn extra_params(&self, active: bool) -> f64 {
+        let h = self.hidden as f64;
+        let output = if self.tied_embeddings {
+            0.0
+        } else {
+            self.embedding_params()
+        };
+        let last_moe = self.layers > 0 && self.is_moe(self.layers - 1);
+        output + f64::from(self.mtp_layers) * (2.0 * h * h + self.layer_params(last_moe, active))
     }
 
     /// The (tied) embedding's parameters, `V h`.
@@ -367,8 +530,8 @@ impl ModelSpec {
     /// micro-batch: two per active parameter per token, and the attention
     /// core's `4 b s^2 h`.
     pub fn layer_forward_flops(&self, moe: bool) -> f64 {
-        let (b, s, h) = (self.micro_batch as f64, self.seq as f64, self.hidden as f64);
-        2.0 * b * s * self.layer_params(moe, true) + 4.0 * b * s * s * h
+        let (b, s) = (self.micro_batch as f64, self.seq as f64);
+        2.0 * b * s * self.layer_params(moe, true) + 4.0 * b * s * s * self.core_width()
     }
 
     /// FLOPs of one iteration as Megatron-LM counts them (Narayanan et al.,
@@ -383,13 +546,22 @@ impl ModelSpec {
         let passes = if recompute == Recompute::Full { 4.0 } else { 3.0 };
         let (b, s, h) = (self.micro_batch as f64, self.seq as f64, self.hidden as f64);
         let again = if recompute == Recompute::Selective {
-            4.0 * b * s * s * h
+            4.0 * b * s * s * self.core_width()
         } else {
             0.0
         };
         let micro_batches = self.global_batch as f64 / b;
         let logits = 2.0 * b * s * h * self.vocab as f64;
-        micro_batches * (self.sum_layers(|moe| passes * self.layer_forward_flops(moe) + again) + 3.0 * logits)
+        // Each multi-token prediction module: its projection of 2h to h,
+        // one layer of the model's last kind and the logits again.
+        let mtp = if self.mtp_layers > 0 {
+            let last_moe = self.is_moe(self.layers - 1);
+            f64::from(self.mtp_layers)
+                * (passes * (self.layer_forward_flops(last_moe) + 4.0 * b * s * h * h) + again + 3.0 * logits)
+        } else {
+            0.0
+        };
+        micro_batches * (self.sum_layers(|moe| passes * self.layer_forward_flops(moe) + again) + 3.0 * logits + mtp)
     }
 }
 
@@ -889,23 +1061,59 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
     let add = |x: (f64, f64, f64), y: (f64, f64, f64)| (x.0 + y.0, x.1 + y.1, x.2 + y.2);
     // Q, K and V (K and V of kv / a the width), then the output projection.
     let kv = f64::from(model.kv_heads) / a;
-    let linear = add(gemm(m, (1.0 + 2.0 * kv) * h / t, h, 1.0), gemm(m, h, h / t, 1.0));
+    let (dqk, dv) = model.head_dims();
+    let linear = match (&model.mla, model.head_dim) {
+        (None, None) => add(gemm(m, (1.0 + 2.0 * kv) * h / t, h, 1.0), gemm(m, h, h / t, 1.0)),
+        (None, Some(_)) => add(
+            gemm(m, (a + 2.0 * f64::from(model.kv_heads)) * dqk / t, h, 1.0),
+            gemm(m, h, a * dv / t, 1.0),
+        ),
+        // MLA: the down projections (to the query rank, and to the
+        // key-value latent with the shared rotary key) on every TP rank,
+        // the up projections and the output split over it.
+        (Some(x), _) => {
+            let (rq, rkv, dr) = (x.q_lora_rank as f64, x.kv_lora_rank as f64, x.qk_rope_head_dim as f64);
+            let q = if rq > 0.0 {
+                add(gemm(m, rq, h, 1.0), gemm(m, a * dqk / t, rq, 1.0))
+            } else {
+                gemm(m, a * dqk / t, h, 1.0)
+            };
+            let kv_proj = add(
+                gemm(m, rkv + dr, h, 1.0),
+                gemm(m, a * (x.qk_nope_head_dim as f64 + dv) / t, rkv, 1.0),
+            );
+            add(add(q, kv_proj), gemm(m, h, a * dv / t, 1.0))
+        }
+    };
+    // The attention core's Q, K, V and O bytes per TP rank (K and V kv / a
+    // as wide as Q; MLA's keys and values per head, as wide as their
+    // queries and outputs).
+    let qkvo = match (&model.mla, model.head_dim) {
+        (None, None) => (2.0 + 2.0 * kv) * m * h / t * e,
+        (None, Some(_)) => (a + f64::from(model.kv_heads)) * (dqk + dv) * m / t * e,
+        (Some(_), _) => 2.0 * a * (dqk + dv) * m / t * e,
+    };
     let (core_fwd, core_bwd) = if s.flash_attention {
-        // One fused kernel: 4 b s^2 h / t FLOPs forward, 2.5 times that
-        // backward (the scores recomputed), reading Q, K, V and writing O
-        // (K and V kv / a as wide as Q); its softmax over the scores, on a
+        // One fused kernel: 4 b s^2 h / t FLOPs forward (h: the core's
+        // width), 2.5 times that backward (the scores recomputed), reading
+        // Q, K, V and writing O; its softmax over the scores, on a
         // parametric accelerator's vector units, once forward and twice
         // backward (recomputed, then its gradient).
-        let flops = 4.0 * b * sq * sq * h / t;
-        let io = (2.0 + 2.0 * kv) * m * h / t * e;
+        let flops = 4.0 * b * sq * sq * model.core_width() / t;
+        let io = qkvo;
         let scores = heads * sq * sq;
         (
             d.fused_ns(flops, io, scores),
             d.fused_ns(2.5 * flops, 2.0 * io, 2.0 * scores),
         )
     } else {
-        let scores = gemm(sq, sq, dh, heads);
-        let context = gemm(sq, dh, sq, heads);
+        let (sdh, cdh) = if model.mla.is_none() && model.head_dim.is_none() {
+            (dh, dh)
+        } else {
+            (dqk, dv)
+        };
+        let scores = gemm(sq, sq, sdh, heads);
+        let context = gemm(sq, cdh, sq, heads);
         // Softmax reads and writes the scores; dropout reads, writes and
         // keeps a 1-byte mask.
         let softmax = d.stream_ns(heads * sq * sq * (4.0 * e + 1.0));
@@ -933,7 +1141,7 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
     // and read 4 per element, forward and backward alike.
     let lg = gemm(m, v / t, h, 1.0);
     let ce = d.stream_ns(m * v / t * (2.0 * e + 8.0));
-    let logits = BlockTime {
+    let mut logits = BlockTime {
         forward_ns: lg.0 + ce,
         input_grad_ns: lg.1 + ce,
         weight_grad_ns: lg.2,
@@ -976,6 +1184,21 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
             selective_ns: 0.0,
         }
     });
+    // Multi-token prediction on the last stage: per module its projection
+    // of 2h to h, one layer of the model's last kind and the logits again.
+    if model.mtp_layers > 0 {
+        let last_moe = model.is_moe(model.layers - 1);
+        let block = match (&moe, last_moe) {
+            (Some(x), true) => *x,
+            _ => ffn,
+        };
+        let proj = gemm(m, h / t, 2.0 * h, 1.0);
+        let one = logits;
+        let k = f64::from(model.mtp_layers);
+        logits.forward_ns += k * (proj.0 + attention.forward_ns + block.forward_ns + one.forward_ns);
+        logits.input_grad_ns += k * (proj.1 + attention.input_grad_ns + block.input_grad_ns + one.input_grad_ns);
+        logits.weight_grad_ns += k * (proj.2 + attention.weight_grad_ns + block.weight_grad_ns + one.weight_grad_ns);
+    }
     LayerTimes {
         attention,
         ffn,
@@ -2032,6 +2255,10 @@ mod tests {
             bytes_grad: 2.0,
             bytes_optimizer: 12.0,
             moe: None,
+            head_dim: None,
+            mla: None,
+            tied_embeddings: true,
+            mtp_layers: 0,
         }
     }
 
@@ -2346,6 +2573,10 @@ mod tests {
             bytes_grad: 4.0,
             bytes_optimizer: 12.0,
             moe: None,
+            head_dim: None,
+            mla: None,
+            tied_embeddings: true,
+            mtp_layers: 0,
         };
         let (b, s, l, h, v) = (512.0, 2048.0, 24.0, 2304.0, 51200.0);
         let paper = 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));

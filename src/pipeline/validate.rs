@@ -349,6 +349,10 @@ pub fn model_of(r: &Run) -> Result<(ModelSpec, Strategy), RunRefused> {
         bytes_grad: 4.0,
         bytes_optimizer: 12.0,
         moe: None,
+        head_dim: None,
+        mla: None,
+        tied_embeddings: true,
+        mtp_layers: 0,
     };
     let strategy = Strategy {
         zero: r.zero,

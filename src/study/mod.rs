@@ -479,6 +479,9 @@ fn named_files(raw: &RawStudy, src: StudyFile<'_>, with_sweeps: bool) -> Vec<Pat
     if let Some(c) = raw.procurement.as_ref().and_then(|p| p.catalog.as_ref()) {
         files.push(src.dir().join(c.get_ref()));
     }
+    if let Some(c) = raw.model.as_ref().and_then(|m| m.config.as_ref()) {
+        files.push(src.dir().join(c));
+    }
     files
 }
 

@@ -12,7 +12,7 @@ use crate::interop::libra;
 use crate::model::arch::{self, Arch, ArchSpace};
 use crate::model::compute::{self, Device};
 use crate::model::fabric::Fabric;
-use crate::model::transformer::{ModelSpec, Moe, Npu, Par, RecipeSpace, Recompute, Strategy};
+use crate::model::transformer::{Mla, ModelSpec, Moe, Npu, Par, RecipeSpace, Recompute, Strategy};
 use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -93,6 +93,16 @@ impl RawCollective {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawModel {
     preset: Option<String>,
+    /// A transformers config.json, relative to the study.
+    pub(super) config: Option<String>,
+    head_dim: Option<u64>,
+    tied_embeddings: Option<bool>,
+    mtp_layers: Option<u32>,
+    q_lora_rank: Option<u64>,
+    kv_lora_rank: Option<u64>,
+    qk_nope_head_dim: Option<u64>,
+    qk_rope_head_dim: Option<u64>,
+    v_head_dim: Option<u64>,
     name: Option<String>,
     layers: Option<u32>,
     hidden: Option<u64>,
@@ -738,7 +748,13 @@ pub(super) fn generator(
 ) -> Result<Generator, InputError> {
     let model = match model {
         None => None,
-        Some(m) => Some(model_spec(m).map_err(|msg| src.at_line("[model]", "model", msg))?),
+        Some(m) => {
+            let config = match &m.config {
+                Some(c) => Some(crate::model::hf::read(&src.dir().join(c))?),
+                None => None,
+            };
+            Some(model_spec(m, config).map_err(|msg| src.at_line("[model]", "model", msg))?)
+        }
     };
     let mut arch_space = None;
     let listed = match npu {
@@ -976,23 +992,29 @@ fn phase(
     })
 }
 
-/// A model from a preset (with overrides) or from every field.
-fn model_spec(m: &RawModel) -> Result<ModelSpec, String> {
-    let base = match &m.preset {
-        Some(p) => Some(
+/// A model from a preset or a config.json (`config`, read), with
+/// overrides, or from every field.
+fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, String> {
+    let base = match (&m.preset, config) {
+        (Some(_), Some(_)) => {
+            return Err("give preset or config, not both (fields given beside either override it)".into());
+        }
+        (Some(p), None) => Some(
             ModelSpec::preset(p)
                 .ok_or_else(|| format!("`{p}` is not a preset; allowed: {}", one_of(&ModelSpec::PRESETS)))?,
         ),
-        None => None,
+        (None, c) => c,
     };
+    // A config.json gives the shape, not the training run.
+    let from_config = m.config.is_some();
     // Every missing field is collected, so one message names them all.
     let mut missing: Vec<&str> = Vec::new();
     macro_rules! field {
         ($f:ident) => {
             match (m.$f.clone(), &base) {
                 (Some(v), _) => v,
-                (None, Some(b)) => b.$f.clone(),
-                (None, None) => {
+                (None, Some(b)) if !(from_config && matches!(stringify!($f), "seq" | "global_batch")) => b.$f.clone(),
+                (None, _) => {
                     missing.push(stringify!($f));
                     Default::default()
                 }
@@ -1044,13 +1066,48 @@ fn model_spec(m: &RawModel) -> Result<ModelSpec, String> {
         bytes_grad: bytes!(bytes_grad, 4.0),
         bytes_optimizer: bytes!(bytes_optimizer, 12.0),
         moe: None,
+        head_dim: m.head_dim.or(base.as_ref().and_then(|b| b.head_dim)),
+        mla: None,
+        tied_embeddings: m
+            .tied_embeddings
+            .unwrap_or(base.as_ref().is_none_or(|b| b.tied_embeddings)),
+        mtp_layers: m.mtp_layers.or(base.as_ref().map(|b| b.mtp_layers)).unwrap_or(0),
     };
     if !missing.is_empty() {
+        if from_config {
+            return Err(format!(
+                "{} missing: a config.json gives the model's shape, not its training run: give {}",
+                missing.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
+                if missing.len() == 1 { "it" } else { "them" },
+            ));
+        }
         return Err(format!(
             "{} missing: give {} or a preset ({})",
             missing.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
             if missing.len() == 1 { "it" } else { "them" },
             one_of(&ModelSpec::PRESETS)
+        ));
+    }
+    spec.mla = mla_spec(m, base.as_ref().and_then(|b| b.mla.clone()))?;
+    if spec.head_dim == Some(0) {
+        return Err("head_dim = 0 is not allowed: 1 or more".into());
+    }
+    if spec.mla.is_some() && spec.head_dim.is_some() {
+        return Err("head_dim is not allowed with multi-head latent attention: its widths are qk_nope_head_dim, qk_rope_head_dim and v_head_dim".into());
+    }
+    if spec.mla.is_some() && spec.kv_heads != spec.heads {
+        return Err(
+            "kv_heads is not allowed with multi-head latent attention: every head has its own key and value".into(),
+        );
+    }
+    if spec.head_dim.is_none()
+        && spec.mla.is_none()
+        && spec.heads > 0
+        && !spec.hidden.is_multiple_of(u64::from(spec.heads))
+    {
+        return Err(format!(
+            "hidden {} is not a multiple of the {} heads: give head_dim",
+            spec.hidden, spec.heads
         ));
     }
     spec.moe = moe_spec(m, base.as_ref().and_then(|b| b.moe.clone()), &spec)?;
@@ -1083,6 +1140,53 @@ fn model_spec(m: &RawModel) -> Result<ModelSpec, String> {
         return Err("bytes per element must be >= 0".into());
     }
     Ok(spec)
+}
+
+/// The model's multi-head latent attention: the config's, with the ranks
+/// and widths given over it, or one from all four of `kv_lora_rank`,
+/// `qk_nope_head_dim`, `qk_rope_head_dim` and `v_head_dim` (`q_lora_rank`
+/// 0 or absent: queries projected directly).
+fn mla_spec(m: &RawModel, base: Option<Mla>) -> Result<Option<Mla>, String> {
+    let given = [
+        ("q_lora_rank", m.q_lora_rank),
+        ("kv_lora_rank", m.kv_lora_rank),
+        ("qk_nope_head_dim", m.qk_nope_head_dim),
+        ("qk_rope_head_dim", m.qk_rope_head_dim),
+        ("v_head_dim", m.v_head_dim),
+    ];
+    let mut x = match base {
+        Some(b) => b,
+        None if given.iter().all(|(_, v)| v.is_none()) => return Ok(None),
+        None => {
+            let missing: Vec<String> = given[1..]
+                .iter()
+                .filter(|(_, v)| v.is_none())
+                .map(|(k, _)| format!("`{k}`"))
+                .collect();
+            if !missing.is_empty() {
+                return Err(format!(
+                    "{} missing: multi-head latent attention needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim",
+                    missing.join(", ")
+                ));
+            }
+            Mla {
+                q_lora_rank: 0,
+                kv_lora_rank: 0,
+                qk_nope_head_dim: 0,
+                qk_rope_head_dim: 0,
+                v_head_dim: 0,
+            }
+        }
+    };
+    x.q_lora_rank = m.q_lora_rank.unwrap_or(x.q_lora_rank);
+    x.kv_lora_rank = m.kv_lora_rank.unwrap_or(x.kv_lora_rank);
+    x.qk_nope_head_dim = m.qk_nope_head_dim.unwrap_or(x.qk_nope_head_dim);
+    x.qk_rope_head_dim = m.qk_rope_head_dim.unwrap_or(x.qk_rope_head_dim);
+    x.v_head_dim = m.v_head_dim.unwrap_or(x.v_head_dim);
+    if x.kv_lora_rank == 0 || x.qk_nope_head_dim + x.qk_rope_head_dim == 0 || x.v_head_dim == 0 {
+        return Err("kv_lora_rank, v_head_dim and qk_nope_head_dim + qk_rope_head_dim must be >= 1".into());
+    }
+    Ok(Some(x))
 }
 
 /// The model's mixture of experts: the preset's, with the fields given
