@@ -224,6 +224,7 @@ fn small_space() -> transformer::RecipeSpace {
         zero: vec![0, 1, 2, 3],
         sequence_parallel: vec![false, true],
         virtual_stages: vec![1, 2],
+        precision: vec![transformer::Precision::Bf16],
     }
 }
 
@@ -436,6 +437,7 @@ fn moe_search_against_brute_force() {
         zero: vec![1, 3],
         sequence_parallel: vec![false, true],
         virtual_stages: vec![1, 2],
+        precision: vec![transformer::Precision::Bf16],
     };
     let r = coopt::coopt_in(&s, &space, &|_, _| {}).unwrap();
     let best = r.strategies[0].time_ms().unwrap();

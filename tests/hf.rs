@@ -209,3 +209,20 @@ fn a_study_reads_a_config_and_its_fields_override_it() {
     assert_eq!((p.seq, p.global_batch, p.mtp_layers), (4096, 15360, 1));
     assert!(p.mla.is_some());
 }
+
+#[test]
+fn parallelism_precision_is_read_and_checked() {
+    let model = "preset = \"qwen3-30b-a3b\"\n";
+    let text = |p: &str| {
+        STUDY
+            .replace("MODEL", model)
+            .replace("ep = 8\n", &format!("ep = 8\n{p}\n"))
+    };
+    let s = dimsum::study::Study::parse(&text("precision = \"fp8\""), Path::new("inline.toml")).unwrap();
+    let strategy = s.parallelism.clone().unwrap();
+    assert_eq!(strategy.precision, dimsum::model::transformer::Precision::Fp8);
+    let e = dimsum::study::Study::parse(&text("precision = \"fp9\""), Path::new("inline.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`fp9` is not a precision; allowed: `bf16` or `fp8`"), "{e}");
+}

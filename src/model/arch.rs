@@ -262,6 +262,7 @@ impl Arch {
                 // element costs.
                 vector_elements_per_ns: self.lanes() * self.clock_ghz / VECTOR_OPS_PER_ELEMENT,
             }),
+            fp8: None,
         }
     }
 

@@ -45,6 +45,8 @@ pub struct Accelerator {
     pub price_usd: Option<f64>,
     /// Fraction of the BF16 peak a large matrix product reaches.
     pub gemm_efficiency: f64,
+    /// Fraction of the FP8 peak a large FP8 matrix product reaches.
+    pub fp8_gemm_efficiency: f64,
     /// Fraction of the HBM bandwidth a streaming kernel reaches.
     pub memory_efficiency: f64,
     /// Where the figures come from, with dates.
@@ -53,7 +55,7 @@ pub struct Accelerator {
 
 /// The built-in accelerators. Peak figures are the vendors' data-sheet
 /// numbers; the calibration is explained per row.
-pub const ACCELERATORS: [Accelerator; 6] = [
+pub const ACCELERATORS: [Accelerator; 7] = [
     Accelerator {
         name: "a100-40gb",
         bf16_tflops: 312.0,
@@ -64,6 +66,7 @@ pub const ACCELERATORS: [Accelerator; 6] = [
         tdp_w: 400.0,
         price_usd: None,
         gemm_efficiency: A100_GEMM,
+        fp8_gemm_efficiency: 0.0,
         memory_efficiency: A100_MEMORY,
         source: "NVIDIA A100 Tensor Core GPU datasheet (2021): 312 TFLOP/s dense BF16, 40 GB HBM2 at 1,555 GB/s, 400 W SXM4, 108 SMs (A100 architecture whitepaper, 2020); calibration as a100-80gb",
     },
@@ -77,6 +80,7 @@ pub const ACCELERATORS: [Accelerator; 6] = [
         tdp_w: 400.0,
         price_usd: None,
         gemm_efficiency: A100_GEMM,
+        fp8_gemm_efficiency: 0.0,
         memory_efficiency: A100_MEMORY,
         source: "NVIDIA A100 Tensor Core GPU datasheet (2021): 312 TFLOP/s dense BF16, 80 GB HBM2e at 2,039 GB/s, 400 W SXM4, 108 SMs; calibration: see A100_GEMM and A100_MEMORY",
     },
@@ -90,8 +94,23 @@ pub const ACCELERATORS: [Accelerator; 6] = [
         tdp_w: 700.0,
         price_usd: None,
         gemm_efficiency: H100_GEMM,
+        fp8_gemm_efficiency: H100_FP8_GEMM,
         memory_efficiency: H100_MEMORY,
         source: "NVIDIA H100 Tensor Core GPU datasheet (2023): 989 TFLOP/s dense BF16, 1,979 dense FP8, 80 GB HBM3 at 3.35 TB/s, up to 700 W, 132 SMs (H100 SXM5); calibration: see H100_GEMM and H100_MEMORY",
+    },
+    Accelerator {
+        name: "h800",
+        bf16_tflops: 989.4,
+        fp8_tflops: Some(1978.9),
+        hbm_gib: 80.0,
+        hbm_gbps: 3350.0,
+        sms: 132,
+        tdp_w: 700.0,
+        price_usd: None,
+        gemm_efficiency: H100_GEMM,
+        fp8_gemm_efficiency: H100_FP8_GEMM,
+        memory_efficiency: H100_MEMORY,
+        source: "NVIDIA H800 SXM5: the H100 SXM5's compute and memory (989 TFLOP/s dense BF16, 1,979 dense FP8, 80 GB HBM3 at 3.35 TB/s, 700 W, 132 SMs) with NVLink cut to 400 GB/s per GPU (200 GB/s per direction; DeepSeek-AI, \"Insights into DeepSeek-V3\", arXiv 2505.09343: \"reduced from 900 GB/s to 400 GB/s\"); its fabric is the study's; calibration as h100-sxm",
     },
     Accelerator {
         name: "h200",
@@ -103,6 +122,7 @@ pub const ACCELERATORS: [Accelerator; 6] = [
         tdp_w: 700.0,
         price_usd: None,
         gemm_efficiency: H100_GEMM,
+        fp8_gemm_efficiency: H100_FP8_GEMM,
         memory_efficiency: H100_MEMORY,
         source: "NVIDIA H200 Tensor Core GPU datasheet (2024): H100's compute (989 TFLOP/s dense BF16, 1,979 dense FP8) with 141 GB HBM3e at 4.8 TB/s, up to 700 W; calibration as h100-sxm",
     },
@@ -116,6 +136,7 @@ pub const ACCELERATORS: [Accelerator; 6] = [
         tdp_w: 1000.0,
         price_usd: None,
         gemm_efficiency: H100_GEMM,
+        fp8_gemm_efficiency: H100_FP8_GEMM,
         memory_efficiency: H100_MEMORY,
         source: "NVIDIA DGX B200 datasheet (2024): 72 PFLOP/s FP8 training and 1,440 GB HBM3e at 64 TB/s for 8 GPUs, i.e. per GPU 4.5 PFLOP/s dense FP8, 2.25 dense BF16, 180 GB at 8 TB/s; 1,000 W per GPU (HGX B200); 148 SMs; no measured calibration: H100's assumed",
     },
@@ -129,6 +150,7 @@ pub const ACCELERATORS: [Accelerator; 6] = [
         tdp_w: 750.0,
         price_usd: None,
         gemm_efficiency: MI300X_GEMM,
+        fp8_gemm_efficiency: MI300X_GEMM,
         memory_efficiency: H100_MEMORY,
         source: "AMD Instinct MI300X data sheet (2023): 1,307.4 TFLOP/s dense BF16, 2,614.9 dense FP8, 192 GB HBM3 at 5.3 TB/s, 750 W, 304 compute units; calibration: see MI300X_GEMM",
     },
@@ -155,6 +177,14 @@ pub const A100_MEMORY: f64 = 0.80;
 pub const H100_GEMM: f64 = 0.70;
 /// H100: 80% of the HBM bandwidth for streaming kernels (an assumption).
 pub const H100_MEMORY: f64 = 0.80;
+/// H100 (and H800, H200, B200): the fraction of the dense FP8 peak a large
+/// FP8 matrix product reaches (Transformer Engine's recipe): fitted on one
+/// published row, NVIDIA NeMo 24.07's GPT-3 5B on 64 DGX-H100 GPUs in FP8
+/// (TP 1, PP 1: compute alone up to the gradient all-reduce; 765 model
+/// TFLOP/s per GPU), the least efficiency in steps of 0.005 at which
+/// dimsum's prediction is within 1% of it (760.7, -0.6%;
+/// `validation/pending/nemo-h100.toml`, every other row a prediction).
+pub const H100_FP8_GEMM: f64 = 0.54;
 /// MI300X: 45% of the BF16 peak (about 590 TFLOP/s; an assumption, no
 /// validation run).
 pub const MI300X_GEMM: f64 = 0.45;
@@ -193,6 +223,18 @@ pub struct Device {
     /// A parametric accelerator's arrays, buffer and vector units
     /// (`[npu.arch]`); `None` for a GPU of the built-in table.
     pub onchip: Option<OnChip>,
+    /// Its FP8 matrix products, where it has them.
+    pub fp8: Option<Fp8>,
+}
+
+/// An accelerator's FP8 matrix products: the dense FP8 peak and the
+/// fraction of it a large product reaches.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fp8 {
+    /// Peak dense FP8 TFLOP/s.
+    pub peak_tflops: f64,
+    /// Fraction of that peak a large FP8 matrix product reaches.
+    pub gemm_efficiency: f64,
 }
 
 /// What the compute model sees of a parametric accelerator beyond a GPU's
@@ -288,6 +330,17 @@ impl Device {
         compute.max(self.hbm_ns(bytes))
     }
 
+    /// The device its FP8 matrix products run on (the FP8 peak and its
+    /// calibration), if it has them.
+    pub fn fp8_device(&self) -> Option<Device> {
+        self.fp8.map(|f| Device {
+            peak_tflops: f.peak_tflops,
+            gemm_efficiency: f.gemm_efficiency,
+            fp8: None,
+            ..*self
+        })
+    }
+
     /// Time of a kernel with `flops` at the large-GEMM efficiency and no
     /// shape loss (fused attention), or of its `bytes` through HBM, or of
     /// its `elements` of softmax on a parametric accelerator's vector
@@ -338,6 +391,7 @@ mod tests {
             memory_efficiency: 0.8,
             flat: None,
             onchip: None,
+            fp8: None,
         }
     }
 
@@ -389,6 +443,7 @@ mod tests {
                 buffer_bytes,
                 vector_elements_per_ns: 32.0,
             }),
+            fp8: None,
         }
     }
 

@@ -598,6 +598,7 @@ impl Npu {
                 memory_efficiency: 1.0,
                 flat: Some(efficiency),
                 onchip: None,
+                fp8: None,
             },
             hbm_gib,
             headroom_gib: 0.0,
@@ -660,7 +661,52 @@ pub struct Strategy {
     pub flash_attention: bool,
     /// Placement order, innermost first, e.g. `tp,pp,dp`.
     pub order: [Par; 3],
+    /// The matrix products' precision (`[parallelism] precision`).
+    #[serde(default, skip_serializing_if = "Precision::is_bf16")]
+    pub precision: Precision,
 }
+
+/// The precision the linear layers' matrix products run in.
+///
+/// FP8 as NVIDIA's Transformer Engine runs it: the QKV, attention-output,
+/// FFN and expert products take FP8 operands (E4M3 forward, E5M2 gradients)
+/// at the accelerator's FP8 peak and FP8 calibration, 1 byte an element;
+/// the attention core, the router and the logits stay BF16. Each FP8
+/// product adds its casts, streamed through HBM: forward, the input (`m
+/// k`, read 2 bytes and write 1) and the weight (`k n`, the same: once per
+/// micro-batch, an upper bound on Transformer Engine's cached weight
+/// casts); backward, the output gradient (`m n`, read 2, write 1 and its
+/// transpose 1) and the input's transpose for the weight gradient (`m k`,
+/// 1 byte), every amax reduction fused into its cast. Weights, gradients,
+/// optimizer states and every collective keep their bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// BF16 products (mixed precision).
+    #[default]
+    Bf16,
+    /// FP8 products (Transformer Engine).
+    Fp8,
+}
+
+impl Precision {
+    /// Whether it is BF16 (the default, left out of written strategies).
+    pub fn is_bf16(&self) -> bool {
+        *self == Precision::Bf16
+    }
+}
+
+impl crate::error::Named for Precision {
+    const WHAT: &'static str = "a precision";
+    const ALL: &'static [Precision] = &[Precision::Bf16, Precision::Fp8];
+    fn as_name(self) -> &'static str {
+        match self {
+            Precision::Bf16 => "bf16",
+            Precision::Fp8 => "fp8",
+        }
+    }
+}
+crate::named!(Precision);
 
 impl Strategy {
     /// A strategy with Megatron-LM's defaults: ZeRO-1, sequence
@@ -679,6 +725,7 @@ impl Strategy {
             scatter_gather: true,
             flash_attention: true,
             order: [Par::Tp, Par::Pp, Par::Dp],
+            precision: Precision::Bf16,
         }
     }
 }
@@ -699,6 +746,13 @@ pub struct RecipeSpace {
     pub sequence_parallel: Vec<bool>,
     /// Virtual pipeline stages per device (tried only where PP > 1).
     pub virtual_stages: Vec<u64>,
+    /// Matrix-product precisions.
+    #[serde(skip_serializing_if = "only_bf16")]
+    pub precision: Vec<Precision>,
+}
+
+fn only_bf16(p: &[Precision]) -> bool {
+    p == [Precision::Bf16]
 }
 
 impl RecipeSpace {
@@ -714,6 +768,7 @@ impl RecipeSpace {
             zero: vec![s.zero],
             sequence_parallel: vec![s.sequence_parallel],
             virtual_stages: vec![s.virtual_stages.max(1)],
+            precision: vec![s.precision],
         }
     }
 
@@ -730,6 +785,7 @@ impl RecipeSpace {
             zero: vec![0, 1, 2, 3],
             sequence_parallel: vec![false, true],
             virtual_stages: vec![1, 2, 4],
+            precision: vec![Precision::Bf16],
         }
     }
 
@@ -740,6 +796,7 @@ impl RecipeSpace {
             * self.zero.len()
             * self.sequence_parallel.len()
             * self.virtual_stages.len()
+            * self.precision.len()
     }
 
     /// Whether the space is empty (a list with no value).
@@ -763,16 +820,19 @@ impl RecipeSpace {
                 for &zero in &self.zero {
                     for &sequence_parallel in sp {
                         for &virtual_stages in vs {
-                            out.push((
-                                mb,
-                                Strategy {
-                                    recompute,
-                                    zero,
-                                    sequence_parallel,
-                                    virtual_stages,
-                                    ..s.clone()
-                                },
-                            ));
+                            for &precision in &self.precision {
+                                out.push((
+                                    mb,
+                                    Strategy {
+                                        recompute,
+                                        zero,
+                                        sequence_parallel,
+                                        virtual_stages,
+                                        precision,
+                                        ..s.clone()
+                                    },
+                                ));
+                            }
                         }
                     }
                 }
@@ -994,6 +1054,12 @@ pub enum StrategyError {
         /// What is wrong and what is allowed.
         reason: String,
     },
+    /// FP8 on an NPU without FP8 matrix products.
+    #[error("precision fp8 needs FP8 matrix products, which NPU `{npu}` has not (allowed: bf16)")]
+    Precision {
+        /// The NPU.
+        npu: String,
+    },
     /// Out of HBM.
     #[error("needs {gib:.1} GiB per NPU, more than its {hbm_gib} GiB of HBM")]
     Memory {
@@ -1059,14 +1125,32 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
         )
     };
     let add = |x: (f64, f64, f64), y: (f64, f64, f64)| (x.0 + y.0, x.1 + y.1, x.2 + y.2);
+    // A linear layer's product: in FP8 with its casts where the strategy
+    // runs FP8 (see [`Precision`]), else as `gemm`.
+    let fp8 = if s.precision == Precision::Fp8 {
+        d.fp8_device()
+    } else {
+        None
+    };
+    let linear_gemm = |mm: f64, n: f64, k: f64, batch: f64| match &fp8 {
+        None => gemm(mm, n, k, batch),
+        Some(d8) => (
+            d8.gemm_ns(mm, n, k, batch, 1.0) + d.stream_ns(3.0 * batch * (mm * k + k * n)),
+            d8.gemm_ns(mm, k, n, batch, 1.0) + d.stream_ns(4.0 * batch * mm * n),
+            d8.gemm_ns(k, n, mm, batch, 1.0) + d.stream_ns(batch * mm * k),
+        ),
+    };
     // Q, K and V (K and V of kv / a the width), then the output projection.
     let kv = f64::from(model.kv_heads) / a;
     let (dqk, dv) = model.head_dims();
     let linear = match (&model.mla, model.head_dim) {
-        (None, None) => add(gemm(m, (1.0 + 2.0 * kv) * h / t, h, 1.0), gemm(m, h, h / t, 1.0)),
+        (None, None) => add(
+            linear_gemm(m, (1.0 + 2.0 * kv) * h / t, h, 1.0),
+            linear_gemm(m, h, h / t, 1.0),
+        ),
         (None, Some(_)) => add(
-            gemm(m, (a + 2.0 * f64::from(model.kv_heads)) * dqk / t, h, 1.0),
-            gemm(m, h, a * dv / t, 1.0),
+            linear_gemm(m, (a + 2.0 * f64::from(model.kv_heads)) * dqk / t, h, 1.0),
+            linear_gemm(m, h, a * dv / t, 1.0),
         ),
         // MLA: the down projections (to the query rank, and to the
         // key-value latent with the shared rotary key) on every TP rank,
@@ -1074,15 +1158,15 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
         (Some(x), _) => {
             let (rq, rkv, dr) = (x.q_lora_rank as f64, x.kv_lora_rank as f64, x.qk_rope_head_dim as f64);
             let q = if rq > 0.0 {
-                add(gemm(m, rq, h, 1.0), gemm(m, a * dqk / t, rq, 1.0))
+                add(linear_gemm(m, rq, h, 1.0), linear_gemm(m, a * dqk / t, rq, 1.0))
             } else {
-                gemm(m, a * dqk / t, h, 1.0)
+                linear_gemm(m, a * dqk / t, h, 1.0)
             };
             let kv_proj = add(
-                gemm(m, rkv + dr, h, 1.0),
-                gemm(m, a * (x.qk_nope_head_dim as f64 + dv) / t, rkv, 1.0),
+                linear_gemm(m, rkv + dr, h, 1.0),
+                linear_gemm(m, a * (x.qk_nope_head_dim as f64 + dv) / t, rkv, 1.0),
             );
-            add(add(q, kv_proj), gemm(m, h, a * dv / t, 1.0))
+            add(add(q, kv_proj), linear_gemm(m, h, a * dv / t, 1.0))
         }
     };
     // The attention core's Q, K, V and O bytes per TP rank (K and V kv / a
@@ -1128,7 +1212,7 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
         weight_grad_ns: linear.2,
         selective_ns: if s.flash_attention { 0.0 } else { core_fwd },
     };
-    let ffn_gemms = add(gemm(m, up / t, h, 1.0), gemm(m, h, f / t, 1.0));
+    let ffn_gemms = add(linear_gemm(m, up / t, h, 1.0), linear_gemm(m, h, f / t, 1.0));
     // The activation reads its inputs and writes f: GeLU 2, SwiGLU 3 tensors.
     let act = f64::from(model.ffn_matrices) * m * f / t * e;
     let ffn = BlockTime {
@@ -1157,14 +1241,14 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
         let copies = m * f64::from(x.top_k) * x.load();
         let rows = copies / local;
         let routed = add(
-            gemm(rows, (k_mat - 1.0) * fe / t, h, local),
-            gemm(rows, h, fe / t, local),
+            linear_gemm(rows, (k_mat - 1.0) * fe / t, h, local),
+            linear_gemm(rows, h, fe / t, local),
         );
         let shared_f = f64::from(x.shared_experts) * fe;
         let shared = if shared_f > 0.0 {
             add(
-                gemm(m, (k_mat - 1.0) * shared_f / t, h, 1.0),
-                gemm(m, h, shared_f / t, 1.0),
+                linear_gemm(m, (k_mat - 1.0) * shared_f / t, h, 1.0),
+                linear_gemm(m, h, shared_f / t, 1.0),
             )
         } else {
             (0.0, 0.0, 0.0)
@@ -1192,7 +1276,7 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
             (Some(x), true) => *x,
             _ => ffn,
         };
-        let proj = gemm(m, h / t, 2.0 * h, 1.0);
+        let proj = linear_gemm(m, h / t, 2.0 * h, 1.0);
         let one = logits;
         let k = f64::from(model.mtp_layers);
         logits.forward_ns += k * (proj.0 + attention.forward_ns + block.forward_ns + one.forward_ns);
@@ -1323,6 +1407,9 @@ impl StageCut {
 /// same errors as [`generate`].
 pub fn plan(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Result<Planned, StrategyError> {
     let m = check(model, s, fabric)?;
+    if s.precision == Precision::Fp8 && npu.device.fp8.is_none() {
+        return Err(StrategyError::Precision { npu: npu.name.clone() });
+    }
     let placement = || StrategyError::Placement {
         order: s.order_name(),
         shape: fabric.shape(),

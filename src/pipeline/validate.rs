@@ -19,7 +19,7 @@ use crate::model::collective::{CollectiveModel, TimeModel};
 use crate::model::compute;
 use crate::model::fabric::{Block, Dim, Fabric};
 use crate::model::training::{IterationModel, Loop};
-use crate::model::transformer::{self, ModelSpec, Npu, Recompute, Strategy};
+use crate::model::transformer::{self, ModelSpec, Npu, Precision, Recompute, Strategy};
 use crate::model::units::{BYTES_PER_GIB, ns_to_ms};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -58,12 +58,34 @@ pub struct Cluster {
 pub struct Run {
     /// A name, e.g. the parameter count.
     pub name: String,
+    /// A model preset (`[model] preset` of a study): its shape in place of
+    /// layers, hidden, heads, kv_heads, ffn, ffn_matrices and vocab, which
+    /// are filled from it when the file is read; seq, batch and
+    /// micro_batch stay the run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
     /// Transformer layers.
+    #[serde(default)]
     pub layers: u32,
     /// Hidden size.
+    #[serde(default)]
     pub hidden: u64,
     /// Attention heads.
+    #[serde(default)]
     pub heads: u32,
+    /// Key-value heads (grouped-query attention; default: the heads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_heads: Option<u32>,
+    /// Expert-parallel degree (MoE presets).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub ep: u64,
+    /// Bytes per gradient element (default 4: Megatron-LM's fp32
+    /// gradient buffers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_grad: Option<f64>,
+    /// The matrix products' precision (`bf16` or `fp8`).
+    #[serde(default, skip_serializing_if = "Precision::is_bf16")]
+    pub precision: Precision,
     /// FFN size (default 4 x hidden).
     pub ffn: Option<u64>,
     /// FFN matrices: 2 (GELU) or 3 (SwiGLU). Default 2.
@@ -72,6 +94,7 @@ pub struct Run {
     /// Sequence length.
     pub seq: u64,
     /// Vocabulary.
+    #[serde(default)]
     pub vocab: u64,
     /// Global batch, sequences.
     pub batch: u64,
@@ -129,6 +152,10 @@ fn two() -> u32 {
     2
 }
 
+fn is_one(x: &u64) -> bool {
+    *x == 1
+}
+
 fn hardware() -> FlopCount {
     FlopCount::Hardware
 }
@@ -159,7 +186,28 @@ impl Published {
     pub fn load(path: &Path) -> Result<(Published, Stamp), InputError> {
         let text = crate::io::read_text(path, crate::io::MAX_TEXT_BYTES)
             .map_err(|e| InputError::at(path, None, "", format!("cannot read: {e}")))?;
-        let p: Published = toml::from_str(&text).map_err(|e| crate::error::toml_error(&text, path, &e))?;
+        let mut p: Published = toml::from_str(&text).map_err(|e| crate::error::toml_error(&text, path, &e))?;
+        for r in &mut p.runs {
+            let Some(name) = &r.preset else { continue };
+            let m = ModelSpec::preset(name).ok_or_else(|| {
+                InputError::at(
+                    path,
+                    None,
+                    format!("run `{}`", r.name),
+                    format!(
+                        "`{name}` is not a preset; allowed: {}",
+                        crate::error::one_of(&ModelSpec::PRESETS)
+                    ),
+                )
+            })?;
+            r.layers = m.layers;
+            r.hidden = m.hidden;
+            r.heads = m.heads;
+            r.kv_heads = Some(m.kv_heads);
+            r.ffn = Some(m.ffn);
+            r.ffn_matrices = m.ffn_matrices;
+            r.vocab = m.vocab;
+        }
         if compute::accelerator(&p.cluster.npu).is_none() {
             return Err(InputError::at(
                 path,
@@ -231,6 +279,9 @@ impl Published {
                     r.ffn_matrices
                 )));
             }
+            if r.bytes_grad.is_some_and(|b| !(b.is_finite() && b > 0.0)) {
+                return Err(bad("bytes_grad must be > 0".into()));
+            }
             if r.micro_batch == 0 {
                 return Err(bad("micro_batch must be >= 1".into()));
             }
@@ -284,6 +335,10 @@ pub struct Prediction {
     pub error: f64,
     /// Memory per GPU, GiB.
     pub memory_gib: f64,
+    /// The GPU's HBM, GiB (above it, dimsum's memory model overestimates
+    /// the run).
+    #[serde(skip)]
+    pub hbm_gib: f64,
 }
 
 /// Why a run could not be predicted.
@@ -332,29 +387,42 @@ pub fn model_of(r: &Run) -> Result<(ModelSpec, Strategy), RunRefused> {
         run: r.name.clone(),
         reason: e.to_string(),
     })?;
-    let model = ModelSpec {
-        name: r.name.clone(),
-        layers: r.layers,
-        hidden: r.hidden,
-        heads: r.heads,
-        kv_heads: r.heads,
-        ffn: r.ffn.unwrap_or(r.hidden.saturating_mul(4)),
-        ffn_matrices: r.ffn_matrices,
-        seq: r.seq,
-        vocab: r.vocab,
-        global_batch: r.batch,
-        micro_batch: r.micro_batch,
-        bytes_weight: 2.0,
-        // Megatron accumulates and all-reduces gradients in fp32 buffers.
-        bytes_grad: 4.0,
-        bytes_optimizer: 12.0,
-        moe: None,
-        head_dim: None,
-        mla: None,
-        tied_embeddings: true,
-        mtp_layers: 0,
+    let preset = r.preset.as_deref().and_then(ModelSpec::preset);
+    let model = match preset {
+        Some(m) => ModelSpec {
+            name: r.name.clone(),
+            bytes_grad: r.bytes_grad.unwrap_or(m.bytes_grad),
+            seq: r.seq,
+            global_batch: r.batch,
+            micro_batch: r.micro_batch,
+            ..m
+        },
+        None => ModelSpec {
+            name: r.name.clone(),
+            layers: r.layers,
+            hidden: r.hidden,
+            heads: r.heads,
+            kv_heads: r.kv_heads.unwrap_or(r.heads),
+            ffn: r.ffn.unwrap_or(r.hidden.saturating_mul(4)),
+            ffn_matrices: r.ffn_matrices,
+            seq: r.seq,
+            vocab: r.vocab,
+            global_batch: r.batch,
+            micro_batch: r.micro_batch,
+            bytes_weight: 2.0,
+            // Megatron accumulates and all-reduces gradients in fp32 buffers.
+            bytes_grad: r.bytes_grad.unwrap_or(4.0),
+            bytes_optimizer: 12.0,
+            moe: None,
+            head_dim: None,
+            mla: None,
+            tied_embeddings: true,
+            mtp_layers: 0,
+        },
     };
     let strategy = Strategy {
+        ep: r.ep,
+        precision: r.precision,
         zero: r.zero,
         sequence_parallel: r.sequence_parallel,
         recompute,
@@ -374,7 +442,20 @@ pub fn predict(c: &Cluster, npu: &Npu, r: &Run) -> Result<Prediction, RunRefused
     };
     let (model, strategy) = model_of(r)?;
     let fabric = fabric(c, r.gpus);
-    let g = transformer::generate(&model, npu, &strategy, &fabric).map_err(|e| refused(e.to_string()))?;
+    // A published run fitted its GPUs: where dimsum's memory model says it
+    // would not, the run is timed as if the HBM were larger and the report
+    // flags the memory (a model error, not a reason to refuse the run).
+    let g = match transformer::generate(&model, npu, &strategy, &fabric) {
+        Err(transformer::StrategyError::Memory { .. }) => {
+            let roomy = Npu {
+                hbm_gib: npu.hbm_gib * 4.0,
+                ..npu.clone()
+            };
+            transformer::generate(&model, &roomy, &strategy, &fabric)
+        }
+        other => other,
+    }
+    .map_err(|e| refused(e.to_string()))?;
     let cm = CollectiveModel::defaults(&fabric, c.time_model);
     let it = IterationModel::new(&g.workload, &fabric, &cm, r.training_loop.unwrap_or(c.training_loop));
     let bw: Vec<f64> = fabric
@@ -399,6 +480,7 @@ pub fn predict(c: &Cluster, npu: &Npu, r: &Run) -> Result<Prediction, RunRefused
         predicted_tflops,
         error: predicted_tflops / r.measured_tflops - 1.0,
         memory_gib: g.memory.total() / BYTES_PER_GIB,
+        hbm_gib: npu.hbm_gib,
     })
 }
 
@@ -423,6 +505,10 @@ pub fn npu_of(c: &Cluster, gemm: Option<f64>) -> Result<Npu, RunRefused> {
             memory_efficiency: a.memory_efficiency,
             flat: None,
             onchip: None,
+            fp8: a.fp8_tflops.map(|peak| compute::Fp8 {
+                peak_tflops: peak,
+                gemm_efficiency: a.fp8_gemm_efficiency,
+            }),
         },
         hbm_gib: a.hbm_gib,
         headroom_gib: compute::DEFAULT_HEADROOM_GIB,

@@ -72,6 +72,45 @@ pub fn markdown(v: &Validation, stamp: &Stamp, input: &str) -> String {
             100.0 * x.error
         );
     }
+    let special: Vec<String> = v
+        .predictions
+        .iter()
+        .filter(|x| x.run.ep > 1 || !x.run.precision.is_bf16() || x.run.preset.is_some())
+        .map(|x| {
+            let r = &x.run;
+            let mut parts = Vec::new();
+            if let Some(p) = &r.preset {
+                parts.push(format!("model `{p}`"));
+            }
+            if r.ep > 1 {
+                parts.push(format!("EP {}", r.ep));
+            }
+            if !r.precision.is_bf16() {
+                parts.push(format!("{}", r.precision).to_uppercase());
+            }
+            format!("{} ({})", r.name, parts.join(", "))
+        })
+        .collect();
+    if !special.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nPresets, expert parallelism and precision: {}.",
+            special.join("; ")
+        );
+    }
+    let over: Vec<String> = v
+        .predictions
+        .iter()
+        .filter(|x| x.memory_gib > x.hbm_gib)
+        .map(|x| format!("{} ({} GiB of {})", x.run.name, sig3(x.memory_gib), sig3(x.hbm_gib)))
+        .collect();
+    if !over.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n**Memory over the HBM by dimsum's model** (each ran on its GPUs, so the memory model overestimates it; timed as if it fitted): {}.",
+            over.join("; ")
+        );
+    }
     let worst = v.largest_error();
     let mean = v.predictions.iter().map(|x| x.error.abs()).sum::<f64>() / v.predictions.len().max(1) as f64;
     let _ = writeln!(

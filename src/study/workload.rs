@@ -12,7 +12,7 @@ use crate::interop::libra;
 use crate::model::arch::{self, Arch, ArchSpace};
 use crate::model::compute::{self, Device};
 use crate::model::fabric::Fabric;
-use crate::model::transformer::{Mla, ModelSpec, Moe, Npu, Par, RecipeSpace, Recompute, Strategy};
+use crate::model::transformer::{Mla, ModelSpec, Moe, Npu, Par, Precision, RecipeSpace, Recompute, Strategy};
 use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -148,6 +148,7 @@ pub(super) struct RawParallelism {
     #[serde(default = "yes")]
     flash_attention: bool,
     order: Option<String>,
+    precision: Option<String>,
 }
 
 /// `[coopt]`: the recipes `coopt` searches. `recipe = "whole"` starts from
@@ -166,6 +167,7 @@ pub(super) struct RawCoopt {
     zero: Option<Vec<u8>>,
     sequence_parallel: Option<Vec<bool>>,
     virtual_stages: Option<Vec<u64>>,
+    precision: Option<Vec<String>>,
     replay: Option<bool>,
 }
 
@@ -319,6 +321,14 @@ pub(super) fn recipe_space(
                 format!("{bad} is not allowed: 1 to the model's {} layers", model.layers),
             ));
         }
+    }
+    if let Some(v) = &raw.precision {
+        let p = v
+            .iter()
+            .map(|x| x.parse::<Precision>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| err("precision", e.to_string()))?;
+        space.precision = listed(&p, "precision", &err)?;
     }
     if space.len() > RecipeSpace::MAX_RECIPES {
         return Err(err(
@@ -701,6 +711,12 @@ fn npu(n: &RawNpu, kind: Option<String>) -> Result<Npu, String> {
         )?,
         flat: None,
         onchip: None,
+        fp8: base.and_then(|a| {
+            a.fp8_tflops.map(|peak| crate::model::compute::Fp8 {
+                peak_tflops: peak,
+                gemm_efficiency: a.fp8_gemm_efficiency,
+            })
+        }),
     };
     Ok(Npu {
         name,
@@ -1324,6 +1340,7 @@ pub(crate) fn default_strategy() -> Strategy {
         scatter_gather: yes(),
         flash_attention: yes(),
         order: None,
+        precision: None,
     };
     // Every value above is one `strategy` accepts.
     #[allow(clippy::expect_used)]
@@ -1352,5 +1369,9 @@ fn strategy(p: &RawParallelism) -> Result<Strategy, String> {
         scatter_gather: p.scatter_gather,
         flash_attention: p.flash_attention,
         order: parse_order(p.order.as_deref().unwrap_or("tp,pp,dp")).map_err(|e| e.to_string())?,
+        precision: match &p.precision {
+            Some(x) => x.parse::<Precision>().map_err(|e| format!("precision: {e}"))?,
+            None => Precision::Bf16,
+        },
     })
 }
