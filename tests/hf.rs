@@ -226,3 +226,33 @@ fn parallelism_precision_is_read_and_checked() {
         .to_string();
     assert!(e.contains("`fp9` is not a precision; allowed: `bf16` or `fp8`"), "{e}");
 }
+
+/// A bad config.json fails the command with one located line and exit 2.
+#[test]
+fn the_cli_refuses_a_bad_config_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        "{\n  \"architectures\": [\"MambaForCausalLM\"]\n}\n",
+    )
+    .unwrap();
+    let study = dir.path().join("s.toml");
+    std::fs::write(
+        &study,
+        STUDY.replace("MODEL", "config = \"config.json\"\nseq = 8\nglobal_batch = 8\n"),
+    )
+    .unwrap();
+    let out = assert_cmd::Command::cargo_bin("dimsum")
+        .unwrap()
+        .args(["eval", study.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("config.json:2: "), "{err}");
+    assert!(
+        err.contains("`MambaForCausalLM` is not a supported architecture"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -555,7 +555,7 @@ impl ModelSpec {
         // Each multi-token prediction module: its projection of 2h to h,
         // one layer of the model's last kind and the logits again.
         let mtp = if self.mtp_layers > 0 {
-            let last_moe = self.is_moe(self.layers - 1);
+            let last_moe = self.is_moe(self.layers.saturating_sub(1));
             f64::from(self.mtp_layers)
                 * (passes * (self.layer_forward_flops(last_moe) + 4.0 * b * s * h * h) + again + 3.0 * logits)
         } else {
@@ -1271,7 +1271,7 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
     // Multi-token prediction on the last stage: per module its projection
     // of 2h to h, one layer of the model's last kind and the logits again.
     if model.mtp_layers > 0 {
-        let last_moe = model.is_moe(model.layers - 1);
+        let last_moe = model.is_moe(model.layers.saturating_sub(1));
         let block = match (&moe, last_moe) {
             (Some(x), true) => *x,
             _ => ffn,
