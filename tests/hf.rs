@@ -256,3 +256,27 @@ fn the_cli_refuses_a_bad_config_with_exit_2() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// Which layers are MoE, as transformers and DeepSeek's code decide it:
+/// Qwen3-MoE's layer l when (l + 1) % decoder_sparse_step == 0, DeepSeek's
+/// when l >= first_k_dense_replace and l % moe_layer_freq == 0.
+#[test]
+fn moe_layers_follow_the_reference_code() {
+    let qwen = "{\"architectures\": [\"Qwen3MoeForCausalLM\"], \"num_hidden_layers\": 5, \"hidden_size\": 64, \
+                \"num_attention_heads\": 4, \"intermediate_size\": 100, \"vocab_size\": 10, \"num_experts\": 4, \
+                \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32, \"decoder_sparse_step\": 2}";
+    let m = hf::parse(qwen, Path::new("q.json")).unwrap();
+    // Layers 1 and 3 of 0..5.
+    let moe: Vec<u32> = (0..5).filter(|&l| m.is_moe(l)).collect();
+    assert_eq!(moe, vec![1, 3]);
+    let ds = "{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"num_hidden_layers\": 8, \"hidden_size\": 64, \
+              \"num_attention_heads\": 4, \"num_key_value_heads\": 3, \"intermediate_size\": 100, \"vocab_size\": 10, \
+              \"n_routed_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32, \
+              \"first_k_dense_replace\": 3, \"moe_layer_freq\": 2, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, \
+              \"qk_rope_head_dim\": 8, \"v_head_dim\": 8}";
+    let m = hf::parse(ds, Path::new("d.json")).unwrap();
+    // l >= 3 and even: 4 and 6 (num_key_value_heads is ignored under MLA).
+    let moe: Vec<u32> = (0..8).filter(|&l| m.is_moe(l)).collect();
+    assert_eq!(moe, vec![4, 6]);
+    assert_eq!(m.kv_heads, 4);
+}

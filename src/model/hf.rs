@@ -109,7 +109,7 @@ pub fn parse(text: &str, path: &Path) -> Result<ModelSpec, InputError> {
         small("num_attention_heads", heads)?,
         small("num_key_value_heads", kv_heads)?,
     );
-    if !heads.is_multiple_of(kv_heads) {
+    if arch != "DeepseekV3ForCausalLM" && !heads.is_multiple_of(kv_heads) {
         return Err(c.at(
             "num_key_value_heads",
             format!("num_key_value_heads = {kv_heads} is not allowed: a divisor of the {heads} num_attention_heads"),
@@ -137,7 +137,7 @@ pub fn parse(text: &str, path: &Path) -> Result<ModelSpec, InputError> {
     };
     // A head width equal to hidden / heads is the default's: stored as
     // absent, so a Llama config and the hand-written model time alike.
-    let head_dim = head_dim.filter(|&d| d * u64::from(heads) != hidden);
+    let head_dim = head_dim.filter(|&d| d.checked_mul(u64::from(heads)) != Some(hidden));
     let moe = c.moe(arch, layers, ffn)?;
     let mtp_layers = match c.int("num_nextn_predict_layers")? {
         Some(n) => small("num_nextn_predict_layers", n)?,
@@ -299,32 +299,57 @@ impl Config<'_> {
         }
         let (moe_every, first_dense, shared) = match arch {
             "Qwen3MoeForCausalLM" => {
+                // transformers: layer l is MoE when it is not in
+                // mlp_only_layers and (l + 1) % decoder_sparse_step == 0.
                 let step = self.int("decoder_sparse_step")?.unwrap_or(1).max(1);
                 // mlp_only_layers: dense layers by index; only the first
-                // ones (0, 1, ..) are expressible.
+                // ones (0, 1, ..) are expressible, and only with step 1.
                 let dense: Vec<u64> = match self.obj.get("mlp_only_layers") {
-                    Some(Value::Array(a)) => a.iter().filter_map(Value::as_u64).collect(),
-                    _ => Vec::new(),
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(Value::Array(a)) if a.iter().all(Value::is_u64) => {
+                        a.iter().filter_map(Value::as_u64).collect()
+                    }
+                    Some(v) => {
+                        return Err(self.at(
+                            "mlp_only_layers",
+                            format!("mlp_only_layers = {v} is not allowed: a list of layer indices"),
+                        ));
+                    }
                 };
-                if dense.iter().enumerate().any(|(i, &l)| l != i as u64) {
+                if dense.iter().enumerate().any(|(i, &l)| l != i as u64) || (!dense.is_empty() && step > 1) {
                     return Err(self.at(
                         "mlp_only_layers",
-                        "mlp_only_layers is allowed only as the first layers (0, 1, ...): dimsum's MoE layers are every n-th after the dense ones",
+                        "mlp_only_layers is allowed only as the first layers (0, 1, ...) and with decoder_sparse_step 1: dimsum's MoE layers are every n-th after the dense ones",
                     ));
                 }
-                (step, dense.len() as u64, 0)
+                if dense.is_empty() {
+                    (step, step - 1, 0)
+                } else {
+                    (1, dense.len() as u64, 0)
+                }
             }
-            "DeepseekV3ForCausalLM" => (
-                self.int("moe_layer_freq")?.unwrap_or(1).max(1),
-                self.int("first_k_dense_replace")?.unwrap_or(0),
-                self.int("n_shared_experts")?.unwrap_or(0),
-            ),
+            "DeepseekV3ForCausalLM" => {
+                // DeepSeek's code: layer l is MoE when l >= k and l % freq
+                // == 0, so the first is k rounded up to a multiple of freq.
+                let freq = self.int("moe_layer_freq")?.unwrap_or(1).max(1);
+                let k = self.int("first_k_dense_replace")?.unwrap_or(0);
+                (
+                    freq,
+                    k.div_ceil(freq).saturating_mul(freq),
+                    self.int("n_shared_experts")?.unwrap_or(0),
+                )
+            }
             _ => (1, 0, 0),
         };
         if first_dense >= u64::from(layers) {
+            let key = if arch == "Qwen3MoeForCausalLM" {
+                "decoder_sparse_step"
+            } else {
+                "first_k_dense_replace"
+            };
             return Err(self.at(
-                "first_k_dense_replace",
-                format!("{first_dense} dense layers is not allowed: fewer than the {layers} layers"),
+                key,
+                format!("{first_dense} dense layers before the first MoE layer is not allowed: fewer than the {layers} layers"),
             ));
         }
         let to32 = |key: &str, v: u64| {

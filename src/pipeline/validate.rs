@@ -189,6 +189,15 @@ impl Published {
         let mut p: Published = toml::from_str(&text).map_err(|e| crate::error::toml_error(&text, path, &e))?;
         for r in &mut p.runs {
             let Some(name) = &r.preset else { continue };
+            if r.layers != 0 || r.hidden != 0 || r.heads != 0 || r.vocab != 0 || r.kv_heads.is_some() || r.ffn.is_some()
+            {
+                return Err(InputError::at(
+                    path,
+                    None,
+                    format!("run `{}`", r.name),
+                    "give preset or the shape (layers, hidden, heads, kv_heads, ffn, vocab), not both",
+                ));
+            }
             let m = ModelSpec::preset(name).ok_or_else(|| {
                 InputError::at(
                     path,

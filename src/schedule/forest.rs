@@ -34,8 +34,9 @@
 //!    general packing each link is paced in rounds (a round is the
 //!    bandwidth term over k; piece j crosses an arc in round j plus the
 //!    rounds of the arcs above it, each one round and the rounds its
-//!    route's latency spans; a transfer waits for its links' transfers of
-//!    a few rounds before), which makes FIFO links a
+//!    route's latency spans, a tree with m < k pieces having them in m of
+//!    the k rounds, evenly spaced; a transfer waits for its links'
+//!    transfers of the latest round a few rounds before), which makes FIFO links a
 //!    synchronous pipeline; an all-gather down the dimension-ordered trees
 //!    of a product network flows unpaced ([`Forest::paced`]).
 //!    Reduce-scatter packs on the reversed links and sends each piece up the
@@ -767,8 +768,9 @@ pub fn build(topo: &Topology, kind: CollectiveKind, k: u32, size: f64) -> Result
 }
 
 /// Makes each link send its transfers round by round: a transfer of round
-/// s over h links waits for the transfers of round s - h - 1 - l that use
-/// any of them, l the rounds its route's latency spans (the first
+/// s over h links waits, on each of them, for the transfers of the latest
+/// round at or before s - h - 1 - l that used it, l the rounds its route's
+/// latency spans (the first
 /// `slots.len()` transfers; the rest are not paced). Every round moves one piece of every tree over each of its arcs, which
 /// fits a link's bandwidth by the packing, so the schedule runs as a
 /// synchronous pipeline of rounds instead of letting early pieces of later

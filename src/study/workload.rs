@@ -1105,6 +1105,14 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
         ));
     }
     spec.mla = mla_spec(m, base.as_ref().and_then(|b| b.mla.clone()))?;
+    // Multi-head latent attention gives every head its own key and value.
+    if spec.mla.is_some() && m.kv_heads.is_none() {
+        spec.kv_heads = spec.heads;
+    }
+    // A head width equal to hidden / heads is the default's.
+    if spec.head_dim.and_then(|d| d.checked_mul(u64::from(spec.heads))) == Some(spec.hidden) {
+        spec.head_dim = None;
+    }
     if spec.head_dim == Some(0) {
         return Err("head_dim = 0 is not allowed: 1 or more".into());
     }
