@@ -53,6 +53,32 @@ pub struct Accelerator {
     pub source: &'static str,
 }
 
+impl Accelerator {
+    /// Its FP8 matrix products, where it has them.
+    pub fn fp8(&self) -> Option<Fp8> {
+        self.fp8_tflops.map(|peak| Fp8 {
+            peak_tflops: peak,
+            gemm_efficiency: self.fp8_gemm_efficiency,
+        })
+    }
+}
+
+/// The H100 SXM5, which the H800 repeats but for its NVLink (the fabric's).
+const H100_SXM: Accelerator = Accelerator {
+    name: "h100-sxm",
+    bf16_tflops: 989.4,
+    fp8_tflops: Some(1978.9),
+    hbm_gib: 80.0,
+    hbm_gbps: 3350.0,
+    sms: 132,
+    tdp_w: 700.0,
+    price_usd: None,
+    gemm_efficiency: H100_GEMM,
+    fp8_gemm_efficiency: H100_FP8_GEMM,
+    memory_efficiency: H100_MEMORY,
+    source: "NVIDIA H100 Tensor Core GPU datasheet (2023): 989 TFLOP/s dense BF16, 1,979 dense FP8, 80 GB HBM3 at 3.35 TB/s, up to 700 W, 132 SMs (H100 SXM5); calibration: see H100_GEMM and H100_MEMORY",
+};
+
 /// The built-in accelerators. Peak figures are the vendors' data-sheet
 /// numbers; the calibration is explained per row.
 pub const ACCELERATORS: [Accelerator; 7] = [
@@ -84,33 +110,11 @@ pub const ACCELERATORS: [Accelerator; 7] = [
         memory_efficiency: A100_MEMORY,
         source: "NVIDIA A100 Tensor Core GPU datasheet (2021): 312 TFLOP/s dense BF16, 80 GB HBM2e at 2,039 GB/s, 400 W SXM4, 108 SMs; calibration: see A100_GEMM and A100_MEMORY",
     },
-    Accelerator {
-        name: "h100-sxm",
-        bf16_tflops: 989.4,
-        fp8_tflops: Some(1978.9),
-        hbm_gib: 80.0,
-        hbm_gbps: 3350.0,
-        sms: 132,
-        tdp_w: 700.0,
-        price_usd: None,
-        gemm_efficiency: H100_GEMM,
-        fp8_gemm_efficiency: H100_FP8_GEMM,
-        memory_efficiency: H100_MEMORY,
-        source: "NVIDIA H100 Tensor Core GPU datasheet (2023): 989 TFLOP/s dense BF16, 1,979 dense FP8, 80 GB HBM3 at 3.35 TB/s, up to 700 W, 132 SMs (H100 SXM5); calibration: see H100_GEMM and H100_MEMORY",
-    },
+    H100_SXM,
     Accelerator {
         name: "h800",
-        bf16_tflops: 989.4,
-        fp8_tflops: Some(1978.9),
-        hbm_gib: 80.0,
-        hbm_gbps: 3350.0,
-        sms: 132,
-        tdp_w: 700.0,
-        price_usd: None,
-        gemm_efficiency: H100_GEMM,
-        fp8_gemm_efficiency: H100_FP8_GEMM,
-        memory_efficiency: H100_MEMORY,
         source: "NVIDIA H800 SXM5: the H100 SXM5's compute and memory (989 TFLOP/s dense BF16, 1,979 dense FP8, 80 GB HBM3 at 3.35 TB/s, 700 W, 132 SMs) with NVLink cut to 400 GB/s per GPU (200 GB/s per direction; DeepSeek-AI, \"Insights into DeepSeek-V3\", arXiv 2505.09343: \"reduced from 900 GB/s to 400 GB/s\"); its fabric is the study's; calibration as h100-sxm",
+        ..H100_SXM
     },
     Accelerator {
         name: "h200",

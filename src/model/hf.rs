@@ -55,10 +55,8 @@ pub const MAX_BYTES: u64 = 1 << 20;
 
 /// Reads the config at `path` (bounded by [`MAX_BYTES`]).
 pub fn read(path: &Path) -> Result<ModelSpec, InputError> {
-    let bytes = crate::io::read_limited(path, MAX_BYTES)
+    let text = crate::io::read_text(path, MAX_BYTES)
         .map_err(|e| InputError::at(path, None, "config", format!("cannot read a config.json: {e}")))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| InputError::at(path, None, "config", "not UTF-8 text: a config.json is JSON"))?;
     parse(&text, path)
 }
 

@@ -1107,7 +1107,6 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
     let (f, v, a) = (model.ffn as f64, model.vocab as f64, f64::from(model.heads));
     let up = f64::from(model.ffn_matrices - 1) * f;
     let m = b * sq;
-    let dh = h / a;
     let heads = b * a / t;
     // Element-wise kernels over the hidden state: replicated over the TP
     // group unless sequence parallel.
@@ -1140,43 +1139,9 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
             d8.gemm_ns(k, n, mm, batch, 1.0) + d.stream_ns(batch * mm * k),
         ),
     };
-    // Q, K and V (K and V of kv / a the width), then the output projection.
-    let kv = f64::from(model.kv_heads) / a;
     let (dqk, dv) = model.head_dims();
-    let linear = match (&model.mla, model.head_dim) {
-        (None, None) => add(
-            linear_gemm(m, (1.0 + 2.0 * kv) * h / t, h, 1.0),
-            linear_gemm(m, h, h / t, 1.0),
-        ),
-        (None, Some(_)) => add(
-            linear_gemm(m, (a + 2.0 * f64::from(model.kv_heads)) * dqk / t, h, 1.0),
-            linear_gemm(m, h, a * dv / t, 1.0),
-        ),
-        // MLA: the down projections (to the query rank, and to the
-        // key-value latent with the shared rotary key) on every TP rank,
-        // the up projections and the output split over it.
-        (Some(x), _) => {
-            let (rq, rkv, dr) = (x.q_lora_rank as f64, x.kv_lora_rank as f64, x.qk_rope_head_dim as f64);
-            let q = if rq > 0.0 {
-                add(linear_gemm(m, rq, h, 1.0), linear_gemm(m, a * dqk / t, rq, 1.0))
-            } else {
-                linear_gemm(m, a * dqk / t, h, 1.0)
-            };
-            let kv_proj = add(
-                linear_gemm(m, rkv + dr, h, 1.0),
-                linear_gemm(m, a * (x.qk_nope_head_dim as f64 + dv) / t, rkv, 1.0),
-            );
-            add(add(q, kv_proj), linear_gemm(m, h, a * dv / t, 1.0))
-        }
-    };
-    // The attention core's Q, K, V and O bytes per TP rank (K and V kv / a
-    // as wide as Q; MLA's keys and values per head, as wide as their
-    // queries and outputs).
-    let qkvo = match (&model.mla, model.head_dim) {
-        (None, None) => (2.0 + 2.0 * kv) * m * h / t * e,
-        (None, Some(_)) => (a + f64::from(model.kv_heads)) * (dqk + dv) * m / t * e,
-        (Some(_), _) => 2.0 * a * (dqk + dv) * m / t * e,
-    };
+    let linear = attention_projections(model, m, t, &linear_gemm);
+    let qkvo = attention_io_bytes(model, m, t);
     let (core_fwd, core_bwd) = if s.flash_attention {
         // One fused kernel: 4 b s^2 h / t FLOPs forward (h: the core's
         // width), 2.5 times that backward (the scores recomputed), reading
@@ -1191,13 +1156,10 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
             d.fused_ns(2.5 * flops, 2.0 * io, 2.0 * scores),
         )
     } else {
-        let (sdh, cdh) = if model.mla.is_none() && model.head_dim.is_none() {
-            (dh, dh)
-        } else {
-            (dqk, dv)
-        };
-        let scores = gemm(sq, sq, sdh, heads);
-        let context = gemm(sq, cdh, sq, heads);
+        // Per head: scores of width d_qk, the context of d_v (both h / a
+        // for the default heads).
+        let scores = gemm(sq, sq, dqk, heads);
+        let context = gemm(sq, dv, sq, heads);
         // Softmax reads and writes the scores; dropout reads, writes and
         // keeps a 1-byte mask.
         let softmax = d.stream_ns(heads * sq * sq * (4.0 * e + 1.0));
@@ -1225,7 +1187,7 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
     // and read 4 per element, forward and backward alike.
     let lg = gemm(m, v / t, h, 1.0);
     let ce = d.stream_ns(m * v / t * (2.0 * e + 8.0));
-    let mut logits = BlockTime {
+    let logits = BlockTime {
         forward_ns: lg.0 + ce,
         input_grad_ns: lg.1 + ce,
         weight_grad_ns: lg.2,
@@ -1268,26 +1230,92 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
             selective_ns: 0.0,
         }
     });
-    // Multi-token prediction on the last stage: per module its projection
-    // of 2h to h, one layer of the model's last kind and the logits again.
-    if model.mtp_layers > 0 {
-        let last_moe = model.is_moe(model.layers.saturating_sub(1));
-        let block = match (&moe, last_moe) {
+    // Multi-token prediction on the last stage, after the logits.
+    let logits = if model.mtp_layers > 0 {
+        let block = match (&moe, model.is_moe(model.layers.saturating_sub(1))) {
             (Some(x), true) => *x,
             _ => ffn,
         };
         let proj = linear_gemm(m, h / t, 2.0 * h, 1.0);
-        let one = logits;
-        let k = f64::from(model.mtp_layers);
-        logits.forward_ns += k * (proj.0 + attention.forward_ns + block.forward_ns + one.forward_ns);
-        logits.input_grad_ns += k * (proj.1 + attention.input_grad_ns + block.input_grad_ns + one.input_grad_ns);
-        logits.weight_grad_ns += k * (proj.2 + attention.weight_grad_ns + block.weight_grad_ns + one.weight_grad_ns);
-    }
+        with_mtp(logits, f64::from(model.mtp_layers), proj, &attention, &block)
+    } else {
+        logits
+    };
     LayerTimes {
         attention,
         ffn,
         moe,
         logits,
+    }
+}
+
+/// The logits followed by `k` multi-token prediction modules, each its
+/// projection of 2h to h (`proj`: forward, input and weight gradients), one
+/// layer (`attention` and `block`, the model's last kind) and the logits
+/// again.
+fn with_mtp(logits: BlockTime, k: f64, proj: (f64, f64, f64), attention: &BlockTime, block: &BlockTime) -> BlockTime {
+    let one = logits;
+    BlockTime {
+        forward_ns: one.forward_ns + k * (proj.0 + attention.forward_ns + block.forward_ns + one.forward_ns),
+        input_grad_ns: one.input_grad_ns
+            + k * (proj.1 + attention.input_grad_ns + block.input_grad_ns + one.input_grad_ns),
+        weight_grad_ns: one.weight_grad_ns
+            + k * (proj.2 + attention.weight_grad_ns + block.weight_grad_ns + one.weight_grad_ns),
+        selective_ns: one.selective_ns,
+    }
+}
+
+/// Forward, input-gradient and weight-gradient time of one layer's
+/// attention projections for `m` tokens on one of `t` TP ranks, each
+/// product timed by `gemm`: Q, K and V (K and V of kv / a the width), then
+/// the output projection; with its own head width, `a` query and `kv` key
+/// and value heads of it; MLA's down projections (to the query rank, and to
+/// the key-value latent with the shared rotary key) on every TP rank, its
+/// up projections and the output split over them.
+fn attention_projections(
+    model: &ModelSpec,
+    m: f64,
+    t: f64,
+    gemm: &dyn Fn(f64, f64, f64, f64) -> (f64, f64, f64),
+) -> (f64, f64, f64) {
+    let add = |x: (f64, f64, f64), y: (f64, f64, f64)| (x.0 + y.0, x.1 + y.1, x.2 + y.2);
+    let (h, a) = (model.hidden as f64, f64::from(model.heads));
+    let (dqk, dv) = model.head_dims();
+    match (&model.mla, model.head_dim) {
+        (None, None) => {
+            let kv = f64::from(model.kv_heads) / a;
+            add(gemm(m, (1.0 + 2.0 * kv) * h / t, h, 1.0), gemm(m, h, h / t, 1.0))
+        }
+        (None, Some(_)) => add(
+            gemm(m, (a + 2.0 * f64::from(model.kv_heads)) * dqk / t, h, 1.0),
+            gemm(m, h, a * dv / t, 1.0),
+        ),
+        (Some(x), _) => {
+            let (rq, rkv, dr) = (x.q_lora_rank as f64, x.kv_lora_rank as f64, x.qk_rope_head_dim as f64);
+            let q = if rq > 0.0 {
+                add(gemm(m, rq, h, 1.0), gemm(m, a * dqk / t, rq, 1.0))
+            } else {
+                gemm(m, a * dqk / t, h, 1.0)
+            };
+            let kv_proj = add(
+                gemm(m, rkv + dr, h, 1.0),
+                gemm(m, a * (x.qk_nope_head_dim as f64 + dv) / t, rkv, 1.0),
+            );
+            add(add(q, kv_proj), gemm(m, h, a * dv / t, 1.0))
+        }
+    }
+}
+
+/// The attention core's Q, K, V and O bytes for `m` tokens per TP rank (K
+/// and V kv / a as wide as Q; MLA's keys and values per head, as wide as
+/// their queries and outputs).
+fn attention_io_bytes(model: &ModelSpec, m: f64, t: f64) -> f64 {
+    let (h, a, e) = (model.hidden as f64, f64::from(model.heads), model.bytes_weight);
+    let (dqk, dv) = model.head_dims();
+    match (&model.mla, model.head_dim) {
+        (None, None) => (2.0 + 2.0 * f64::from(model.kv_heads) / a) * m * h / t * e,
+        (None, Some(_)) => (a + f64::from(model.kv_heads)) * (dqk + dv) * m / t * e,
+        (Some(_), _) => 2.0 * a * (dqk + dv) * m / t * e,
     }
 }
 

@@ -514,10 +514,7 @@ pub fn npu_of(c: &Cluster, gemm: Option<f64>) -> Result<Npu, RunRefused> {
             memory_efficiency: a.memory_efficiency,
             flat: None,
             onchip: None,
-            fp8: a.fp8_tflops.map(|peak| compute::Fp8 {
-                peak_tflops: peak,
-                gemm_efficiency: a.fp8_gemm_efficiency,
-            }),
+            fp8: a.fp8(),
         },
         hbm_gib: a.hbm_gib,
         headroom_gib: compute::DEFAULT_HEADROOM_GIB,

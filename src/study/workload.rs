@@ -711,12 +711,7 @@ fn npu(n: &RawNpu, kind: Option<String>) -> Result<Npu, String> {
         )?,
         flat: None,
         onchip: None,
-        fp8: base.and_then(|a| {
-            a.fp8_tflops.map(|peak| crate::model::compute::Fp8 {
-                peak_tflops: peak,
-                gemm_efficiency: a.fp8_gemm_efficiency,
-            })
-        }),
+        fp8: base.and_then(|a| a.fp8()),
     };
     Ok(Npu {
         name,
