@@ -225,6 +225,7 @@ fn small_space() -> transformer::RecipeSpace {
         sequence_parallel: vec![false, true],
         virtual_stages: vec![1, 2],
         precision: vec![transformer::Precision::Bf16],
+        cp: vec![1],
     }
 }
 
@@ -438,6 +439,7 @@ fn moe_search_against_brute_force() {
         sequence_parallel: vec![false, true],
         virtual_stages: vec![1, 2],
         precision: vec![transformer::Precision::Bf16],
+        cp: vec![1],
     };
     let r = coopt::coopt_in(&s, &space, &|_, _| {}).unwrap();
     let best = r.strategies[0].time_ms().unwrap();

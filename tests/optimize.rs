@@ -46,7 +46,11 @@ fn one_collective(f: &Fabric, kind: CollectiveKind, bytes: f64, compute_ns: f64)
     Workload {
         layers: vec![Layer {
             name: "l".into(),
-            forward: Phase { compute_ns, comm: None },
+            forward: Phase {
+                compute_ns,
+                comm: None,
+                hidden_ns: 0.0,
+            },
             input_grad: Phase::default(),
             weight_grad: Phase {
                 compute_ns: 0.0,
@@ -55,6 +59,7 @@ fn one_collective(f: &Fabric, kind: CollectiveKind, bytes: f64, compute_ns: f64)
                     bytes,
                     group: Group(f.dims.iter().map(|d| Some(d.npus)).collect()),
                 }),
+                hidden_ns: 0.0,
             },
         }],
     }
@@ -199,6 +204,7 @@ fn mixed(f: &Fabric) -> Workload {
         forward: Phase {
             compute_ns: compute,
             comm: Some(Comm { kind, bytes, group }),
+            hidden_ns: 0.0,
         },
         input_grad: Phase::default(),
         weight_grad: Phase::default(),

@@ -22,6 +22,15 @@
 //!   per weight-grad collective k. The two streams are assumed not to slow each
 //!   other down (as ASTRA-sim's analytical backend, which models no
 //!   congestion): this is optimistic when they share a dimension.
+//!   Forward and input-grad collectives that hide under compute
+//!   (`Phase::hidden_ns`: a ring attention's KV exchange, tensor-parallel
+//!   collectives pipelined with their products) leave the compute stream;
+//!   those of one communicator form a stream of their own, which runs
+//!   beside the `H` ns of compute they hide under, so each such stream adds
+//!   the path `compute - H + blocking collectives + the stream's`. Per
+//!   phase the time is `max(hidden, collective)`; a max of the sums is a
+//!   lower bound on that sum of maxima, and equal to it when every hidden
+//!   phase of the stream has the same ratio (a model's identical layers).
 
 use crate::model::collective::{self, Coefficients, CollectiveModel};
 use crate::model::fabric::Fabric;
@@ -143,6 +152,29 @@ impl IterationModel {
     }
 }
 
+/// How a phase issues its collective, as the `overlap` loop times it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Issue {
+    /// A forward or input-gradient collective the compute waits for.
+    Blocking,
+    /// A weight-gradient collective (the second stream).
+    WeightGrad,
+    /// A forward or input-gradient collective that hides under this much
+    /// compute, ns (`Phase::hidden_ns`).
+    Hidden(f64),
+}
+
+impl Issue {
+    /// How `phase`'s collective is issued in a phase of `kind`.
+    pub fn of(kind: PhaseKind, hidden_ns: f64) -> Issue {
+        match kind {
+            PhaseKind::WeightGrad => Issue::WeightGrad,
+            _ if hidden_ns > 0.0 => Issue::Hidden(hidden_ns),
+            _ => Issue::Blocking,
+        }
+    }
+}
+
 /// A workload counted instead of listed (each distinct collective with
 /// how many times it is issued, as `transformer::census` gives it), with
 /// each collective's coefficients: its time at any allocation without its
@@ -151,20 +183,20 @@ impl IterationModel {
 pub struct Counted {
     /// Compute, ns.
     pub compute_ns: f64,
-    /// Each distinct collective's coefficients, whether a weight-gradient
-    /// phase issues it, and how many times.
-    pub terms: Vec<(Coefficients, bool, u64)>,
+    /// Each distinct collective's coefficients, communicator, how it is
+    /// issued, and how many times.
+    pub terms: Vec<(Coefficients, Group, Issue, u64)>,
 }
 
 impl Counted {
-    /// The counted collectives `comms` (collective, weight-gradient phase,
+    /// The counted collectives `comms` (collective, how it is issued,
     /// count) on `fabric` under `model`.
-    pub fn new(compute_ns: f64, comms: &[(Comm, bool, u64)], fabric: &Fabric, model: &CollectiveModel) -> Counted {
+    pub fn new(compute_ns: f64, comms: &[(Comm, Issue, u64)], fabric: &Fabric, model: &CollectiveModel) -> Counted {
         Counted {
             compute_ns,
             terms: comms
                 .iter()
-                .map(|(c, wg, n)| (collective::coefficients(c, fabric, model), *wg, *n))
+                .map(|(c, issue, n)| (collective::coefficients(c, fabric, model), c.group.clone(), *issue, *n))
                 .collect(),
         }
     }
@@ -172,16 +204,30 @@ impl Counted {
     /// The iteration time at `bw` under `lp`, ns: under `no-overlap` the
     /// time itself ([`IterationModel::iteration_ns`] of the listed
     /// workload); under `overlap` a lower bound on it (the compute stream
-    /// with its forward and input-gradient collectives, that loop's first
-    /// path).
+    /// with its blocking collectives, and each hidden stream's excess over
+    /// the compute it hides under: the loop's paths without the
+    /// weight-gradient ones).
     pub fn iteration_ns(&self, bw: &[f64], lp: Loop) -> f64 {
-        let comm: f64 = self
-            .terms
-            .iter()
-            .filter(|(_, wg, _)| lp == Loop::NoOverlap || !wg)
-            .map(|(c, _, n)| *n as f64 * c.time_ns(bw))
-            .sum();
-        self.compute_ns + comm
+        let mut blocking = 0.0;
+        // Per hidden stream (communicator): its collectives' time and the
+        // compute it hides under.
+        let mut streams: Vec<(&Group, f64, f64)> = Vec::new();
+        for (c, group, issue, n) in &self.terms {
+            let time = *n as f64 * c.time_ns(bw);
+            match (lp, issue) {
+                (Loop::NoOverlap, _) | (Loop::Overlap, Issue::Blocking) => blocking += time,
+                (Loop::Overlap, Issue::WeightGrad) => {}
+                (Loop::Overlap, Issue::Hidden(h)) => match streams.iter_mut().find(|(g, _, _)| *g == group) {
+                    Some((_, t, hid)) => {
+                        *t += time;
+                        *hid += *n as f64 * h;
+                    }
+                    None => streams.push((group, time, *n as f64 * h)),
+                },
+            }
+        }
+        let excess = streams.iter().map(|(_, t, h)| t - h).fold(0.0, f64::max);
+        self.compute_ns + blocking + excess
     }
 }
 
@@ -189,19 +235,52 @@ impl Counted {
 fn overlap_paths(workload: &Workload, collectives: &[CollectiveTerm]) -> Vec<Path> {
     let of = |layer: usize, phase: PhaseKind| collectives.iter().position(|c| c.layer == layer && c.phase == phase);
     let forward_ns: f64 = workload.layers.iter().map(|l| l.forward.compute_ns).sum();
+    // A forward or input-grad collective that hides under compute leaves
+    // the compute stream for its communicator's stream.
+    let hidden = |l: usize, phase: PhaseKind| workload.layers[l].phase(phase).hidden_ns > 0.0;
+    let blocking_of = |l: usize, phase: PhaseKind| of(l, phase).filter(|_| !hidden(l, phase));
     let forward_colls: Vec<usize> = (0..workload.layers.len())
-        .filter_map(|l| of(l, PhaseKind::Forward))
+        .filter_map(|l| blocking_of(l, PhaseKind::Forward))
         .collect();
     // Backward order: last layer first.
     let backward: Vec<usize> = (0..workload.layers.len()).rev().collect();
     let mut paths = Vec::new();
-    // Compute stream: everything but the weight-grad collectives.
+    // Compute stream: everything but the weight-grad and hidden collectives.
     let mut blocking = forward_colls.clone();
-    blocking.extend(backward.iter().filter_map(|&l| of(l, PhaseKind::InputGrad)));
-    paths.push(Path {
-        constant_ns: workload.compute_ns(),
-        collectives: blocking,
-    });
+    blocking.extend(backward.iter().filter_map(|&l| blocking_of(l, PhaseKind::InputGrad)));
+    // Each hidden stream beside the compute it hides under.
+    let mut streams: Vec<(&Group, f64, Vec<usize>)> = Vec::new();
+    for (l, layer) in workload.layers.iter().enumerate() {
+        for phase in [PhaseKind::Forward, PhaseKind::InputGrad] {
+            let (Some(c), true) = (of(l, phase), hidden(l, phase)) else {
+                continue;
+            };
+            let group = &collectives[c].comm.group;
+            let h = layer.phase(phase).hidden_ns;
+            match streams.iter_mut().find(|(g, _, _)| *g == group) {
+                Some((_, hid, cs)) => {
+                    *hid += h;
+                    cs.push(c);
+                }
+                None => streams.push((group, h, vec![c])),
+            }
+        }
+    }
+    for (_, h, cs) in streams {
+        let mut colls = blocking.clone();
+        colls.extend(cs);
+        paths.push(Path {
+            constant_ns: workload.compute_ns() - h,
+            collectives: colls,
+        });
+    }
+    paths.insert(
+        0,
+        Path {
+            constant_ns: workload.compute_ns(),
+            collectives: blocking,
+        },
+    );
     // One path per weight-grad collective: the compute stream up to its issue,
     // then the FIFO stream from it to the end.
     let mut issued_ns = forward_ns;
@@ -209,7 +288,7 @@ fn overlap_paths(workload: &Workload, collectives: &[CollectiveTerm]) -> Vec<Pat
     for (k, &l) in backward.iter().enumerate() {
         let layer = &workload.layers[l];
         issued_ns += layer.input_grad.compute_ns + layer.weight_grad.compute_ns;
-        issued_colls.extend(of(l, PhaseKind::InputGrad));
+        issued_colls.extend(blocking_of(l, PhaseKind::InputGrad));
         if let Some(wg) = of(l, PhaseKind::WeightGrad) {
             let mut colls = issued_colls.clone();
             colls.push(wg);
@@ -249,6 +328,7 @@ mod tests {
                 bytes,
                 group: Group(vec![Some(2)]),
             }),
+            hidden_ns: 0.0,
         }
     }
 
@@ -306,6 +386,38 @@ mod tests {
         // Never slower than no overlap.
         let no = IterationModel::new(&w, &f, &m, Loop::NoOverlap);
         assert!(it.iteration_ns(&[1.0]) <= no.iteration_ns(&[1.0]));
+    }
+
+    /// Layer b's forward (5 bytes: 5 ns at 1 GB/s) and input-gradient (7)
+    /// collectives hide under 8 ns of compute: they leave the compute
+    /// stream and run beside it, one stream on their communicator.
+    #[test]
+    fn hidden_collectives_run_beside_their_compute() {
+        let (mut w, f, m) = two_layers();
+        w.layers[1].forward.hidden_ns = 4.0;
+        w.layers[1].input_grad.hidden_ns = 4.0;
+        let it = IterationModel::new(&w, &f, &m, Loop::Overlap);
+        // At 1 GB/s the stream takes 5 + 7 = 12 ns beside 8 ns of compute:
+        // 4 ns show. Compute stream 66 + 4 = 70; the weight-gradient
+        // collectives as in overlap_by_hand (issued 5 + 7 ns earlier, the
+        // hidden ones no longer on the way): wg_b issued at 16, done at
+        // 56; wg_a issued at 66, done at 166.
+        assert_relative_eq!(it.iteration_ns(&[1.0]), 166.0);
+        // At 10 GB/s: 1.2 ns under 8: the compute stream alone, 66; wg_a
+        // issued at 66 ends at 76.
+        assert_relative_eq!(it.iteration_ns(&[10.0]), 76.0, max_relative = 1e-12);
+        // The counted form: compute 66 + max(0, 12 - 8) = 70 at 1 GB/s,
+        // the compute stream's path (no weight-gradient paths).
+        let comms: Vec<(Comm, Issue, u64)> = w
+            .comms()
+            .map(|(l, k, c)| (c.clone(), Issue::of(k, w.layers[l].phase(k).hidden_ns), 1))
+            .collect();
+        let counted = Counted::new(w.compute_ns(), &comms, &f, &m);
+        assert_relative_eq!(counted.iteration_ns(&[1.0], Loop::Overlap), 70.0);
+        // LIBRA's loop overlaps nothing: 66 + 152.
+        assert_relative_eq!(counted.iteration_ns(&[1.0], Loop::NoOverlap), 218.0);
+        let no = IterationModel::new(&w, &f, &m, Loop::NoOverlap);
+        assert_relative_eq!(no.iteration_ns(&[1.0]), 218.0);
     }
 
     #[test]

@@ -108,6 +108,26 @@
 //! logits, and its memory is charged the embedding and the first stage's
 //! activations in flight), an upper bound on the best split.
 //!
+//! Context parallelism over c (`cp`; Megatron-LM's ring attention, Liu et
+//! al., "Ring attention with blockwise transformers", 2023): each sequence
+//! is split over the innermost c ranks of the data-parallel slot of the
+//! placement (which then holds `dp c` ranks: they keep the same weights, so
+//! gradients are reduced and ZeRO shards over all of them). Each rank runs
+//! the linear layers, the logits and the element-wise kernels on its `s /
+//! c` tokens, and the fused attention on its `s / c` queries against all s
+//! keys (1 / c of the FLOPs, the causal chunks load-balanced); its
+//! activations are `s / c` tokens'. Per attention block per micro-batch
+//! the keys and values of its tokens, `b (s / c) kv (d_qk + d_v) e / t`
+//! bytes, are all-gathered over the CP group in the forward and again,
+//! with their gradients reduce-scattered (an all-reduce's volume), in the
+//! backward, each hidden under its attention core (`Phase::hidden_ns`).
+//!
+//! Hidden collectives (`Phase::hidden_ns`; the `overlap` loop): with
+//! `tp_overlap` each block's tensor-parallel collective is pipelined with
+//! its linear products (Transformer Engine's userbuffers overlap); with
+//! `prefetch` ZeRO-3's parameter gathers run under the micro-batch's
+//! layers (FSDP's prefetch).
+//!
 //! A strategy is placed on the fabric in rank order: the groups of the three
 //! parallelisms, in the order given (innermost first), each take the next
 //! consecutive NPUs (`workload::place`), so a group may span several dimensions
@@ -116,8 +136,9 @@
 use crate::model::compute::Device;
 use crate::model::fabric::Fabric;
 use crate::model::stages::{self, CutProblem, Linear};
+use crate::model::training::Issue;
 use crate::model::workload::place;
-use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, Workload};
+use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
 use serde::{Deserialize, Serialize};
 
 /// A transformer model and its training batch.
@@ -664,6 +685,39 @@ pub struct Strategy {
     /// The matrix products' precision (`[parallelism] precision`).
     #[serde(default, skip_serializing_if = "Precision::is_bf16")]
     pub precision: Precision,
+    /// Context-parallel degree c: each sequence split over the innermost
+    /// `c` ranks of the data-parallel slot of the placement (which holds `dp
+    /// c` ranks), ring attention exchanging the keys and values (see the
+    /// module doc). 1: none.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub cp: u64,
+    /// Tensor-parallel collectives pipelined with the matrix products around
+    /// them (Transformer Engine's `tp_comm_overlap`): each hides under its
+    /// block's linear products instead of blocking.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tp_overlap: bool,
+    /// ZeRO-3's parameter all-gathers prefetched under the micro-batch's
+    /// layers (PyTorch FSDP's and Megatron-FSDP's prefetch) instead of
+    /// blocking before them.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub prefetch: bool,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// ` x cp` where context parallelism counts in the product of degrees.
+fn times_cp(cp: &u64) -> &'static str {
+    if *cp > 1 { " x cp" } else { "" }
+}
+
+fn is_one(x: &u64) -> bool {
+    *x == 1
+}
+
+fn is_false(x: &bool) -> bool {
+    !*x
 }
 
 /// The precision the linear layers' matrix products run in.
@@ -673,12 +727,13 @@ pub struct Strategy {
 /// at the accelerator's FP8 peak and FP8 calibration, 1 byte an element;
 /// the attention core, the router and the logits stay BF16. Each FP8
 /// product adds its casts, streamed through HBM: forward, the input (`m
-/// k`, read 2 bytes and write 1) and the weight (`k n`, the same: once per
-/// micro-batch, an upper bound on Transformer Engine's cached weight
-/// casts); backward, the output gradient (`m n`, read 2, write 1 and its
-/// transpose 1) and the input's transpose for the weight gradient (`m k`,
-/// 1 byte), every amax reduction fused into its cast. Weights, gradients,
-/// optimizer states and every collective keep their bytes.
+/// k`, read 2 bytes and write 1); backward, the output gradient (`m n`,
+/// read 2, write 1 and its transpose 1) and the input's transpose for the
+/// weight gradient (`m k`, 1 byte); once per iteration, after the
+/// optimizer step, the weights (`k n`, read 2, write 1 and the transpose
+/// 1), which Transformer Engine keeps across the micro-batches. Every amax
+/// reduction is fused into its cast. Weights, gradients, optimizer states
+/// and every collective keep their bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
@@ -726,7 +781,17 @@ impl Strategy {
             flash_attention: true,
             order: [Par::Tp, Par::Pp, Par::Dp],
             precision: Precision::Bf16,
+            cp: 1,
+            tp_overlap: false,
+            prefetch: false,
         }
+    }
+
+    /// The ranks of the data-parallel slot of the placement: the
+    /// data-parallel and context-parallel degrees together, `dp c` (they
+    /// hold the same weights, so gradients and ZeRO's shards span them).
+    pub fn data_ranks(&self) -> u64 {
+        self.dp.saturating_mul(self.cp.max(1))
     }
 }
 
@@ -749,10 +814,18 @@ pub struct RecipeSpace {
     /// Matrix-product precisions.
     #[serde(skip_serializing_if = "only_bf16")]
     pub precision: Vec<Precision>,
+    /// Context-parallel degrees: each splits the placement's data-parallel
+    /// slot into `dp x cp` (tried where it divides the slot).
+    #[serde(skip_serializing_if = "only_one")]
+    pub cp: Vec<u64>,
 }
 
 fn only_bf16(p: &[Precision]) -> bool {
     p == [Precision::Bf16]
+}
+
+fn only_one(c: &[u64]) -> bool {
+    c == [1]
 }
 
 impl RecipeSpace {
@@ -769,6 +842,7 @@ impl RecipeSpace {
             sequence_parallel: vec![s.sequence_parallel],
             virtual_stages: vec![s.virtual_stages.max(1)],
             precision: vec![s.precision],
+            cp: vec![s.cp.max(1)],
         }
     }
 
@@ -786,6 +860,7 @@ impl RecipeSpace {
             sequence_parallel: vec![false, true],
             virtual_stages: vec![1, 2, 4],
             precision: vec![Precision::Bf16],
+            cp: vec![1],
         }
     }
 
@@ -797,6 +872,7 @@ impl RecipeSpace {
             * self.sequence_parallel.len()
             * self.virtual_stages.len()
             * self.precision.len()
+            * self.cp.len()
     }
 
     /// Whether the space is empty (a list with no value).
@@ -806,8 +882,25 @@ impl RecipeSpace {
 
     /// Every recipe of the space on the placement `s`: (micro-batch, the
     /// strategy). Sequence parallelism is kept as `s` has it where TP is 1,
-    /// virtual stages at 1 where PP is 1 (both change nothing there).
+    /// virtual stages at 1 where PP is 1 (both change nothing there); each
+    /// context-parallel degree that divides the data-parallel slot splits
+    /// it.
     pub fn each(&self, s: &Strategy) -> Vec<(u64, Strategy)> {
+        let slot = s.data_ranks();
+        let mut out = Vec::new();
+        for &cp in self.cp.iter().filter(|&&c| c >= 1 && slot.is_multiple_of(c)) {
+            let placed = Strategy {
+                dp: slot / cp,
+                cp,
+                ..s.clone()
+            };
+            out.extend(self.each_recipe(&placed));
+        }
+        out
+    }
+
+    /// [`RecipeSpace::each`] at `s`'s own degrees.
+    fn each_recipe(&self, s: &Strategy) -> Vec<(u64, Strategy)> {
         let sp: &[bool] = if s.tp > 1 {
             &self.sequence_parallel
         } else {
@@ -876,7 +969,7 @@ impl Strategy {
         match par {
             Par::Tp => self.tp,
             Par::Pp => self.pp,
-            Par::Dp => self.dp,
+            Par::Dp => self.data_ranks(),
         }
     }
 
@@ -908,25 +1001,36 @@ impl Strategy {
         Some([a?, b?, c?])
     }
 
-    /// The expert-parallel group (the innermost `ep` ranks of the
-    /// data-parallel group) and the expert-data-parallel group (the rest of
-    /// it, `dp / ep`) on `fabric`.
-    pub fn expert_groups(&self, fabric: &Fabric) -> Option<[Group; 2]> {
-        let npus: Vec<u32> = fabric.dims.iter().map(|d| d.npus).collect();
-        let skip: u64 = self
-            .order
+    /// The ranks placed before the data-parallel slot.
+    fn data_skip(&self) -> u64 {
+        self.order
             .iter()
             .take_while(|p| **p != Par::Dp)
             .map(|p| self.degree(*p))
-            .product();
-        let ep = self.ep;
-        if ep == 0 || !self.dp.is_multiple_of(ep) {
+            .product()
+    }
+
+    /// The expert-parallel group (the innermost `ep` ranks of the
+    /// data-parallel slot, `dp c` ranks with context parallelism) and the
+    /// expert-data-parallel group (the rest of it, `dp c / ep`) on `fabric`.
+    pub fn expert_groups(&self, fabric: &Fabric) -> Option<[Group; 2]> {
+        let npus: Vec<u32> = fabric.dims.iter().map(|d| d.npus).collect();
+        let skip = self.data_skip();
+        let (ep, ranks) = (self.ep, self.data_ranks());
+        if ep == 0 || !ranks.is_multiple_of(ep) {
             return None;
         }
         Some([
             place(skip, ep, &npus)?,
-            place(skip.checked_mul(ep)?, self.dp / ep, &npus)?,
+            place(skip.checked_mul(ep)?, ranks / ep, &npus)?,
         ])
+    }
+
+    /// The context-parallel group (the innermost `c` ranks of the
+    /// data-parallel slot) on `fabric`.
+    pub fn context_group(&self, fabric: &Fabric) -> Option<Group> {
+        let npus: Vec<u32> = fabric.dims.iter().map(|d| d.npus).collect();
+        place(self.data_skip(), self.cp.max(1), &npus)
     }
 }
 
@@ -975,12 +1079,22 @@ pub struct Generated {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StrategyError {
     /// The degrees do not multiply to the fabric's NPUs.
-    #[error("tp x pp x dp = {product} is not the fabric's {npus} NPUs")]
+    #[error("tp x pp x dp{} = {product} is not the fabric's {npus} NPUs", times_cp(.cp))]
     Npus {
-        /// tp x pp x dp.
+        /// tp x pp x dp (x cp).
         product: u64,
         /// The fabric's NPUs.
         npus: u64,
+        /// CP degree.
+        cp: u64,
+    },
+    /// Context parallelism the model or recipe cannot take.
+    #[error("cp {cp}: {reason}")]
+    Context {
+        /// CP degree.
+        cp: u64,
+        /// What is wrong and what is allowed.
+        reason: String,
     },
     /// TP does not divide the attention heads.
     #[error("tp {tp} does not divide the {heads} heads")]
@@ -1008,7 +1122,8 @@ pub enum StrategyError {
         /// Key-value heads.
         kv_heads: u32,
     },
-    /// EP does not divide DP or the experts (or the model has none).
+    /// EP does not divide DP (times CP) or the experts (or the model has
+    /// none).
     #[error("ep {ep} must divide dp {dp} and the {experts} experts")]
     Experts {
         /// EP degree.
@@ -1082,6 +1197,12 @@ pub struct BlockTime {
     pub weight_grad_ns: f64,
     /// What selective recomputation runs again.
     pub selective_ns: f64,
+    /// The block's linear products, forward and input gradients: what its
+    /// tensor-parallel collectives hide under with `tp_overlap`.
+    pub linear_ns: [f64; 2],
+    /// The attention core, forward and backward (0 in other blocks): what
+    /// ring attention's key-value exchange hides under.
+    pub core_ns: [f64; 2],
 }
 
 /// The attention and FFN blocks of one layer and the logits, timed.
@@ -1106,7 +1227,9 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
     let (b, sq, h) = (model.micro_batch as f64, model.seq as f64, model.hidden as f64);
     let (f, v, a) = (model.ffn as f64, model.vocab as f64, f64::from(model.heads));
     let up = f64::from(model.ffn_matrices - 1) * f;
-    let m = b * sq;
+    // Context parallelism: this rank's sq / c tokens of each sequence.
+    let cp = s.cp.max(1) as f64;
+    let m = b * sq / cp;
     let heads = b * a / t;
     // Element-wise kernels over the hidden state: replicated over the TP
     // group unless sequence parallel.
@@ -1134,7 +1257,7 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
     let linear_gemm = |mm: f64, n: f64, k: f64, batch: f64| match &fp8 {
         None => gemm(mm, n, k, batch),
         Some(d8) => (
-            d8.gemm_ns(mm, n, k, batch, 1.0) + d.stream_ns(3.0 * batch * (mm * k + k * n)),
+            d8.gemm_ns(mm, n, k, batch, 1.0) + d.stream_ns(3.0 * batch * mm * k),
             d8.gemm_ns(mm, k, n, batch, 1.0) + d.stream_ns(4.0 * batch * mm * n),
             d8.gemm_ns(k, n, mm, batch, 1.0) + d.stream_ns(batch * mm * k),
         ),
@@ -1147,10 +1270,13 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
         // width), 2.5 times that backward (the scores recomputed), reading
         // Q, K, V and writing O; its softmax over the scores, on a
         // parametric accelerator's vector units, once forward and twice
-        // backward (recomputed, then its gradient).
-        let flops = 4.0 * b * sq * sq * model.core_width() / t;
-        let io = qkvo;
-        let scores = heads * sq * sq;
+        // backward (recomputed, then its gradient). Under context
+        // parallelism c, this rank's s / c queries against all s keys
+        // (ring attention's load-balanced causal chunks): 1 / c of the
+        // FLOPs and scores, reading the other ranks' keys and values too.
+        let flops = 4.0 * b * sq * sq * model.core_width() / t / cp;
+        let io = qkvo + (cp - 1.0) * kv_chunk_bytes(model, s);
+        let scores = heads * sq * sq / cp;
         (
             d.fused_ns(flops, io, scores),
             d.fused_ns(2.5 * flops, 2.0 * io, 2.0 * scores),
@@ -1173,6 +1299,8 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
         input_grad_ns: linear.1 + core_bwd + d.stream_ns(2.0 * block_stream),
         weight_grad_ns: linear.2,
         selective_ns: if s.flash_attention { 0.0 } else { core_fwd },
+        linear_ns: [linear.0, linear.1],
+        core_ns: [core_fwd, core_bwd],
     };
     let ffn_gemms = add(linear_gemm(m, up / t, h, 1.0), linear_gemm(m, h, f / t, 1.0));
     // The activation reads its inputs and writes f: GeLU 2, SwiGLU 3 tensors.
@@ -1182,6 +1310,8 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
         input_grad_ns: ffn_gemms.1 + d.stream_ns(2.0 * (block_stream + act)),
         weight_grad_ns: ffn_gemms.2,
         selective_ns: 0.0,
+        linear_ns: [ffn_gemms.0, ffn_gemms.1],
+        core_ns: [0.0; 2],
     };
     // Logits in e bytes, the cross-entropy in fp32: write e, read e, write
     // and read 4 per element, forward and backward alike.
@@ -1191,7 +1321,7 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
         forward_ns: lg.0 + ce,
         input_grad_ns: lg.1 + ce,
         weight_grad_ns: lg.2,
-        selective_ns: 0.0,
+        ..BlockTime::default()
     };
     let moe = model.moe.as_ref().map(|x| {
         let k_mat = f64::from(model.ffn_matrices);
@@ -1228,6 +1358,8 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
             input_grad_ns: all.1 + d.stream_ns(2.0 * stream),
             weight_grad_ns: all.2,
             selective_ns: 0.0,
+            linear_ns: [all.0, all.1],
+            core_ns: [0.0; 2],
         }
     });
     // Multi-token prediction on the last stage, after the logits.
@@ -1262,7 +1394,24 @@ fn with_mtp(logits: BlockTime, k: f64, proj: (f64, f64, f64), attention: &BlockT
         weight_grad_ns: one.weight_grad_ns
             + k * (proj.2 + attention.weight_grad_ns + block.weight_grad_ns + one.weight_grad_ns),
         selective_ns: one.selective_ns,
+        ..BlockTime::default()
     }
+}
+
+/// The keys and values of one rank's `s / c` tokens of a micro-batch on
+/// one TP rank, bytes: what ring attention passes on at each of its `c -
+/// 1` steps, `b (s / c) w e / t` with `w` the key and value widths (`kv
+/// (d_qk + d_v)`: `2 h kv / a` for the default heads; every head's under
+/// multi-head latent attention, whose keys and values are per head).
+pub fn kv_chunk_bytes(model: &ModelSpec, s: &Strategy) -> f64 {
+    let (dqk, dv) = model.head_dims();
+    let kv = if model.mla.is_some() {
+        f64::from(model.heads)
+    } else {
+        f64::from(model.kv_heads)
+    };
+    let tokens = model.micro_batch as f64 * model.seq as f64 / s.cp.max(1) as f64;
+    tokens * kv * (dqk + dv) * model.bytes_weight / s.tp as f64
 }
 
 /// Forward, input-gradient and weight-gradient time of one layer's
@@ -1331,6 +1480,8 @@ pub struct Planned {
     pub groups: [Group; 3],
     /// The expert-parallel and expert-data-parallel groups (MoE models).
     pub expert_groups: Option<[Group; 2]>,
+    /// The context-parallel group (a single NPU without CP).
+    pub context_group: Group,
     /// The layers each pipeline device holds, and the device timed.
     pub cut: StageCut,
     /// Every kernel of a layer and the logits, timed on the NPU.
@@ -1450,6 +1601,10 @@ pub fn plan(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Resu
         })?),
         None => None,
     };
+    let context_group = s.context_group(fabric).ok_or_else(|| StrategyError::Placement {
+        order: format!("{} with cp {} inside dp", s.order_name(), s.cp),
+        shape: fabric.shape(),
+    })?;
     let times = layer_times(model, s, &npu.device);
     let capacity = npu.hbm_gib * crate::model::units::BYTES_PER_GIB;
     let worst = |cut: &StageCut| cut.stages.get(cut.fullest).map(|st| memory(model, npu, s, st));
@@ -1471,6 +1626,7 @@ pub fn plan(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> Resu
         memory,
         groups,
         expert_groups,
+        context_group,
         cut,
         times,
         compute_ns,
@@ -1722,9 +1878,11 @@ fn moe_rank_params(model: &ModelSpec, t: f64) -> f64 {
     (model.attention_params() + model.moe_dense_params() - router) / t + router
 }
 
-/// `(dp, dp / ep)`: the data-parallel and expert-data-parallel degrees.
+/// `(dp c, dp c / ep)`: the ranks that hold the same weights (data and
+/// context parallel) and the expert-data-parallel degree.
 fn dp_degrees(s: &Strategy) -> (f64, f64) {
-    (s.dp as f64, (s.dp / s.ep.max(1)) as f64)
+    let ranks = s.data_ranks();
+    (ranks as f64, (ranks / s.ep.max(1)) as f64)
 }
 
 /// One layer's compute per micro-batch slot, ns: its two blocks (forward;
@@ -1805,6 +1963,7 @@ pub fn generate(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric) -> 
         dp: dp_g,
         ep: ep_g,
         edp: edp_g,
+        cp: &planned.context_group,
     };
     Ok(Generated {
         workload: Workload {
@@ -1831,12 +1990,31 @@ fn check(model: &ModelSpec, s: &Strategy, fabric: &Fabric) -> Result<u64, Strate
         return Err(bad_model("kv_heads must divide heads"));
     }
     let n = fabric.npus();
-    let product = s.tp.checked_mul(s.pp).and_then(|x| x.checked_mul(s.dp));
+    let product =
+        s.tp.checked_mul(s.pp)
+            .and_then(|x| x.checked_mul(s.dp))
+            .and_then(|x| x.checked_mul(s.cp));
     if product != Some(n) {
         return Err(StrategyError::Npus {
             product: product.unwrap_or(u64::MAX),
             npus: n,
+            cp: s.cp,
         });
+    }
+    if s.cp > 1 {
+        let context = |reason: String| StrategyError::Context { cp: s.cp, reason };
+        if !s.flash_attention {
+            return Err(context(
+                "ring attention needs fused attention (flash_attention = true)".into(),
+            ));
+        }
+        if !model.seq.is_multiple_of(2 * s.cp) {
+            return Err(context(format!(
+                "the sequence {} must split into 2 cp = {} equal chunks (causal load balancing)",
+                model.seq,
+                2 * s.cp
+            )));
+        }
     }
     if u64::from(model.heads) % s.tp != 0 {
         return Err(StrategyError::Heads {
@@ -1852,13 +2030,13 @@ fn check(model: &ModelSpec, s: &Strategy, fabric: &Fabric) -> Result<u64, Strate
     }
     let experts = model.moe.as_ref().map_or(0, |x| x.experts);
     let ep_fits = match &model.moe {
-        Some(x) => s.ep >= 1 && s.dp.is_multiple_of(s.ep) && u64::from(x.experts).is_multiple_of(s.ep),
+        Some(x) => s.ep >= 1 && s.data_ranks().is_multiple_of(s.ep) && u64::from(x.experts).is_multiple_of(s.ep),
         None => s.ep == 1,
     };
     if !ep_fits {
         return Err(StrategyError::Experts {
             ep: s.ep,
-            dp: s.dp,
+            dp: s.data_ranks(),
             experts,
         });
     }
@@ -1888,7 +2066,10 @@ fn check(model: &ModelSpec, s: &Strategy, fabric: &Fabric) -> Result<u64, Strate
 /// Memory per NPU on the pipeline device `stage` (see the module doc).
 pub fn memory(model: &ModelSpec, npu: &Npu, s: &Strategy, stage: &Stage) -> Memory {
     let t = s.tp as f64;
-    let (b, sq, h) = (model.micro_batch as f64, model.seq as f64, model.hidden as f64);
+    // Context parallelism keeps this rank's s / c tokens of each sequence
+    // (fused attention: no term grows with s^2).
+    let sq = model.seq as f64 / s.cp.max(1) as f64;
+    let (b, h) = (model.micro_batch as f64, model.hidden as f64);
     let (dense, moe) = (stage.dense, stage.moe);
     let (shared, experts) = rank_params(model, s, stage);
     let (dp, edp) = dp_degrees(s);
@@ -1957,6 +2138,8 @@ struct Groups<'a> {
     ep: &'a Group,
     /// Expert data parallel (the data-parallel group in a dense model).
     edp: &'a Group,
+    /// Context parallel (a single NPU without CP).
+    cp: &'a Group,
 }
 
 /// A collective of a record template: kind, bytes, group.
@@ -1967,16 +2150,32 @@ type TComm<'a> = Option<(CollectiveKind, f64, &'a Group)>;
 struct TPhase<'a> {
     compute_ns: f64,
     comm: TComm<'a>,
+    /// The compute the collective hides under (`Phase::hidden_ns`).
+    hidden_ns: f64,
 }
 
 impl<'a> TPhase<'a> {
     const NONE: TPhase<'static> = TPhase {
         compute_ns: 0.0,
         comm: None,
+        hidden_ns: 0.0,
     };
 
     fn new(compute_ns: f64, comm: TComm<'a>) -> TPhase<'a> {
-        TPhase { compute_ns, comm }
+        TPhase {
+            compute_ns,
+            comm,
+            hidden_ns: 0.0,
+        }
+    }
+
+    /// The phase with its collective hidden under `hidden_ns` of compute
+    /// (none when it moves nothing).
+    fn hiding(self, hidden_ns: f64) -> TPhase<'a> {
+        TPhase {
+            hidden_ns: if self.comm.is_some() { hidden_ns } else { 0.0 },
+            ..self
+        }
     }
 
     /// The phase of a slot that runs `frac` of a whole one (1, or the
@@ -1990,6 +2189,7 @@ impl<'a> TPhase<'a> {
                 bytes: scale(bytes),
                 group: group.clone(),
             }),
+            hidden_ns: scale(self.hidden_ns),
         }
     }
 }
@@ -2059,7 +2259,9 @@ fn slot_template<'a>(
     let d = &npu.device;
     let t = s.tp as f64;
     let v = s.virtual_stages.max(1);
-    let act = model.micro_batch as f64 * model.seq as f64 * model.hidden as f64 * model.bytes_weight;
+    // One micro-batch's activation on this rank (its s / c tokens).
+    let act =
+        model.micro_batch as f64 * model.seq as f64 / s.cp.max(1) as f64 * model.hidden as f64 * model.bytes_weight;
     // A MoE layer's dispatch (and combine): every token's k copies, the
     // busiest rank's `load` times the mean, to the EP group.
     let dispatch = model.moe.as_ref().map_or(0.0, |x| act * f64::from(x.top_k) * x.load());
@@ -2075,6 +2277,14 @@ fn slot_template<'a>(
         CollectiveKind::AllReduce
     };
     let tp_all_reduce = tcomm(CollectiveKind::AllReduce, act, g.tp);
+    // Tensor-parallel collectives pipelined with the block's products.
+    let tp_hides = |ns: f64| if s.tp_overlap { ns } else { 0.0 };
+    // Ring attention: forward, each rank's keys and values gathered by the
+    // others; backward, gathered again with their gradients reduced back
+    // (an all-reduce's volume), each under the attention core.
+    let kv = kv_chunk_bytes(model, s);
+    let kv_gather = tcomm(CollectiveKind::AllGather, kv, g.cp);
+    let kv_both = tcomm(CollectiveKind::AllReduce, kv * s.cp as f64, g.cp);
     let a2a = tcomm(CollectiveKind::AllToAll, dispatch, g.ep);
     let exchange = |l: u64, what: &'static str, forward: bool| -> Template<'a> {
         (
@@ -2087,10 +2297,15 @@ fn slot_template<'a>(
         )
     };
     let mut out = Vec::new();
+    // The slot's layers' forward and backward compute, which prefetched
+    // ZeRO-3 gathers hide under.
+    let mut layers_ns = [0.0, 0.0];
     // Dense layers first (a MoE model's first dense layers), then MoE.
     for l in 0..dense + moe {
         for b in blocks(model, s, times, l >= dense) {
             let bt = b.time;
+            layers_ns[0] += bt.forward_ns;
+            layers_ns[1] += bt.input_grad_ns + bt.weight_grad_ns;
             let selective = if s.recompute == Recompute::Selective {
                 bt.selective_ns
             } else {
@@ -2113,21 +2328,47 @@ fn slot_template<'a>(
             out.push((
                 Tag::Block(l, b.name),
                 [
-                    TPhase::new(bt.forward_ns, tp_all_reduce),
-                    TPhase::new(bt.input_grad_ns + selective, tp_all_reduce),
+                    TPhase::new(bt.forward_ns, tp_all_reduce).hiding(tp_hides(bt.linear_ns[0])),
+                    TPhase::new(bt.input_grad_ns + selective, tp_all_reduce).hiding(tp_hides(bt.linear_ns[1])),
                     TPhase::new(bt.weight_grad_ns + d.stream_ns(b.params * accumulate), bucket),
                 ],
             ));
+            let ring = s.cp > 1 && bt.core_ns[0] > 0.0;
+            if ring {
+                out.push((
+                    Tag::Exchange(l, "kv"),
+                    [
+                        TPhase::new(0.0, kv_gather).hiding(bt.core_ns[0]),
+                        TPhase::new(0.0, kv_both).hiding(bt.core_ns[1]),
+                        TPhase::NONE,
+                    ],
+                ));
+            }
             if b.expert {
                 out.push(exchange(l, "combine", true));
             }
             if s.recompute == Recompute::Full {
                 // The forward again, in the backward, with its all-reduce
-                // (and a MoE block's dispatch and combine).
+                // (and a MoE block's dispatch and combine, an attention
+                // block's key-value exchange).
                 out.push((
                     Tag::Recompute(l, b.name),
-                    [TPhase::NONE, TPhase::new(bt.forward_ns, tp_all_reduce), TPhase::NONE],
+                    [
+                        TPhase::NONE,
+                        TPhase::new(bt.forward_ns, tp_all_reduce).hiding(tp_hides(bt.linear_ns[0])),
+                        TPhase::NONE,
+                    ],
                 ));
+                if ring {
+                    out.push((
+                        Tag::Exchange(l, "recompute.kv"),
+                        [
+                            TPhase::NONE,
+                            TPhase::new(0.0, kv_gather).hiding(bt.core_ns[0]),
+                            TPhase::NONE,
+                        ],
+                    ));
+                }
                 if b.expert {
                     out.push(exchange(l, "recompute.dispatch", false));
                     out.push(exchange(l, "recompute.combine", false));
@@ -2179,15 +2420,24 @@ fn slot_template<'a>(
     }
     if s.zero >= 3 && gather {
         // Gather the stage's parameters before the forward and the
-        // backward (the routed experts over their own group).
+        // backward (the routed experts over their own group), or
+        // prefetched under the layers.
+        let gathered = |c: TComm<'a>| {
+            let [f, i, w] = both(c);
+            if s.prefetch {
+                [f.hiding(layers_ns[0]), i.hiding(layers_ns[1]), w]
+            } else {
+                [f, i, w]
+            }
+        };
         out.push((
             Tag::Zero3("zero3-gather"),
-            both(tcomm(CollectiveKind::AllGather, shared * model.bytes_weight / dp, g.dp)),
+            gathered(tcomm(CollectiveKind::AllGather, shared * model.bytes_weight / dp, g.dp)),
         ));
         if experts > 0.0 {
             out.push((
                 Tag::Zero3("zero3-gather-experts"),
-                both(tcomm(
+                gathered(tcomm(
                     CollectiveKind::AllGather,
                     experts * model.bytes_weight / edp,
                     g.edp,
@@ -2225,7 +2475,16 @@ fn optimizer_ns(model: &ModelSpec, npu: &Npu, s: &Strategy, stage: &Stage) -> f6
         shared + experts
     };
     let adam = model.bytes_grad + 24.0 + model.bytes_weight;
-    npu.device.stream_ns(share * adam)
+    // FP8: the updated weights cast once per iteration, and transposed
+    // for the input gradients (read 2 bytes, write 1 and 1), kept across
+    // the micro-batches (Transformer Engine's cached FP8 weights).
+    let casts = if s.precision == Precision::Fp8 {
+        let embedding = if stage.embedding { model.embedding_params() } else { 0.0 };
+        4.0 * (shared + experts - embedding / s.tp as f64)
+    } else {
+        0.0
+    };
+    npu.device.stream_ns(share * adam + casts)
 }
 
 /// The optimizer step over the NPU's share of the device's parameters.
@@ -2235,6 +2494,7 @@ fn optimizer_record(model: &ModelSpec, npu: &Npu, s: &Strategy, stage: &Stage) -
         forward: Phase {
             compute_ns: optimizer_ns(model, npu, s, stage),
             comm: None,
+            hidden_ns: 0.0,
         },
         input_grad: Phase::default(),
         weight_grad: Phase::default(),
@@ -2279,9 +2539,8 @@ fn records(model: &ModelSpec, npu: &Npu, s: &Strategy, p: &Planned, g: &Groups<'
 pub struct Census {
     /// Compute, ns ([`Planned::compute_ns`], what the records sum to).
     pub compute_ns: f64,
-    /// Each distinct collective, whether a weight-gradient phase issues
-    /// it, and how many times.
-    pub comms: Vec<(Comm, bool, u64)>,
+    /// Each distinct collective, how it is issued, and how many times.
+    pub comms: Vec<(Comm, Issue, u64)>,
 }
 
 /// The census of `s`'s iteration (see [`Census`]): the records of
@@ -2306,11 +2565,12 @@ pub fn census_of(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric, pl
         dp: dp_g,
         ep: ep_g,
         edp: edp_g,
+        cp: &planned.context_group,
     };
     let tmpl = templates(model, npu, s, &g, planned);
-    // Distinct by kind, bytes, group and whether a weight-gradient phase
-    // issues it; a handful per strategy.
-    let mut comms: Vec<(Comm, bool, u64)> = Vec::new();
+    // Distinct by kind, bytes, group and how it is issued; a handful per
+    // strategy.
+    let mut comms: Vec<(Comm, Issue, u64)> = Vec::new();
     for (class, (_, count, frac)) in slot_classes(s, planned.micro_batches).into_iter().enumerate() {
         if count == 0 {
             continue;
@@ -2320,8 +2580,9 @@ pub fn census_of(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric, pl
                 let Some((kind, bytes, group)) = p.comm else {
                     continue;
                 };
-                let bytes = if frac < 1.0 { bytes * frac } else { bytes };
-                let wg = k == 2;
+                let scale = |x: f64| if frac < 1.0 { x * frac } else { x };
+                let bytes = scale(bytes);
+                let wg = Issue::of(PhaseKind::ALL[k], scale(p.hidden_ns));
                 match comms.iter_mut().find(|(c, w, _)| {
                     *w == wg && c.kind == kind && c.bytes.to_bits() == bytes.to_bits() && c.group == *group
                 }) {

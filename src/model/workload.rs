@@ -237,6 +237,19 @@ pub struct Phase {
     pub compute_ns: f64,
     /// The collective issued after the compute, if any.
     pub comm: Option<Comm>,
+    /// Compute elsewhere in the iteration that the collective runs under
+    /// instead of after (ns; 0: it blocks, as LIBRA's phases do): a ring
+    /// attention's KV exchange under the attention core, a tensor-parallel
+    /// collective pipelined with its matrix products. The `overlap` loop
+    /// times the collectives of one communicator that hide as one stream
+    /// beside their compute (see `model::training`); `no-overlap` and the
+    /// exports treat them as blocking.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hidden_ns: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// The three phases, in the order a layer's record lists them.

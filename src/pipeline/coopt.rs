@@ -45,7 +45,7 @@ use crate::model::arch::{self, Arch, ArchSpace, Area, Power, Technology};
 use crate::model::collective::CollectiveModel;
 use crate::model::fabric::Fabric;
 use crate::model::training::{Counted, IterationModel};
-use crate::model::transformer::{self, ModelSpec, Npu, Par, RecipeSpace, Recompute, Strategy};
+use crate::model::transformer::{self, ModelSpec, Npu, Par, Precision, RecipeSpace, Recompute, Strategy};
 use crate::optimize::scheduled::{Backed, Measured, ScheduledError};
 use crate::optimize::{self, Objective, Problem};
 use crate::study::Study;
@@ -108,6 +108,10 @@ pub enum Bound {
     MostBandwidth,
 }
 
+fn is_one(x: &u64) -> bool {
+    *x == 1
+}
+
 /// One strategy and its verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
@@ -120,6 +124,13 @@ pub struct Row {
     /// Expert-parallel degree (within the data-parallel group; 1 in a
     /// dense model).
     pub ep: u64,
+    /// Context-parallel degree (the innermost ranks of the data-parallel
+    /// slot; 1: none).
+    #[serde(skip_serializing_if = "is_one")]
+    pub cp: u64,
+    /// The matrix products' precision.
+    #[serde(skip_serializing_if = "Precision::is_bf16")]
+    pub precision: Precision,
     /// Placement order, innermost first.
     pub order: String,
     /// Micro-batch size, sequences.
@@ -165,14 +176,20 @@ impl Row {
         }
     }
 
-    /// The degrees, e.g. `tp 8 pp 4 dp 128`, with ` ep 8` where EP > 1.
+    /// The degrees, e.g. `tp 8 pp 4 dp 128`, with ` ep 8` where EP > 1
+    /// and ` cp 2` where CP > 1.
     pub fn degrees(&self) -> String {
         let ep = if self.ep > 1 {
             format!(" ep {}", self.ep)
         } else {
             String::new()
         };
-        format!("tp {} pp {} dp {}{ep}", self.tp, self.pp, self.dp)
+        let cp = if self.cp > 1 {
+            format!(" cp {}", self.cp)
+        } else {
+            String::new()
+        };
+        format!("tp {} pp {} dp {}{ep}{cp}", self.tp, self.pp, self.dp)
     }
 
     /// The degrees with the order and the recipe, e.g. `tp 8 pp 4 dp 128
@@ -181,15 +198,17 @@ impl Row {
         format!("{} ({}; {})", self.degrees(), self.order, self.recipe())
     }
 
-    /// The recipe, e.g. `mb 2, zero 1, sp, recompute none, v 1`.
+    /// The recipe, e.g. `mb 2, zero 1, sp, recompute none, v 1` (and `,
+    /// fp8` in FP8).
     pub fn recipe(&self) -> String {
         format!(
-            "mb {}, zero {}, {}, recompute {}, v {}",
+            "mb {}, zero {}, {}, recompute {}, v {}{}",
             self.micro_batch,
             self.zero,
             if self.sequence_parallel { "sp" } else { "no sp" },
             crate::error::Named::as_name(self.recompute),
-            self.virtual_stages
+            self.virtual_stages,
+            if self.precision.is_bf16() { "" } else { ", fp8" }
         )
     }
 
@@ -918,6 +937,8 @@ pub fn coopt_on(
                 pp: c.s.pp,
                 dp: c.s.dp,
                 ep: c.s.ep,
+                cp: c.s.cp,
+                precision: c.s.precision,
                 order: c.s.order_name(),
                 micro_batch: models[c.model].micro_batch,
                 zero: c.s.zero,

@@ -79,6 +79,17 @@ pub struct Run {
     /// Expert-parallel degree (MoE presets).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub ep: u64,
+    /// Context-parallel degree (ring attention; `gpus` = tp x pp x dp x
+    /// cp).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub cp: u64,
+    /// Tensor-parallel collectives pipelined with the products
+    /// (Transformer Engine's `tp_comm_overlap`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tp_overlap: bool,
+    /// ZeRO-3 / FSDP parameter all-gathers prefetched under compute.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub prefetch: bool,
     /// Bytes per gradient element (default 4: Megatron-LM's fp32
     /// gradient buffers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -132,6 +143,10 @@ pub struct Run {
     pub training_loop: Option<Loop>,
     /// Published throughput, TFLOP/s per GPU.
     pub measured_tflops: f64,
+    /// Published throughput, tokens per second per GPU (required by
+    /// `flops = "published"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_tokens: Option<f64>,
 }
 
 /// How a publication counts an iteration's FLOPs.
@@ -142,6 +157,10 @@ pub enum FlopCount {
     Hardware,
     /// The model's forward and backward only (model FLOPs utilization).
     Model,
+    /// As the publication counts them, whatever its formula: its FLOPs
+    /// per token (`measured_tflops / measured_tokens`) times the tokens
+    /// dimsum predicts, so the error is the error in tokens per second.
+    Published,
 }
 
 fn one() -> u64 {
@@ -154,6 +173,10 @@ fn two() -> u32 {
 
 fn is_one(x: &u64) -> bool {
     *x == 1
+}
+
+fn is_false(x: &bool) -> bool {
+    !*x
 }
 
 fn hardware() -> FlopCount {
@@ -288,15 +311,34 @@ impl Published {
                     r.ffn_matrices
                 )));
             }
+            match (r.flops, r.measured_tokens) {
+                (_, Some(t)) if !(t.is_finite() && t > 0.0) => {
+                    return Err(bad("measured_tokens must be > 0".into()));
+                }
+                (FlopCount::Published, None) => {
+                    return Err(bad(
+                        "flops = \"published\" needs measured_tokens (tokens per second per GPU)".into(),
+                    ));
+                }
+                _ => {}
+            }
             if r.bytes_grad.is_some_and(|b| !(b.is_finite() && b > 0.0)) {
                 return Err(bad("bytes_grad must be > 0".into()));
             }
             if r.micro_batch == 0 {
                 return Err(bad("micro_batch must be >= 1".into()));
             }
-            let tp_pp = r.tp.checked_mul(r.pp).unwrap_or(0);
+            let tp_pp = r.tp.checked_mul(r.pp).and_then(|x| x.checked_mul(r.cp)).unwrap_or(0);
             if tp_pp == 0 || !r.gpus.is_multiple_of(tp_pp) {
-                return Err(bad(format!("tp {} x pp {} must divide gpus {}", r.tp, r.pp, r.gpus)));
+                let cp = if r.cp == 1 {
+                    String::new()
+                } else {
+                    format!(" x cp {}", r.cp)
+                };
+                return Err(bad(format!(
+                    "tp {} x pp {}{cp} must divide gpus {}",
+                    r.tp, r.pp, r.gpus
+                )));
             }
             if r.gpus > u64::from(u32::MAX) {
                 return Err(bad(format!("gpus {} is more than {} (u32)", r.gpus, u32::MAX)));
@@ -438,7 +480,14 @@ pub fn model_of(r: &Run) -> Result<(ModelSpec, Strategy), RunRefused> {
         virtual_stages: r.virtual_stages,
         scatter_gather: true,
         flash_attention: r.flash_attention,
-        ..Strategy::new(r.tp, r.pp, r.gpus / r.tp.saturating_mul(r.pp).max(1))
+        cp: r.cp,
+        tp_overlap: r.tp_overlap,
+        prefetch: r.prefetch,
+        ..Strategy::new(
+            r.tp,
+            r.pp,
+            r.gpus / r.tp.saturating_mul(r.pp).saturating_mul(r.cp).max(1),
+        )
     };
     Ok((model, strategy))
 }
@@ -473,9 +522,16 @@ pub fn predict(c: &Cluster, npu: &Npu, r: &Run) -> Result<Prediction, RunRefused
         .map(|d| if d.name == "node" { c.node_gbps } else { c.network_gbps })
         .collect();
     let ns = it.iteration_ns(&bw);
-    let flops = match r.flops {
-        FlopCount::Hardware => model.iteration_flops(strategy.recompute),
-        FlopCount::Model => model.iteration_flops(Recompute::None),
+    let flops = match (r.flops, r.measured_tokens) {
+        (FlopCount::Hardware, _) => model.iteration_flops(strategy.recompute),
+        (FlopCount::Model, _) => model.iteration_flops(Recompute::None),
+        (FlopCount::Published, Some(tokens)) => {
+            // TFLOP/s over tokens/s: TFLOP per token, 1e12 FLOPs each.
+            r.measured_tflops / tokens * 1e12 * (r.batch * r.seq) as f64
+        }
+        (FlopCount::Published, None) => {
+            return Err(refused("flops = \"published\" needs measured_tokens".into()));
+        }
     };
     // FLOP per ns per GPU = TFLOP/s / 1e3.
     let predicted_tflops = flops / ns / r.gpus as f64 / 1e3;

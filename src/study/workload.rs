@@ -149,6 +149,12 @@ pub(super) struct RawParallelism {
     flash_attention: bool,
     order: Option<String>,
     precision: Option<String>,
+    #[serde(default = "one_u64")]
+    cp: u64,
+    #[serde(default)]
+    tp_overlap: bool,
+    #[serde(default)]
+    prefetch: bool,
 }
 
 /// `[coopt]`: the recipes `coopt` searches. `recipe = "whole"` starts from
@@ -168,6 +174,7 @@ pub(super) struct RawCoopt {
     sequence_parallel: Option<Vec<bool>>,
     virtual_stages: Option<Vec<u64>>,
     precision: Option<Vec<String>>,
+    cp: Option<Vec<u64>>,
     replay: Option<bool>,
 }
 
@@ -329,6 +336,18 @@ pub(super) fn recipe_space(
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| err("precision", e.to_string()))?;
         space.precision = listed(&p, "precision", &err)?;
+    }
+    if let Some(v) = &raw.cp {
+        space.cp = listed(v, "cp", &err)?;
+        if let Some(bad) = space.cp.iter().find(|&&x| x == 0 || !model.seq.is_multiple_of(2 * x)) {
+            return Err(err(
+                "cp",
+                format!(
+                    "{bad} is not allowed: >= 1, with the sequence {} split into 2 cp equal chunks",
+                    model.seq
+                ),
+            ));
+        }
     }
     if space.len() > RecipeSpace::MAX_RECIPES {
         return Err(err(
@@ -1000,6 +1019,7 @@ fn phase(
     Ok(Phase {
         compute_ns: compute,
         comm,
+        hidden_ns: 0.0,
     })
 }
 
@@ -1344,6 +1364,9 @@ pub(crate) fn default_strategy() -> Strategy {
         flash_attention: yes(),
         order: None,
         precision: None,
+        cp: one_u64(),
+        tp_overlap: false,
+        prefetch: false,
     };
     // Every value above is one `strategy` accepts.
     #[allow(clippy::expect_used)]
@@ -1351,8 +1374,8 @@ pub(crate) fn default_strategy() -> Strategy {
 }
 
 fn strategy(p: &RawParallelism) -> Result<Strategy, String> {
-    if p.tp == 0 || p.pp == 0 || p.dp == 0 || p.ep == 0 {
-        return Err("tp, pp, dp and ep must be >= 1".into());
+    if p.tp == 0 || p.pp == 0 || p.dp == 0 || p.ep == 0 || p.cp == 0 {
+        return Err("tp, pp, dp, ep and cp must be >= 1".into());
     }
     if p.virtual_stages == 0 {
         return Err("virtual_stages must be >= 1".into());
@@ -1376,5 +1399,8 @@ fn strategy(p: &RawParallelism) -> Result<Strategy, String> {
             Some(x) => x.parse::<Precision>().map_err(|e| format!("precision: {e}"))?,
             None => Precision::Bf16,
         },
+        cp: p.cp,
+        tp_overlap: p.tp_overlap,
+        prefetch: p.prefetch,
     })
 }
