@@ -25,9 +25,9 @@ fn llama3_8b() -> ModelSpec {
     }
 }
 
-/// DGX H100 nodes (validation/pending/nemo-h100.toml's cluster) of `gpus`.
+/// DGX H100 nodes (validation/nemo-h100.toml's cluster) of `gpus`.
 fn dgx(gpus: u64) -> (Fabric, Npu) {
-    let (p, _) = Published::load(Path::new("validation/pending/nemo-h100.toml")).unwrap();
+    let (p, _) = Published::load(Path::new("validation/nemo-h100.toml")).unwrap();
     (
         validate::fabric(&p.cluster, gpus),
         validate::npu_of(&p.cluster, None).unwrap(),
@@ -109,9 +109,9 @@ fn context_parallelism_halves_each_layer_on_a_flat_npu() {
     ] {
         assert!((b / a - 0.5).abs() < 1e-12, "{b} vs {a}");
     }
-    // The attention core by hand: 4 x 1 x 8192 x 4096 x 4096 FLOPs at
-    // 989 x 0.5 FLOP/ns.
-    let core = 4.0 * 8192.0 * 4096.0 * 4096.0 / (989e3 * 0.5);
+    // The attention core by hand: the causal half of 4 b s^2 h over cp 2,
+    // 2 x 1 x 8192 x 8192 x 4096 / 2 FLOPs at 989 x 0.5 FLOP/ns.
+    let core = 2.0 * 8192.0 * 8192.0 * 4096.0 / 2.0 / (989e3 * 0.5);
     assert!((two.attention.core_ns[0] / core - 1.0).abs() < 1e-12);
 }
 

@@ -859,7 +859,9 @@ fn arch_budgets_and_errors() {
 /// bound), and the best one (the flow schedule) adds the switch's two
 /// 500 ns hops and its last piece's second hop. They are issued 4 times
 /// (dispatch and combine, forward and backward) per MoE layer (3: the
-/// first is dense) per micro-batch (32 / 4 = 8): 96.
+/// first is dense) per micro-batch (32 / 4 = 8): 96. That is without
+/// sequence parallelism (every TP rank dispatches every token); with it
+/// each TP rank dispatches its 512 / 4 tokens, 655,360 bytes.
 #[test]
 fn joint_optimum_replays_on_its_schedules() {
     let dir = tempfile::tempdir().unwrap();
@@ -918,8 +920,16 @@ fn joint_optimum_replays_on_its_schedules() {
     let model = s.model.clone().unwrap();
     let strategy = transformer::Strategy {
         ep: 4,
+        sequence_parallel: false,
         ..transformer::Strategy::new(4, 1, 4)
     };
+    let sp = transformer::Strategy {
+        sequence_parallel: true,
+        ..strategy.clone()
+    };
+    let g = transformer::generate(s.model.as_ref().unwrap(), s.npu.as_ref().unwrap(), &sp, &s.fabric).unwrap();
+    let dispatch = g.workload.layers.iter().find(|l| l.name == "mb0.l1.dispatch").unwrap();
+    assert_eq!(dispatch.forward.comm.as_ref().unwrap().bytes, 655_360.0);
     let by_hand = coopt::Optimum {
         model,
         npu: s.npu.clone().unwrap(),

@@ -50,8 +50,9 @@ fn megatron_sc21_strategies_searched_again() {
     assert!(same >= 7, "{same} of 10");
 }
 
-/// Every row of Narayanan et al. (SC'21), Table 1, within 10% of the
-/// published TFLOP/s per GPU, with the A100's one calibration.
+/// Every row of Narayanan et al. (SC'21), Table 1, within 8% of the
+/// published TFLOP/s per GPU and within 3% on average (issue 45's target),
+/// with the A100's one calibration.
 #[test]
 fn megatron_sc21_within_ten_percent() {
     let (p, _) = Published::load(&root().join("validation/megatron-sc21.toml")).unwrap();
@@ -61,7 +62,7 @@ fn megatron_sc21_within_ten_percent() {
     let v = validate::validate(&p).unwrap();
     for (x, want) in v.predictions.iter().zip(published) {
         assert_eq!(x.run.measured_tflops, want, "{}", x.run.name);
-        assert!(x.error.abs() < 0.10, "{}: {:.1}%", x.run.name, 100.0 * x.error);
+        assert!(x.error.abs() <= 0.08, "{}: {:.1}%", x.run.name, 100.0 * x.error);
         // Predicted throughput is the paper's FLOPs over the predicted time.
         assert!(x.predicted_tflops > 0.0 && x.memory_gib < 80.0, "{}", x.run.name);
     }
@@ -69,8 +70,10 @@ fn megatron_sc21_within_ten_percent() {
     // row is reproduced, the nine others are predictions.
     let calibration = &v.predictions[0];
     assert_eq!(calibration.run.name, "1.7B");
-    assert!(calibration.error.abs() < 0.005, "{:+.2}%", 100.0 * calibration.error);
+    assert!(calibration.error.abs() < 0.01, "{:+.2}%", 100.0 * calibration.error);
     assert_eq!(v.gemm_efficiency, dimsum::model::compute::A100_GEMM);
+    let mean = v.predictions.iter().map(|x| x.error.abs()).sum::<f64>() / 10.0;
+    assert!(mean <= 0.03, "mean {:.2}%", 100.0 * mean);
     // The best fit is a fraction of the peak and no worse than the table's.
     let worst = v.predictions.iter().map(|x| x.error.abs()).fold(0.0, f64::max);
     assert!(v.best_fit.0 > 0.4 && v.best_fit.0 <= 1.0);
@@ -78,22 +81,25 @@ fn megatron_sc21_within_ten_percent() {
 }
 
 /// A different generation, framework and recipe (MosaicML's MPT on H100,
-/// FSDP, model FLOPs), predicted with the H100's table calibration, not
-/// tuned to these runs: reported, with its error, in
-/// results/validation/mpt-h100.md. What is asserted is the claim the README
-/// makes for a generation the calibration never saw: within 25%.
+/// FSDP, model FLOPs): its 7B row calibrates the H100's BF16 products
+/// (compute::H100_GEMM, within 1%), the 13B and 30B rows are predictions,
+/// within 15% (the README's claim; results/validation/mpt-h100.md).
 #[test]
-fn mpt_h100_is_predicted_untuned() {
+fn mpt_h100_calibrates_on_its_7b_row() {
     let (p, _) = Published::load(&root().join("validation/mpt-h100.toml")).unwrap();
     let v = validate::validate(&p).unwrap();
     // The published model TFLOP/s per GPU (MFU x 989.4).
     let published = [459.5, 394.4, 434.6];
     for (x, want) in v.predictions.iter().zip(published) {
         assert_eq!(x.run.measured_tflops, want);
-        assert!(x.error.abs() < 0.25, "{}: {:+.1}%", x.run.name, 100.0 * x.error);
+        assert!(x.error.abs() < 0.15, "{}: {:+.1}%", x.run.name, 100.0 * x.error);
     }
-    // The H100's table calibration is not the best fit for these runs.
-    assert!(v.best_fit.0 < v.gemm_efficiency);
+    assert_eq!(v.gemm_efficiency, dimsum::model::compute::H100_GEMM);
+    assert!(
+        v.predictions[0].error.abs() < 0.01,
+        "{:+.2}%",
+        100.0 * v.predictions[0].error
+    );
 }
 
 #[test]
@@ -274,7 +280,7 @@ proptest! {
     }
 }
 
-/// NVIDIA NeMo's DGX-H100 table (validation/pending/nemo-h100.toml): every
+/// NVIDIA NeMo's DGX-H100 table (validation/nemo-h100.toml): every
 /// row predicts (presets, expert parallelism, FP8); the FP8 calibration
 /// row, GPT-3 5B on 64 GPUs at 765 model TFLOP/s per GPU, within 1%
 /// (`H100_FP8_GEMM` was fitted on it); the same row in BF16 slower than in
@@ -282,7 +288,7 @@ proptest! {
 /// the casts stay BF16 or memory-bound).
 #[test]
 fn nemo_h100_rows_predict_and_the_fp8_calibration_row_holds() {
-    let (p, _) = Published::load(&root().join("validation/pending/nemo-h100.toml")).unwrap();
+    let (p, _) = Published::load(&root().join("validation/nemo-h100.toml")).unwrap();
     assert!(p.runs.len() >= 11);
     let npu = validate::npu_of(&p.cluster, None).unwrap();
     for r in &p.runs {

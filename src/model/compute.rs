@@ -160,35 +160,39 @@ pub const ACCELERATORS: [Accelerator; 7] = [
     },
 ];
 
-/// A100: 70.5% of the BF16 peak on large matrix products (about 220
-/// TFLOP/s), calibrated on one published measurement: the 1.7B row of
-/// Megatron-LM's SC'21 Table 1 (Narayanan et al.; TP 1, PP 1, so compute
-/// alone up to the overlapped gradient all-reduce; 137 TFLOP/s per GPU),
-/// the least efficiency in steps of 0.005 at which dimsum reproduces it
-/// (within 0.2%). The other nine rows are predictions: every one within
-/// 9.7% (`results/validation/megatron-sc21.md`). NVIDIA's "Matrix
-/// Multiplication Background User's Guide" shows a higher plateau (about
-/// 80%) for isolated square GEMMs; a training step's GEMMs are smaller and
-/// interleaved with other kernels.
-pub const A100_GEMM: f64 = 0.705;
+/// A100: 80% of the BF16 peak on large matrix products (about 250
+/// TFLOP/s; the plateau, before the per-tile fill of [`K_FILL_BYTES`] and
+/// the tile and wave quantization), calibrated on one published
+/// measurement: the 1.7B row of Megatron-LM's SC'21 Table 1 (Narayanan et
+/// al.; TP 1, PP 1, so compute alone up to the overlapped gradient
+/// all-reduce; 137 TFLOP/s per GPU), the least efficiency in steps of
+/// 0.005 at which dimsum reproduces it within 1% (-0.9%). The other nine
+/// rows are predictions (`results/validation/megatron-sc21.md`). NVIDIA's
+/// "Matrix Multiplication Background User's Guide" shows about the same
+/// plateau (about 80%) for large isolated GEMMs.
+pub const A100_GEMM: f64 = 0.80;
 /// A100: 80% of the HBM bandwidth for streaming kernels (the fraction
 /// STREAM-like copy kernels reach on HBM2e; an assumption, not fitted).
 pub const A100_MEMORY: f64 = 0.80;
-/// H100 SXM: 70% of the BF16 peak (about 690 TFLOP/s; an assumption, about
-/// the A100's calibrated fraction). Not fitted: MosaicML's MPT runs on H100
-/// (`results/validation/mpt-h100.md`) come out 8-21% slower than this
-/// predicts, and their best single constant is 0.60.
-pub const H100_GEMM: f64 = 0.70;
+/// H100 SXM: 57% of the BF16 peak on large matrix products (about 560
+/// TFLOP/s), calibrated on one published measurement: MosaicML's MPT-7B
+/// on 8 H100s in BF16 (llm-foundry's benchmark table; PyTorch FSDP, no
+/// tensor or pipeline parallelism: 459.5 model TFLOP/s per GPU), the least
+/// efficiency in steps of 0.005 at which dimsum reproduces it within 1%
+/// (-0.8%); the other MPT rows are predictions
+/// (`results/validation/mpt-h100.md`). Below the A100's fraction: the
+/// H100's tensor cores outrun its memory and the framework's kernels more.
+pub const H100_GEMM: f64 = 0.55;
 /// H100: 80% of the HBM bandwidth for streaming kernels (an assumption).
 pub const H100_MEMORY: f64 = 0.80;
 /// H100 (and H800, H200, B200): the fraction of the dense FP8 peak a large
 /// FP8 matrix product reaches (Transformer Engine's recipe): fitted on one
 /// published row, NVIDIA NeMo 24.07's GPT-3 5B on 64 DGX-H100 GPUs in FP8
-/// (TP 1, PP 1: compute alone up to the gradient all-reduce; 765 model
-/// TFLOP/s per GPU), the least efficiency in steps of 0.005 at which
-/// dimsum's prediction is within 1% of it (760.7, -0.6%;
-/// `validation/pending/nemo-h100.toml`, every other row a prediction).
-pub const H100_FP8_GEMM: f64 = 0.54;
+/// (TP 1, PP 1: compute alone up to the gradient all-reduce; 23,406
+/// tokens/s per GPU), the least efficiency in steps of 0.005 at which
+/// dimsum's prediction is within 1% of it (-0.6%;
+/// `validation/nemo-h100.toml`, every other row a prediction).
+pub const H100_FP8_GEMM: f64 = 0.55;
 /// MI300X: 45% of the BF16 peak (about 590 TFLOP/s; an assumption, no
 /// validation run).
 pub const MI300X_GEMM: f64 = 0.45;
@@ -303,6 +307,18 @@ impl OnChip {
 /// kernels use on A100 and H100.
 const TILE: (f64, f64) = (256.0, 128.0);
 
+/// A GPU matrix product's fixed cost per output tile, in bytes of its
+/// reduction dimension k: the software pipeline that streams k through
+/// shared memory fills before the first product and drains after the last
+/// (cuBLAS's and CUTLASS's A100 and H100 kernels keep 3-4 stages of 64
+/// BF16 or 128 FP8 elements of k in flight: about 256 BF16, 512 FP8
+/// elements, 512 bytes), plus the tile's epilogue. A product runs at `k /
+/// (k + K_FILL_BYTES / e)` of its plateau efficiency: short-k products
+/// (a small expert's down projection, 768 deep) well below it, the long-k
+/// products of a large model near it. The parametric accelerator's
+/// systolic fill (`OnChip::fill`, 256 elements) is the same effect.
+pub const K_FILL_BYTES: f64 = 512.0;
+
 impl Device {
     /// Shape efficiency of an m x n output (`batch` of them): tile
     /// quantization times wave quantization, in (0, 1].
@@ -324,7 +340,10 @@ impl Device {
         }
         let mut eff = self.gemm_efficiency * self.shape_factor(m, n, batch);
         let bytes = match &self.onchip {
-            None => batch * (m * k + k * n + m * n) * e,
+            None => {
+                eff *= k / (k + K_FILL_BYTES / e);
+                batch * (m * k + k * n + m * n) * e
+            }
             Some(o) => {
                 eff *= k / (k + o.fill);
                 o.gemm_bytes(m, n, k, batch, e)
@@ -418,14 +437,26 @@ mod tests {
     fn gemm_roofline_by_hand() {
         let d = a100();
         // 2048 x 6912 x 2304, factor 1: 2 * 2048 * 6912 * 2304 FLOP at
-        // 0.8 * 312 TFLOP/s = 249.6 FLOP/ns.
+        // 0.8 * 312 TFLOP/s = 249.6 FLOP/ns, times the fill of 512 bytes
+        // (256 BF16 elements) of k: 2304 / 2560 = 0.9.
         let flops = 2.0 * 2048.0 * 6912.0 * 2304.0;
-        assert!((d.gemm_ns(2048.0, 6912.0, 2304.0, 1.0, 2.0) - flops / 249.6e3).abs() < 1e-6);
-        // A thin product is memory bound: 8192 x 256 x 8 (32 x 2 = 64
-        // tiles, q_wave 64/108: 227 ns of compute) moves (8192*8 + 8*256 + 8192*256) * 2 bytes at 0.8 * 2039 GB/s.
-        let bytes = (8192.0 * 8.0 + 8.0 * 256.0 + 8192.0 * 256.0) * 2.0;
+        assert!((d.gemm_ns(2048.0, 6912.0, 2304.0, 1.0, 2.0) - flops / (249.6e3 * 0.9)).abs() < 1e-6);
+        // The same in FP8 (1-byte elements): the fill is 512 elements,
+        // 2304 / 2816.
+        let fp8 = d.gemm_ns(2048.0, 6912.0, 2304.0, 1.0, 1.0);
+        assert!((fp8 - flops / (249.6e3 * 2304.0 / 2816.0)).abs() < 1e-6);
+        // A thin product is bound by its tiles' fill: 8192 x 256 x 8 (32 x
+        // 2 = 64 tiles, q_wave 64/108) at 8 / (8 + 256) of the plateau,
+        // 7.5 us, where its (8192*8 + 8*256 + 8192*256) * 2 bytes take 2.7
+        // us at 0.8 * 2039 GB/s.
+        let flops = 2.0 * 8192.0 * 256.0 * 8.0;
         let t = d.gemm_ns(8192.0, 256.0, 8.0, 1.0, 2.0);
-        assert!((t - bytes / (2039.0 * 0.8)).abs() < 1e-6, "{t}");
+        assert!(
+            (t - flops / (249.6e3 * (64.0 / 108.0) * (8.0 / 264.0))).abs() < 1e-6,
+            "{t}"
+        );
+        let bytes = (8192.0 * 8.0 + 8.0 * 256.0 + 8192.0 * 256.0) * 2.0;
+        assert!(t > bytes / (2039.0 * 0.8));
         // The flat override: FLOPs at peak x efficiency, bytes free.
         let flat = Device { flat: Some(0.5), ..d };
         assert!((flat.gemm_ns(8192.0, 256.0, 8.0, 1.0, 2.0) - 2.0 * 8192.0 * 256.0 * 8.0 / 156e3).abs() < 1e-9);

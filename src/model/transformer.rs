@@ -13,8 +13,8 @@
 //! - forward kernels per TP rank: the QKV product (M x 3h/t x h), attention
 //!   (scores and context, b a / t products of s x s x h/a and s x h/a x s,
 //!   with softmax and dropout over the b a s^2 / t scores; or one fused
-//!   FlashAttention-style kernel of the same FLOPs that never writes the
-//!   scores), the output projection (M x h x h/t), the FFN (M x (k-1) f/t x
+//!   FlashAttention-style kernel that never writes the scores and skips
+//!   the blocks the causal mask hides, half those FLOPs), the output projection (M x h x h/t), the FFN (M x (k-1) f/t x
 //!   h, then M x h x f/t), two layer norms, two bias + dropout + residual
 //!   adds and the activation, each element-wise kernel replicated over the
 //!   TP group (divided by t with sequence parallelism); the backward runs
@@ -75,14 +75,17 @@
 //! DeepSeek place it); they are replicated over the rest (the
 //! expert-data-parallel group of `dp / ep`), which all-reduces their
 //! gradients, and split by TP like a dense FFN. Per MoE layer per
-//! micro-batch each TP rank dispatches every token's `top_k` copies to
-//! the EP group by all-to-all and combines them back the same way: `b s h
-//! e top_k load` bytes per NPU each way, forward and backward (again under
-//! full recomputation), where `load` is the busiest expert's tokens over
-//! the mean (the capacity factor with padded buffers, else the dropless
-//! imbalance); the busiest rank's experts process `b s top_k load` token
-//! copies; activations add the copies (`4 top_k load s b h`) and scale
-//! the FFN's intermediates with the width a token sees.
+//! micro-batch each TP rank dispatches its tokens' `top_k` copies to the
+//! EP group by all-to-all and combines them back the same way: `b s h e
+//! top_k load` bytes per NPU each way (divided by t with sequence
+//! parallelism, where each TP rank holds `s / t` of the tokens), forward
+//! and backward (again under full recomputation), where `load` is the
+//! busiest expert's tokens over the mean (the capacity factor with padded
+//! buffers, else the dropless imbalance); the busiest rank's experts
+//! process `b s top_k load` token copies; activations add the copies (`4
+//! top_k load s b h`, divided by t with sequence parallelism) and scale
+//! the FFN's intermediates with the width a token sees. With `ep_overlap`
+//! the all-to-alls hide under the MoE layers' compute (DualPipe).
 //!
 //! Pipeline stages (`stages::cut`): without interleaving, the layers
 //! are cut into `p` contiguous stages by a dynamic program (as PHAZE's
@@ -701,6 +704,12 @@ pub struct Strategy {
     /// blocking before them.
     #[serde(default, skip_serializing_if = "is_false")]
     pub prefetch: bool,
+    /// A MoE layer's dispatch and combine all-to-alls hidden under its
+    /// compute (another micro-batch's, as DualPipe and Megatron-LM's
+    /// `overlap_moe_expert_parallel_comm` schedule them) instead of
+    /// blocking.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ep_overlap: bool,
 }
 
 fn one() -> u64 {
@@ -784,6 +793,7 @@ impl Strategy {
             cp: 1,
             tp_overlap: false,
             prefetch: false,
+            ep_overlap: false,
         }
     }
 
@@ -1266,17 +1276,19 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
     let linear = attention_projections(model, m, t, &linear_gemm);
     let qkvo = attention_io_bytes(model, m, t);
     let (core_fwd, core_bwd) = if s.flash_attention {
-        // One fused kernel: 4 b s^2 h / t FLOPs forward (h: the core's
-        // width), 2.5 times that backward (the scores recomputed), reading
-        // Q, K, V and writing O; its softmax over the scores, on a
-        // parametric accelerator's vector units, once forward and twice
-        // backward (recomputed, then its gradient). Under context
-        // parallelism c, this rank's s / c queries against all s keys
-        // (ring attention's load-balanced causal chunks): 1 / c of the
-        // FLOPs and scores, reading the other ranks' keys and values too.
-        let flops = 4.0 * b * sq * sq * model.core_width() / t / cp;
+        // One fused kernel: of the 4 b s^2 h / t FLOPs of the scores and
+        // the context (h: the core's width), the causal half a decoder's
+        // mask leaves (FlashAttention skips the masked blocks), forward;
+        // 2.5 times that backward (the scores recomputed); reading Q, K,
+        // V and writing O; its softmax over the scores, on a parametric
+        // accelerator's vector units, once forward and twice backward
+        // (recomputed, then its gradient). Under context parallelism c,
+        // this rank's s / c queries against the s keys (ring attention's
+        // load-balanced causal chunks): 1 / c of the FLOPs and scores,
+        // reading the other ranks' keys and values too.
+        let flops = 2.0 * b * sq * sq * model.core_width() / t / cp;
         let io = qkvo + (cp - 1.0) * kv_chunk_bytes(model, s);
-        let scores = heads * sq * sq / cp;
+        let scores = heads * sq * sq / 2.0 / cp;
         (
             d.fused_ns(flops, io, scores),
             d.fused_ns(2.5 * flops, 2.0 * io, 2.0 * scores),
@@ -2091,8 +2103,9 @@ pub fn memory(model: &ModelSpec, npu: &Npu, s: &Strategy, stage: &Stage) -> Memo
     // A MoE layer: the FFN's intermediates (16 s b h for f = 4 h) scale
     // with the width a token sees, (k load + shared) f_e instead of f; the
     // dispatched and combined token copies (2 k load s b h each) are held
-    // whole on every TP rank (each dispatches every token, as the records
-    // have it).
+    // whole on every TP rank, or with sequence parallelism a 1 / t share
+    // on each (each rank dispatches its own tokens, as the records have
+    // it).
     let (copies, wider) = match &model.moe {
         Some(x) => {
             let per_token = f64::from(x.top_k) * x.load();
@@ -2105,7 +2118,7 @@ pub fn memory(model: &ModelSpec, npu: &Npu, s: &Strategy, stage: &Stage) -> Memo
         let (rep, split) = if is_moe { (copies, wider) } else { (0.0, 0.0) };
         match (s.recompute, s.sequence_parallel) {
             (Recompute::Full, _) => 2.0 * sq * b * h / sp,
-            (_, true) => sq * b * h * ((34.0 + core - kv_saved + split) / t + rep),
+            (_, true) => sq * b * h * (34.0 + core - kv_saved + split + rep) / t,
             (_, false) => sq * b * h * (10.0 + rep + (24.0 - kv_saved + split) / t + core / t),
         }
     };
@@ -2263,8 +2276,13 @@ fn slot_template<'a>(
     let act =
         model.micro_batch as f64 * model.seq as f64 / s.cp.max(1) as f64 * model.hidden as f64 * model.bytes_weight;
     // A MoE layer's dispatch (and combine): every token's k copies, the
-    // busiest rank's `load` times the mean, to the EP group.
-    let dispatch = model.moe.as_ref().map_or(0.0, |x| act * f64::from(x.top_k) * x.load());
+    // busiest rank's `load` times the mean, to the EP group; with sequence
+    // parallelism each TP rank dispatches its own s / t tokens.
+    let sp = if s.sequence_parallel { t } else { 1.0 };
+    let dispatch = model
+        .moe
+        .as_ref()
+        .map_or(0.0, |x| act * f64::from(x.top_k) * x.load() / sp);
     // Bytes per parameter per micro-batch of the fp32 gradient buffer: read
     // the gradient, read and write the buffer.
     let accumulate = model.bytes_weight + 2.0 * model.bytes_grad;
@@ -2286,12 +2304,32 @@ fn slot_template<'a>(
     let kv_gather = tcomm(CollectiveKind::AllGather, kv, g.cp);
     let kv_both = tcomm(CollectiveKind::AllReduce, kv * s.cp as f64, g.cp);
     let a2a = tcomm(CollectiveKind::AllToAll, dispatch, g.ep);
+    // With `ep_overlap` the dispatch and the combine each hide under half
+    // of the MoE layer's compute of the same pass.
+    let moe_layer = |k: usize| {
+        let times = [times.attention, times.moe.unwrap_or_default()];
+        let ns: f64 = times
+            .iter()
+            .map(|b| {
+                if k == 0 {
+                    b.forward_ns
+                } else {
+                    b.input_grad_ns + b.weight_grad_ns
+                }
+            })
+            .sum();
+        if s.ep_overlap { ns / 2.0 } else { 0.0 }
+    };
     let exchange = |l: u64, what: &'static str, forward: bool| -> Template<'a> {
         (
             Tag::Exchange(l, what),
             [
-                if forward { TPhase::new(0.0, a2a) } else { TPhase::NONE },
-                TPhase::new(0.0, a2a),
+                if forward {
+                    TPhase::new(0.0, a2a).hiding(moe_layer(0))
+                } else {
+                    TPhase::NONE
+                },
+                TPhase::new(0.0, a2a).hiding(if forward { moe_layer(1) } else { 0.0 }),
                 TPhase::NONE,
             ],
         )

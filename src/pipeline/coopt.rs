@@ -341,12 +341,15 @@ pub fn strategies(n: u64, base: &Strategy, experts: u32) -> Vec<Strategy> {
                 }
                 for ep in divisors(d) {
                     if ep == 1 || (experts > 0 && u64::from(experts).is_multiple_of(ep)) {
+                        // The data-parallel slot whole: the recipes split
+                        // it by context parallelism (`RecipeSpace::each`).
                         out.push(Strategy {
                             tp: t,
                             pp: p,
                             dp: d,
                             ep,
                             order,
+                            cp: 1,
                             ..base.clone()
                         });
                     }

@@ -19,8 +19,9 @@ use crate::model::collective::{CollectiveModel, TimeModel};
 use crate::model::compute;
 use crate::model::fabric::{Block, Dim, Fabric};
 use crate::model::training::{IterationModel, Loop};
-use crate::model::transformer::{self, ModelSpec, Npu, Precision, Recompute, Strategy};
+use crate::model::transformer::{self, ModelSpec, Moe, Npu, Precision, RecipeSpace, Recompute, Strategy};
 use crate::model::units::{BYTES_PER_GIB, ns_to_ms};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -90,6 +91,17 @@ pub struct Run {
     /// ZeRO-3 / FSDP parameter all-gathers prefetched under compute.
     #[serde(default, skip_serializing_if = "is_false")]
     pub prefetch: bool,
+    /// Placement order, innermost first (default `tp,pp,dp`; Megatron-LM
+    /// places `tp,dp,pp`, the pipeline outermost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<String>,
+    /// MoE all-to-alls hidden under compute (DualPipe-style).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ep_overlap: bool,
+    /// The MoE routing's capacity factor (token dropping, padded buffers)
+    /// in place of the preset's dropless routing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_factor: Option<f64>,
     /// Bytes per gradient element (default 4: Megatron-LM's fp32
     /// gradient buffers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -202,6 +214,10 @@ pub struct Published {
     /// The runs.
     #[serde(rename = "run")]
     pub runs: Vec<Run>,
+    /// The largest run (GPUs) [`rechoose`] searches again: a search of a
+    /// large cluster's strategies takes minutes (default: every run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rechoose_max_gpus: Option<u64>,
 }
 
 impl Published {
@@ -322,6 +338,12 @@ impl Published {
                 }
                 _ => {}
             }
+            if let Some(o) = &r.order {
+                crate::study::parse_order(o).map_err(|e| bad(format!("order: {e}")))?;
+            }
+            if r.capacity_factor.is_some_and(|c| !(c.is_finite() && c >= 1.0)) {
+                return Err(bad("capacity_factor must be >= 1".into()));
+            }
             if r.bytes_grad.is_some_and(|b| !(b.is_finite() && b > 0.0)) {
                 return Err(bad("bytes_grad must be > 0".into()));
             }
@@ -390,6 +412,9 @@ pub struct Prediction {
     /// the run).
     #[serde(skip)]
     pub hbm_gib: f64,
+    /// A mixture-of-experts model.
+    #[serde(skip_serializing_if = "is_false")]
+    pub moe: bool,
 }
 
 /// Why a run could not be predicted.
@@ -446,6 +471,10 @@ pub fn model_of(r: &Run) -> Result<(ModelSpec, Strategy), RunRefused> {
             seq: r.seq,
             global_batch: r.batch,
             micro_batch: r.micro_batch,
+            moe: m.moe.clone().map(|x| Moe {
+                capacity_factor: r.capacity_factor.or(x.capacity_factor),
+                ..x
+            }),
             ..m
         },
         None => ModelSpec {
@@ -471,6 +500,13 @@ pub fn model_of(r: &Run) -> Result<(ModelSpec, Strategy), RunRefused> {
             mtp_layers: 0,
         },
     };
+    let order = match &r.order {
+        Some(o) => crate::study::parse_order(o).map_err(|e| RunRefused {
+            run: r.name.clone(),
+            reason: e.to_string(),
+        })?,
+        None => Strategy::new(1, 1, 1).order,
+    };
     let strategy = Strategy {
         ep: r.ep,
         precision: r.precision,
@@ -483,6 +519,8 @@ pub fn model_of(r: &Run) -> Result<(ModelSpec, Strategy), RunRefused> {
         cp: r.cp,
         tp_overlap: r.tp_overlap,
         prefetch: r.prefetch,
+        ep_overlap: r.ep_overlap,
+        order,
         ..Strategy::new(
             r.tp,
             r.pp,
@@ -546,6 +584,7 @@ pub fn predict(c: &Cluster, npu: &Npu, r: &Run) -> Result<Prediction, RunRefused
         error: predicted_tflops / r.measured_tflops - 1.0,
         memory_gib: g.memory.total() / BYTES_PER_GIB,
         hbm_gib: npu.hbm_gib,
+        moe: model.moe.is_some(),
     })
 }
 
@@ -586,13 +625,18 @@ pub struct Validation {
     pub published: Published,
     /// Each run.
     pub predictions: Vec<Prediction>,
-    /// The calibration used: the table's large-GEMM efficiency.
+    /// The calibration used: the table's large-GEMM efficiency in the suite's
+    /// precision.
     pub gemm_efficiency: f64,
     /// The streaming-kernel efficiency used.
     pub memory_efficiency: f64,
     /// The large-GEMM efficiency that minimises the largest error on these
     /// runs (0.40 to 1.00 in steps of 0.005), and that error.
     pub best_fit: (f64, f64),
+    /// The precision `gemm_efficiency` and `best_fit` concern
+    /// ([`suite_precision`]).
+    #[serde(skip_serializing_if = "Precision::is_bf16")]
+    pub precision: Precision,
     /// Each run's strategy searched again by coopt on its cluster.
     pub rechosen: Vec<Rechosen>,
 }
@@ -655,15 +699,21 @@ pub fn validate(p: &Published) -> Result<Validation, RunRefused> {
     let npu = npu_of(&p.cluster, None)?;
     let predictions = p
         .runs
-        .iter()
+        .par_iter()
         .map(|r| predict(&p.cluster, &npu, r))
         .collect::<Result<Vec<_>, _>>()?;
+    let precision = suite_precision(p);
+    let gemm_efficiency = match (precision, &npu.device.fp8) {
+        (Precision::Fp8, Some(f)) => f.gemm_efficiency,
+        _ => npu.device.gemm_efficiency,
+    };
     Ok(Validation {
         published: p.clone(),
         predictions,
-        gemm_efficiency: npu.device.gemm_efficiency,
+        gemm_efficiency,
         memory_efficiency: npu.device.memory_efficiency,
         best_fit: fit(p)?,
+        precision,
         rechosen: rechoose(p, &npu)?,
     })
 }
@@ -682,9 +732,18 @@ pub struct Rechosen {
     pub best: Option<super::coopt::Row>,
     /// Candidates searched, solved, pruned and invalid.
     pub counts: [usize; 4],
+    /// Not searched: the run is larger than the file's
+    /// `rechoose_max_gpus`.
+    #[serde(skip_serializing_if = "is_false")]
+    pub skipped: bool,
 }
 
-/// Every run of `p` searched again (see [`Rechosen`]) on `npu`.
+/// The sequence from which [`rechoose`] searches context parallelism.
+pub const LONG_SEQUENCE: u64 = 8192;
+
+/// Every run of `p` searched again (see [`Rechosen`]) on `npu`: its
+/// placements (TP x PP x DP, the order, EP for MoE models) with its recipe,
+/// and context parallelism on long sequences.
 pub fn rechoose(p: &Published, npu: &Npu) -> Result<Vec<Rechosen>, RunRefused> {
     let c = &p.cluster;
     let mut out = Vec::new();
@@ -693,6 +752,16 @@ pub fn rechoose(p: &Published, npu: &Npu) -> Result<Vec<Rechosen>, RunRefused> {
             run: r.name.clone(),
             reason,
         };
+        if p.rechoose_max_gpus.is_some_and(|n| r.gpus > n) {
+            out.push(Rechosen {
+                run: r.name.clone(),
+                published_ms: None,
+                best: None,
+                counts: [0; 4],
+                skipped: true,
+            });
+            continue;
+        }
         let (model, strategy) = model_of(r)?;
         let mut fabric = fabric(c, r.gpus);
         let mut bw = Vec::new();
@@ -731,10 +800,24 @@ pub fn rechoose(p: &Published, npu: &Npu) -> Result<Vec<Rechosen>, RunRefused> {
             objectives: vec!["perf".into()],
             sweeps: Vec::new(),
             hash: String::new(),
+            recipe_space: Some(RecipeSpace {
+                // Context parallelism searched on long sequences (8,192
+                // tokens and more, where runs use it: their activations),
+                // at degrees the sequence takes.
+                cp: [1, 2, 4, 8]
+                    .into_iter()
+                    .filter(|&c| {
+                        c == strategy.cp
+                            || (strategy.flash_attention
+                                && model.seq >= LONG_SEQUENCE
+                                && model.seq.is_multiple_of(2 * c))
+                    })
+                    .collect(),
+                ..RecipeSpace::only(&model, &strategy)
+            }),
             model: Some(model),
             npu: Some(npu.clone()),
             parallelism: Some(strategy),
-            recipe_space: None,
             replay_optimum: false,
             npu_choices: Vec::new(),
             economics: Default::default(),
@@ -752,25 +835,77 @@ pub fn rechoose(p: &Published, npu: &Npu) -> Result<Vec<Rechosen>, RunRefused> {
             published_ms: found.default_optimized_ms,
             best: found.strategies.first().filter(|x| x.time_ms().is_some()).cloned(),
             counts: [found.searched, found.solved, found.pruned, found.rejected],
+            skipped: false,
         });
     }
     Ok(out)
 }
 
-/// The large-GEMM efficiency (0.40 to 1.00 in steps of 0.005) whose
-/// largest absolute error over the runs is least, and that error; the
-/// first run that no efficiency can predict is refused.
-pub fn fit(p: &Published) -> Result<(f64, f64), RunRefused> {
-    let mut best = (0.0, f64::INFINITY);
-    for k in 0..=120 {
-        let e = 0.40 + 0.005 * f64::from(k);
-        let npu = npu_of(&p.cluster, Some(e))?;
-        let mut worst = 0.0_f64;
-        for r in &p.runs {
-            worst = worst.max(predict(&p.cluster, &npu, r)?.error.abs());
+/// The precision a suite's calibration and fit concern: FP8 where every
+/// run is FP8, else BF16.
+pub fn suite_precision(p: &Published) -> Precision {
+    if !p.runs.is_empty() && p.runs.iter().all(|r| r.precision == Precision::Fp8) {
+        Precision::Fp8
+    } else {
+        Precision::Bf16
+    }
+}
+
+/// The cluster's NPU with its large-product efficiency in `precision` set
+/// to `e`.
+fn npu_at(c: &Cluster, precision: Precision, e: f64) -> Result<Npu, RunRefused> {
+    match precision {
+        Precision::Bf16 => npu_of(c, Some(e)),
+        Precision::Fp8 => {
+            let mut npu = npu_of(c, None)?;
+            if let Some(f) = npu.device.fp8.as_mut() {
+                f.gemm_efficiency = e;
+            }
+            Ok(npu)
         }
-        if worst < best.1 {
-            best = (e, worst);
+    }
+}
+
+/// The large-product efficiency in the suite's precision
+/// ([`suite_precision`]; 0.40 to 1.00 in steps of 0.005) whose largest
+/// absolute error over the runs is least, and that error; the first run
+/// that no efficiency can predict is refused. Every run's error grows with
+/// the efficiency, so the largest absolute error falls then rises: a
+/// ternary search over the 121 steps finds its least in about 14
+/// evaluations (ties to the lower efficiency), each predicting the runs in
+/// parallel.
+pub fn fit(p: &Published) -> Result<(f64, f64), RunRefused> {
+    let precision = suite_precision(p);
+    let eff = |k: usize| 0.40 + 0.005 * k as f64;
+    let mut seen: std::collections::BTreeMap<usize, f64> = std::collections::BTreeMap::new();
+    let mut worst = |k: usize| -> Result<f64, RunRefused> {
+        if let Some(w) = seen.get(&k) {
+            return Ok(*w);
+        }
+        let npu = npu_at(&p.cluster, precision, eff(k))?;
+        let errors = p
+            .runs
+            .par_iter()
+            .map(|r| predict(&p.cluster, &npu, r).map(|x| x.error.abs()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let w = errors.into_iter().fold(0.0, f64::max);
+        seen.insert(k, w);
+        Ok(w)
+    };
+    let (mut lo, mut hi) = (0_usize, 120_usize);
+    while hi - lo > 2 {
+        let (m1, m2) = (lo + (hi - lo) / 3, hi - (hi - lo) / 3);
+        if worst(m1)? <= worst(m2)? {
+            hi = m2;
+        } else {
+            lo = m1;
+        }
+    }
+    let mut best = (0.0, f64::INFINITY);
+    for k in lo..=hi {
+        let w = worst(k)?;
+        if w < best.1 {
+            best = (eff(k), w);
         }
     }
     Ok(best)

@@ -4,7 +4,7 @@
 
 use super::{Chart, ReportError, line_chart, sig3};
 use crate::io::{Stamp, write_atomic};
-use crate::pipeline::validate::Validation;
+use crate::pipeline::validate::{FlopCount, Validation};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -37,11 +37,12 @@ pub fn markdown(v: &Validation, stamp: &Stamp, input: &str) -> String {
     );
     let _ = writeln!(
         s,
-        "Calibration: large matrix products at {} of the BF16 peak, streaming kernels at {} of \
-         the HBM bandwidth (the accelerator table's figures, one pair per accelerator type, \
-         the same for every run). The efficiency that would minimise the largest error on \
-         these runs is {} (largest error {}%).\n",
+        "Calibration: large matrix products at {} of the {} peak, streaming kernels at {} of \
+         the HBM bandwidth (the accelerator table's figures, one pair per accelerator type and \
+         precision, the same for every run). The efficiency that would minimise the largest \
+         error on these runs is {} (largest error {}%).\n",
         sig3(v.gemm_efficiency),
+        v.precision.to_string().to_uppercase(),
         sig3(v.memory_efficiency),
         sig3(v.best_fit.0),
         sig3(100.0 * v.best_fit.1)
@@ -75,8 +76,7 @@ pub fn markdown(v: &Validation, stamp: &Stamp, input: &str) -> String {
     let special: Vec<String> = v
         .predictions
         .iter()
-        .filter(|x| x.run.ep > 1 || !x.run.precision.is_bf16() || x.run.preset.is_some())
-        .map(|x| {
+        .filter_map(|x| {
             let r = &x.run;
             let mut parts = Vec::new();
             if let Some(p) = &r.preset {
@@ -85,16 +85,34 @@ pub fn markdown(v: &Validation, stamp: &Stamp, input: &str) -> String {
             if r.ep > 1 {
                 parts.push(format!("EP {}", r.ep));
             }
-            if !r.precision.is_bf16() {
-                parts.push(format!("{}", r.precision).to_uppercase());
+            if r.cp > 1 {
+                parts.push(format!("CP {}", r.cp));
             }
-            format!("{} ({})", r.name, parts.join(", "))
+            if !r.precision.is_bf16() {
+                parts.push(r.precision.to_string().to_uppercase());
+            }
+            if let Some(o) = &r.order {
+                parts.push(format!("order {o}"));
+            }
+            if let Some(c) = r.capacity_factor {
+                parts.push(format!("capacity factor {c}"));
+            }
+            for (on, what) in [
+                (r.tp_overlap, "TP overlap"),
+                (r.prefetch, "ZeRO-3 prefetch"),
+                (r.ep_overlap, "EP overlap"),
+            ] {
+                if on {
+                    parts.push(what.into());
+                }
+            }
+            (!parts.is_empty()).then(|| format!("{} ({})", r.name, parts.join(", ")))
         })
         .collect();
     if !special.is_empty() {
         let _ = writeln!(
             s,
-            "\nPresets, expert parallelism and precision: {}.",
+            "\nModels and recipes beyond the table's columns: {}.",
             special.join("; ")
         );
     }
@@ -120,34 +138,75 @@ pub fn markdown(v: &Validation, stamp: &Stamp, input: &str) -> String {
         100.0 * mean,
         v.predictions.len()
     );
+    let moe = v.predictions.iter().filter(|x| x.moe).count();
+    if moe > 0 && moe < v.predictions.len() {
+        for (label, want) in [("dense", false), ("mixture-of-experts", true)] {
+            let errors: Vec<f64> = v
+                .predictions
+                .iter()
+                .filter(|x| x.moe == want)
+                .map(|x| x.error.abs())
+                .collect();
+            let _ = writeln!(
+                s,
+                "On the {} {label} runs: largest error {:.1}%, mean absolute error {:.1}%.",
+                errors.len(),
+                100.0 * errors.iter().copied().fold(0.0, f64::max),
+                100.0 * errors.iter().sum::<f64>() / errors.len() as f64
+            );
+        }
+    }
+    if v.predictions.iter().any(|x| x.run.flops == FlopCount::Published) {
+        let _ = writeln!(
+            s,
+            "\nRuns marked `flops = \"published\"` take the table's own FLOPs per token (its TFLOP/s over its tokens/s), so their error is the error in tokens per second."
+        );
+    }
     if !v.rechosen.is_empty() {
         let _ = writeln!(
             s,
-            "\n## Each run's strategy searched again\n\n`coopt` on each run's cluster as built (every TP x PP x DP and placement order with the run's own recipe: micro-batch, recomputation, ZeRO, virtual stages), each candidate timed as the run is predicted above.\n"
+            "\n## Each run's strategy searched again\n\n`coopt` on each run's cluster as built (every TP x PP x DP and placement order, EP for a mixture of experts, CP on sequences of {} tokens and more, with the run's own recipe: micro-batch, recomputation, ZeRO, virtual stages, precision), each candidate timed as the run is predicted above.\n",
+            crate::pipeline::validate::LONG_SEQUENCE
         );
-        s.push_str("| run | published TP, PP, DP | published (ms) | coopt's best TP, PP, DP (order) | best (ms) | faster | memory (GiB) | searched / solved / pruned / invalid |\n");
+        s.push_str("| run | published | published (ms) | coopt's best (order) | best (ms) | faster | memory (GiB) | searched / solved / pruned / invalid |\n");
         s.push_str("|---|---|---|---|---|---|---|---|\n");
         for (x, rc) in v.predictions.iter().zip(&v.rechosen) {
             let r = &x.run;
             let (best, best_ms, mem) = rc.best.as_ref().map_or(("-".to_string(), None, None), |b| {
-                (
-                    format!("{}, {}, {} ({})", b.tp, b.pp, b.dp, b.order),
-                    b.time_ms(),
-                    b.memory_gib,
-                )
+                (format!("{} ({})", b.degrees(), b.order), b.time_ms(), b.memory_gib)
             });
             let faster = rc
                 .published_ms
                 .zip(best_ms)
                 .map_or("-".to_string(), |(p, b)| format!("{:.3}x", p / b));
+            if rc.skipped {
+                let _ = writeln!(
+                    s,
+                    "| {} | - | - | not searched: {} GPUs, over the file's `rechoose_max_gpus` ({}) | - | - | - | - |",
+                    rc.run,
+                    r.gpus,
+                    v.published.rechoose_max_gpus.unwrap_or(0)
+                );
+                continue;
+            }
             let [a, b, c, d] = rc.counts;
             let _ = writeln!(
                 s,
-                "| {} | {}, {}, {} | {} | {best} | {} | {faster} | {} | {a} / {b} / {c} / {d} |",
+                "| {} | tp {} pp {} dp {}{}{} | {} | {best} | {} | {faster} | {} | {a} / {b} / {c} / {d} |",
                 rc.run,
                 r.tp,
                 r.pp,
                 x.dp,
+                if r.ep > 1 {
+                    format!(" ep {}", r.ep)
+                } else {
+                    String::new()
+                },
+                if r.cp > 1 {
+                    format!(" cp {}", r.cp)
+                } else {
+                    String::new()
+                },
                 rc.published_ms.map_or("-".to_string(), sig3),
                 best_ms.map_or("-".to_string(), sig3),
                 mem.map_or("-".to_string(), sig3),

@@ -155,6 +155,8 @@ pub(super) struct RawParallelism {
     tp_overlap: bool,
     #[serde(default)]
     prefetch: bool,
+    #[serde(default)]
+    ep_overlap: bool,
 }
 
 /// `[coopt]`: the recipes `coopt` searches. `recipe = "whole"` starts from
@@ -1367,6 +1369,7 @@ pub(crate) fn default_strategy() -> Strategy {
         cp: one_u64(),
         tp_overlap: false,
         prefetch: false,
+        ep_overlap: false,
     };
     // Every value above is one `strategy` accepts.
     #[allow(clippy::expect_used)]
@@ -1402,5 +1405,6 @@ fn strategy(p: &RawParallelism) -> Result<Strategy, String> {
         cp: p.cp,
         tp_overlap: p.tp_overlap,
         prefetch: p.prefetch,
+        ep_overlap: p.ep_overlap,
     })
 }
