@@ -408,10 +408,9 @@ fn validate(a: ValidateArgs) -> anyhow::Result<()> {
         let files = report::validation::write(&c.validation, &c.stamp, &c.input, staged.dir())?;
         let v = &c.validation;
         lines.push(format!(
-            "{}: {} runs, largest error {:.1}%; wrote {}",
+            "{}: {}; wrote {}",
             v.published.name,
-            v.predictions.len(),
-            100.0 * v.largest_error(),
+            v.errors_line(),
             staged.final_path(&files[0]).display()
         ));
     }

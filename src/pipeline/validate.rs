@@ -646,6 +646,60 @@ impl Validation {
     pub fn largest_error(&self) -> f64 {
         self.predictions.iter().map(|p| p.error.abs()).fold(0.0, f64::max)
     }
+
+    /// The runs' errors, all of them (`None`) or the mixture-of-experts
+    /// runs' (`Some(true)`) or the dense runs' (`Some(false)`): how many,
+    /// the mean absolute error and the largest.
+    pub fn errors(&self, moe: Option<bool>) -> ErrorSummary {
+        let e: Vec<f64> = self
+            .predictions
+            .iter()
+            .filter(|p| moe.is_none_or(|m| p.moe == m))
+            .map(|p| p.error.abs())
+            .collect();
+        ErrorSummary {
+            runs: e.len(),
+            mean: e.iter().sum::<f64>() / e.len().max(1) as f64,
+            largest: e.iter().copied().fold(0.0, f64::max),
+        }
+    }
+
+    /// The errors line of a suite, e.g. `15 runs, mean error 21.4%, largest
+    /// 185.5% (12 dense: 8.7%, 23.1%; 3 mixture-of-experts: 72.2%,
+    /// 185.5%)`, the split where the suite has both kinds.
+    pub fn errors_line(&self) -> String {
+        let all = self.errors(None);
+        let mut line = format!(
+            "{} runs, mean error {:.1}%, largest {:.1}%",
+            all.runs,
+            100.0 * all.mean,
+            100.0 * all.largest
+        );
+        let (dense, moe) = (self.errors(Some(false)), self.errors(Some(true)));
+        if dense.runs > 0 && moe.runs > 0 {
+            line.push_str(&format!(
+                " ({} dense: {:.1}%, {:.1}%; {} mixture-of-experts: {:.1}%, {:.1}%)",
+                dense.runs,
+                100.0 * dense.mean,
+                100.0 * dense.largest,
+                moe.runs,
+                100.0 * moe.mean,
+                100.0 * moe.largest
+            ));
+        }
+        line
+    }
+}
+
+/// How many runs, their mean absolute error and the largest.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ErrorSummary {
+    /// Runs.
+    pub runs: usize,
+    /// Mean absolute error (a fraction).
+    pub mean: f64,
+    /// Largest absolute error (a fraction).
+    pub largest: f64,
 }
 
 /// A validation file, read and predicted.

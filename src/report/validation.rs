@@ -129,33 +129,7 @@ pub fn markdown(v: &Validation, stamp: &Stamp, input: &str) -> String {
             over.join("; ")
         );
     }
-    let worst = v.largest_error();
-    let mean = v.predictions.iter().map(|x| x.error.abs()).sum::<f64>() / v.predictions.len().max(1) as f64;
-    let _ = writeln!(
-        s,
-        "\nLargest error {:.1}%, mean absolute error {:.1}% over {} runs.",
-        100.0 * worst,
-        100.0 * mean,
-        v.predictions.len()
-    );
-    let moe = v.predictions.iter().filter(|x| x.moe).count();
-    if moe > 0 && moe < v.predictions.len() {
-        for (label, want) in [("dense", false), ("mixture-of-experts", true)] {
-            let errors: Vec<f64> = v
-                .predictions
-                .iter()
-                .filter(|x| x.moe == want)
-                .map(|x| x.error.abs())
-                .collect();
-            let _ = writeln!(
-                s,
-                "On the {} {label} runs: largest error {:.1}%, mean absolute error {:.1}%.",
-                errors.len(),
-                100.0 * errors.iter().copied().fold(0.0, f64::max),
-                100.0 * errors.iter().sum::<f64>() / errors.len() as f64
-            );
-        }
-    }
+    let _ = writeln!(s, "\nErrors: {}.", v.errors_line());
     if v.predictions.iter().any(|x| x.run.flops == FlopCount::Published) {
         let _ = writeln!(
             s,
