@@ -79,7 +79,7 @@ pub fn six_dims() -> Problem {
                         bytes: 1e6 + (rnd() % 1_000_000_000) as f64,
                         group,
                     }),
-                    hidden_ns: 0.0,
+                    ..Default::default()
                 },
                 input_grad: Phase::default(),
                 weight_grad: Phase::default(),

@@ -49,7 +49,7 @@ fn one_collective(f: &Fabric, kind: CollectiveKind, bytes: f64, compute_ns: f64)
             forward: Phase {
                 compute_ns,
                 comm: None,
-                hidden_ns: 0.0,
+                ..Default::default()
             },
             input_grad: Phase::default(),
             weight_grad: Phase {
@@ -59,7 +59,7 @@ fn one_collective(f: &Fabric, kind: CollectiveKind, bytes: f64, compute_ns: f64)
                     bytes,
                     group: Group(f.dims.iter().map(|d| Some(d.npus)).collect()),
                 }),
-                hidden_ns: 0.0,
+                ..Default::default()
             },
         }],
     }
@@ -204,7 +204,7 @@ fn mixed(f: &Fabric) -> Workload {
         forward: Phase {
             compute_ns: compute,
             comm: Some(Comm { kind, bytes, group }),
-            hidden_ns: 0.0,
+            ..Default::default()
         },
         input_grad: Phase::default(),
         weight_grad: Phase::default(),

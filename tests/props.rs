@@ -90,7 +90,7 @@ fn workload(f: Fabric) -> impl Strategy<Value = (Fabric, Workload)> {
                 bytes,
                 group: group(&f, &g),
             }),
-            hidden_ns: 0.0,
+            ..Default::default()
         };
         let layers = ls
             .into_iter()

@@ -222,7 +222,7 @@ pub(crate) fn attach_communicators(
         Ok(Phase {
             compute_ns: *compute_ns,
             comm,
-            hidden_ns: 0.0,
+            ..Default::default()
         })
     };
     layers

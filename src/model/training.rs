@@ -31,10 +31,15 @@
 //!   phase the time is `max(hidden, collective)`; a max of the sums is a
 //!   lower bound on that sum of maxima, and equal to it when every hidden
 //!   phase of the stream has the same ratio (a model's identical layers).
+//!   Streams are keyed by communicator and by what they hide under
+//!   (`Hiding`), so two kinds never count the same compute twice on one
+//!   path. The weight-gradient paths keep the compute stream's issue times
+//!   without a hidden stream's excess: optimistic when a hidden stream
+//!   does not fit under its compute.
 
 use crate::model::collective::{self, Coefficients, CollectiveModel};
 use crate::model::fabric::Fabric;
-use crate::model::workload::{Comm, Group, PhaseKind, Workload};
+use crate::model::workload::{Comm, Group, Hiding, Phase, PhaseKind, Workload};
 use serde::{Deserialize, Serialize};
 
 /// How phases overlap within an iteration.
@@ -160,16 +165,16 @@ pub enum Issue {
     /// A weight-gradient collective (the second stream).
     WeightGrad,
     /// A forward or input-gradient collective that hides under this much
-    /// compute, ns (`Phase::hidden_ns`).
-    Hidden(f64),
+    /// compute, ns (`Phase::hidden_ns`), of this kind.
+    Hidden(f64, Hiding),
 }
 
 impl Issue {
     /// How `phase`'s collective is issued in a phase of `kind`.
-    pub fn of(kind: PhaseKind, hidden_ns: f64) -> Issue {
+    pub fn of(kind: PhaseKind, phase: &Phase) -> Issue {
         match kind {
             PhaseKind::WeightGrad => Issue::WeightGrad,
-            _ if hidden_ns > 0.0 => Issue::Hidden(hidden_ns),
+            _ if phase.hidden_ns > 0.0 => Issue::Hidden(phase.hidden_ns, phase.hidden_by),
             _ => Issue::Blocking,
         }
     }
@@ -209,21 +214,23 @@ impl Counted {
     /// weight-gradient ones).
     pub fn iteration_ns(&self, bw: &[f64], lp: Loop) -> f64 {
         let mut blocking = 0.0;
-        // Per hidden stream (communicator): its collectives' time and the
-        // compute it hides under.
-        let mut streams: Vec<(&Group, f64, f64)> = Vec::new();
+        // Per hidden stream (communicator and kind): its collectives' time
+        // and the compute it hides under.
+        let mut streams: Vec<((&Group, Hiding), f64, f64)> = Vec::new();
         for (c, group, issue, n) in &self.terms {
             let time = *n as f64 * c.time_ns(bw);
             match (lp, issue) {
                 (Loop::NoOverlap, _) | (Loop::Overlap, Issue::Blocking) => blocking += time,
                 (Loop::Overlap, Issue::WeightGrad) => {}
-                (Loop::Overlap, Issue::Hidden(h)) => match streams.iter_mut().find(|(g, _, _)| *g == group) {
-                    Some((_, t, hid)) => {
-                        *t += time;
-                        *hid += *n as f64 * h;
+                (Loop::Overlap, Issue::Hidden(h, by)) => {
+                    match streams.iter_mut().find(|(k, _, _)| *k == (group, *by)) {
+                        Some((_, t, hid)) => {
+                            *t += time;
+                            *hid += *n as f64 * h;
+                        }
+                        None => streams.push(((group, *by), time, *n as f64 * h)),
                     }
-                    None => streams.push((group, time, *n as f64 * h)),
-                },
+                }
             }
         }
         let excess = streams.iter().map(|(_, t, h)| t - h).fold(0.0, f64::max);
@@ -248,21 +255,22 @@ fn overlap_paths(workload: &Workload, collectives: &[CollectiveTerm]) -> Vec<Pat
     // Compute stream: everything but the weight-grad and hidden collectives.
     let mut blocking = forward_colls.clone();
     blocking.extend(backward.iter().filter_map(|&l| blocking_of(l, PhaseKind::InputGrad)));
-    // Each hidden stream beside the compute it hides under.
-    let mut streams: Vec<(&Group, f64, Vec<usize>)> = Vec::new();
+    // Each hidden stream (communicator and kind) beside the compute it
+    // hides under.
+    let mut streams: Vec<((&Group, Hiding), f64, Vec<usize>)> = Vec::new();
     for (l, layer) in workload.layers.iter().enumerate() {
         for phase in [PhaseKind::Forward, PhaseKind::InputGrad] {
             let (Some(c), true) = (of(l, phase), hidden(l, phase)) else {
                 continue;
             };
-            let group = &collectives[c].comm.group;
+            let key = (&collectives[c].comm.group, layer.phase(phase).hidden_by);
             let h = layer.phase(phase).hidden_ns;
-            match streams.iter_mut().find(|(g, _, _)| *g == group) {
+            match streams.iter_mut().find(|(k, _, _)| *k == key) {
                 Some((_, hid, cs)) => {
                     *hid += h;
                     cs.push(c);
                 }
-                None => streams.push((group, h, vec![c])),
+                None => streams.push((key, h, vec![c])),
             }
         }
     }
@@ -328,7 +336,7 @@ mod tests {
                 bytes,
                 group: Group(vec![Some(2)]),
             }),
-            hidden_ns: 0.0,
+            ..Default::default()
         }
     }
 
@@ -396,6 +404,8 @@ mod tests {
         let (mut w, f, m) = two_layers();
         w.layers[1].forward.hidden_ns = 4.0;
         w.layers[1].input_grad.hidden_ns = 4.0;
+        w.layers[1].forward.hidden_by = Hiding::Products;
+        w.layers[1].input_grad.hidden_by = Hiding::Products;
         let it = IterationModel::new(&w, &f, &m, Loop::Overlap);
         // At 1 GB/s the stream takes 5 + 7 = 12 ns beside 8 ns of compute:
         // 4 ns show. Compute stream 66 + 4 = 70; the weight-gradient
@@ -410,7 +420,7 @@ mod tests {
         // the compute stream's path (no weight-gradient paths).
         let comms: Vec<(Comm, Issue, u64)> = w
             .comms()
-            .map(|(l, k, c)| (c.clone(), Issue::of(k, w.layers[l].phase(k).hidden_ns), 1))
+            .map(|(l, k, c)| (c.clone(), Issue::of(k, w.layers[l].phase(k)), 1))
             .collect();
         let counted = Counted::new(w.compute_ns(), &comms, &f, &m);
         assert_relative_eq!(counted.iteration_ns(&[1.0], Loop::Overlap), 70.0);

@@ -141,7 +141,7 @@ use crate::model::fabric::Fabric;
 use crate::model::stages::{self, CutProblem, Linear};
 use crate::model::training::Issue;
 use crate::model::workload::place;
-use crate::model::workload::{CollectiveKind, Comm, Group, Layer, Phase, PhaseKind, Workload};
+use crate::model::workload::{CollectiveKind, Comm, Group, Hiding, Layer, Phase, Workload};
 use serde::{Deserialize, Serialize};
 
 /// A transformer model and its training batch.
@@ -2001,6 +2001,12 @@ fn check(model: &ModelSpec, s: &Strategy, fabric: &Fabric) -> Result<u64, Strate
     if model.kv_heads == 0 || !model.heads.is_multiple_of(model.kv_heads) {
         return Err(bad_model("kv_heads must divide heads"));
     }
+    if s.cp == 0 {
+        return Err(StrategyError::Context {
+            cp: 0,
+            reason: "must be >= 1".into(),
+        });
+    }
     let n = fabric.npus();
     let product =
         s.tp.checked_mul(s.pp)
@@ -2165,6 +2171,8 @@ struct TPhase<'a> {
     comm: TComm<'a>,
     /// The compute the collective hides under (`Phase::hidden_ns`).
     hidden_ns: f64,
+    /// What that compute is (`Phase::hidden_by`).
+    by: Hiding,
 }
 
 impl<'a> TPhase<'a> {
@@ -2172,6 +2180,7 @@ impl<'a> TPhase<'a> {
         compute_ns: 0.0,
         comm: None,
         hidden_ns: 0.0,
+        by: Hiding::None,
     };
 
     fn new(compute_ns: f64, comm: TComm<'a>) -> TPhase<'a> {
@@ -2179,15 +2188,34 @@ impl<'a> TPhase<'a> {
             compute_ns,
             comm,
             hidden_ns: 0.0,
+            by: Hiding::None,
         }
     }
 
     /// The phase with its collective hidden under `hidden_ns` of compute
-    /// (none when it moves nothing).
-    fn hiding(self, hidden_ns: f64) -> TPhase<'a> {
-        TPhase {
-            hidden_ns: if self.comm.is_some() { hidden_ns } else { 0.0 },
-            ..self
+    /// of kind `by` (none when it moves nothing or hides under nothing).
+    fn hiding(self, hidden_ns: f64, by: Hiding) -> TPhase<'a> {
+        if self.comm.is_some() && hidden_ns > 0.0 {
+            TPhase { hidden_ns, by, ..self }
+        } else {
+            self
+        }
+    }
+
+    /// How the phase (the `k`-th of a record) issues its collective, as a
+    /// slot that runs `frac` of it.
+    fn issue(&self, k: usize, frac: f64) -> Issue {
+        match k {
+            2 => Issue::WeightGrad,
+            _ if self.hidden_ns > 0.0 => Issue::Hidden(
+                if frac < 1.0 {
+                    self.hidden_ns * frac
+                } else {
+                    self.hidden_ns
+                },
+                self.by,
+            ),
+            _ => Issue::Blocking,
         }
     }
 
@@ -2203,6 +2231,7 @@ impl<'a> TPhase<'a> {
                 group: group.clone(),
             }),
             hidden_ns: scale(self.hidden_ns),
+            hidden_by: self.by,
         }
     }
 }
@@ -2325,11 +2354,11 @@ fn slot_template<'a>(
             Tag::Exchange(l, what),
             [
                 if forward {
-                    TPhase::new(0.0, a2a).hiding(moe_layer(0))
+                    TPhase::new(0.0, a2a).hiding(moe_layer(0), Hiding::Experts)
                 } else {
                     TPhase::NONE
                 },
-                TPhase::new(0.0, a2a).hiding(if forward { moe_layer(1) } else { 0.0 }),
+                TPhase::new(0.0, a2a).hiding(moe_layer(if forward { 1 } else { 0 }), Hiding::Experts),
                 TPhase::NONE,
             ],
         )
@@ -2366,8 +2395,9 @@ fn slot_template<'a>(
             out.push((
                 Tag::Block(l, b.name),
                 [
-                    TPhase::new(bt.forward_ns, tp_all_reduce).hiding(tp_hides(bt.linear_ns[0])),
-                    TPhase::new(bt.input_grad_ns + selective, tp_all_reduce).hiding(tp_hides(bt.linear_ns[1])),
+                    TPhase::new(bt.forward_ns, tp_all_reduce).hiding(tp_hides(bt.linear_ns[0]), Hiding::Products),
+                    TPhase::new(bt.input_grad_ns + selective, tp_all_reduce)
+                        .hiding(tp_hides(bt.linear_ns[1]), Hiding::Products),
                     TPhase::new(bt.weight_grad_ns + d.stream_ns(b.params * accumulate), bucket),
                 ],
             ));
@@ -2376,8 +2406,8 @@ fn slot_template<'a>(
                 out.push((
                     Tag::Exchange(l, "kv"),
                     [
-                        TPhase::new(0.0, kv_gather).hiding(bt.core_ns[0]),
-                        TPhase::new(0.0, kv_both).hiding(bt.core_ns[1]),
+                        TPhase::new(0.0, kv_gather).hiding(bt.core_ns[0], Hiding::AttentionCore),
+                        TPhase::new(0.0, kv_both).hiding(bt.core_ns[1], Hiding::AttentionCore),
                         TPhase::NONE,
                     ],
                 ));
@@ -2393,7 +2423,7 @@ fn slot_template<'a>(
                     Tag::Recompute(l, b.name),
                     [
                         TPhase::NONE,
-                        TPhase::new(bt.forward_ns, tp_all_reduce).hiding(tp_hides(bt.linear_ns[0])),
+                        TPhase::new(bt.forward_ns, tp_all_reduce).hiding(tp_hides(bt.linear_ns[0]), Hiding::Products),
                         TPhase::NONE,
                     ],
                 ));
@@ -2402,7 +2432,7 @@ fn slot_template<'a>(
                         Tag::Exchange(l, "recompute.kv"),
                         [
                             TPhase::NONE,
-                            TPhase::new(0.0, kv_gather).hiding(bt.core_ns[0]),
+                            TPhase::new(0.0, kv_gather).hiding(bt.core_ns[0], Hiding::AttentionCore),
                             TPhase::NONE,
                         ],
                     ));
@@ -2460,26 +2490,35 @@ fn slot_template<'a>(
         // Gather the stage's parameters before the forward and the
         // backward (the routed experts over their own group), or
         // prefetched under the layers.
-        let gathered = |c: TComm<'a>| {
+        // Prefetched, the two gathers share the layers' compute by their
+        // parameters (they may share a communicator's stream).
+        let gathered = |c: TComm<'a>, share: f64| {
             let [f, i, w] = both(c);
             if s.prefetch {
-                [f.hiding(layers_ns[0]), i.hiding(layers_ns[1]), w]
+                [
+                    f.hiding(share * layers_ns[0], Hiding::Layers),
+                    i.hiding(share * layers_ns[1], Hiding::Layers),
+                    w,
+                ]
             } else {
                 [f, i, w]
             }
         };
+        let all = (shared + experts).max(f64::MIN_POSITIVE);
         out.push((
             Tag::Zero3("zero3-gather"),
-            gathered(tcomm(CollectiveKind::AllGather, shared * model.bytes_weight / dp, g.dp)),
+            gathered(
+                tcomm(CollectiveKind::AllGather, shared * model.bytes_weight / dp, g.dp),
+                shared / all,
+            ),
         ));
         if experts > 0.0 {
             out.push((
                 Tag::Zero3("zero3-gather-experts"),
-                gathered(tcomm(
-                    CollectiveKind::AllGather,
-                    experts * model.bytes_weight / edp,
-                    g.edp,
-                )),
+                gathered(
+                    tcomm(CollectiveKind::AllGather, experts * model.bytes_weight / edp, g.edp),
+                    experts / all,
+                ),
             ));
         }
     }
@@ -2532,7 +2571,7 @@ fn optimizer_record(model: &ModelSpec, npu: &Npu, s: &Strategy, stage: &Stage) -
         forward: Phase {
             compute_ns: optimizer_ns(model, npu, s, stage),
             comm: None,
-            hidden_ns: 0.0,
+            ..Default::default()
         },
         input_grad: Phase::default(),
         weight_grad: Phase::default(),
@@ -2620,7 +2659,7 @@ pub fn census_of(model: &ModelSpec, npu: &Npu, s: &Strategy, fabric: &Fabric, pl
                 };
                 let scale = |x: f64| if frac < 1.0 { x * frac } else { x };
                 let bytes = scale(bytes);
-                let wg = Issue::of(PhaseKind::ALL[k], scale(p.hidden_ns));
+                let wg = p.issue(k, frac);
                 match comms.iter_mut().find(|(c, w, _)| {
                     *w == wg && c.kind == kind && c.bytes.to_bits() == bytes.to_bits() && c.group == *group
                 }) {

@@ -246,6 +246,34 @@ pub struct Phase {
     /// exports treat them as blocking.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub hidden_ns: f64,
+    /// What the collective hides under (a stream of its own per
+    /// communicator and kind of hiding: two kinds never share compute).
+    #[serde(default, skip_serializing_if = "Hiding::is_none")]
+    pub hidden_by: Hiding,
+}
+
+/// The compute a hidden collective runs under (`Phase::hidden_ns`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Hiding {
+    /// It blocks.
+    #[default]
+    None,
+    /// Its block's linear products (tensor-parallel overlap).
+    Products,
+    /// Its attention core (ring attention's key-value exchange).
+    AttentionCore,
+    /// Its MoE layer's experts (another micro-batch's, DualPipe-style).
+    Experts,
+    /// The micro-batch's layers (ZeRO-3 prefetch).
+    Layers,
+}
+
+impl Hiding {
+    /// Whether it blocks (left out of written workloads).
+    pub fn is_none(&self) -> bool {
+        *self == Hiding::None
+    }
 }
 
 fn is_zero(x: &f64) -> bool {

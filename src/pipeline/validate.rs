@@ -350,6 +350,9 @@ impl Published {
             if r.micro_batch == 0 {
                 return Err(bad("micro_batch must be >= 1".into()));
             }
+            if r.cp == 0 {
+                return Err(bad("cp must be >= 1".into()));
+            }
             let tp_pp = r.tp.checked_mul(r.pp).and_then(|x| x.checked_mul(r.cp)).unwrap_or(0);
             if tp_pp == 0 || !r.gpus.is_multiple_of(tp_pp) {
                 let cp = if r.cp == 1 {
@@ -858,15 +861,15 @@ pub fn rechoose(p: &Published, npu: &Npu) -> Result<Vec<Rechosen>, RunRefused> {
                 // Context parallelism searched on long sequences (8,192
                 // tokens and more, where runs use it: their activations),
                 // at degrees the sequence takes.
-                cp: [1, 2, 4, 8]
-                    .into_iter()
-                    .filter(|&c| {
-                        c == strategy.cp
-                            || (strategy.flash_attention
-                                && model.seq >= LONG_SEQUENCE
-                                && model.seq.is_multiple_of(2 * c))
-                    })
-                    .collect(),
+                cp: {
+                    let mut cp = vec![1, strategy.cp];
+                    if strategy.flash_attention && model.seq >= LONG_SEQUENCE {
+                        cp.extend([2, 4, 8].into_iter().filter(|c| model.seq.is_multiple_of(2 * c)));
+                    }
+                    cp.sort_unstable();
+                    cp.dedup();
+                    cp
+                },
                 ..RecipeSpace::only(&model, &strategy)
             }),
             model: Some(model),

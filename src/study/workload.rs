@@ -1021,7 +1021,7 @@ fn phase(
     Ok(Phase {
         compute_ns: compute,
         comm,
-        hidden_ns: 0.0,
+        ..Default::default()
     })
 }
 
