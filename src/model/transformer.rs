@@ -2300,7 +2300,6 @@ fn slot_template<'a>(
     let (times, stage) = (&planned.times, planned.cut.timed());
     let d = &npu.device;
     let t = s.tp as f64;
-    let v = s.virtual_stages.max(1);
     // One micro-batch's activation on this rank (its s / c tokens).
     let act =
         model.micro_batch as f64 * model.seq as f64 / s.cp.max(1) as f64 * model.hidden as f64 * model.bytes_weight;
@@ -2316,13 +2315,7 @@ fn slot_template<'a>(
     // the gradient, read and write the buffer.
     let accumulate = model.bytes_weight + 2.0 * model.bytes_grad;
     let (dense, moe) = (stage.dense, stage.moe);
-    let (shared, experts) = rank_params(model, s, stage);
-    let (dp, edp) = dp_degrees(s);
-    let grad_kind = if s.zero >= 3 {
-        CollectiveKind::ReduceScatter
-    } else {
-        CollectiveKind::AllReduce
-    };
+    let grad_kind = grad_kind(s);
     let tp_all_reduce = tcomm(CollectiveKind::AllReduce, act, g.tp);
     // Tensor-parallel collectives pipelined with the block's products.
     let tp_hides = |ns: f64| if s.tp_overlap { ns } else { 0.0 };
@@ -2334,19 +2327,10 @@ fn slot_template<'a>(
     let kv_both = tcomm(CollectiveKind::AllReduce, kv * s.cp as f64, g.cp);
     let a2a = tcomm(CollectiveKind::AllToAll, dispatch, g.ep);
     // With `ep_overlap` the dispatch and the combine each hide under half
-    // of the MoE layer's compute of the same pass.
+    // of the MoE layer's compute of the same pass (0 forward, 1 backward).
     let moe_layer = |k: usize| {
-        let times = [times.attention, times.moe.unwrap_or_default()];
-        let ns: f64 = times
-            .iter()
-            .map(|b| {
-                if k == 0 {
-                    b.forward_ns
-                } else {
-                    b.input_grad_ns + b.weight_grad_ns
-                }
-            })
-            .sum();
+        let pass = |b: BlockTime| [b.forward_ns, b.input_grad_ns + b.weight_grad_ns][k];
+        let ns = pass(times.attention) + pass(times.moe.unwrap_or_default());
         if s.ep_overlap { ns / 2.0 } else { 0.0 }
     };
     let exchange = |l: u64, what: &'static str, forward: bool| -> Template<'a> {
@@ -2444,41 +2428,75 @@ fn slot_template<'a>(
             }
         }
     }
-    // The logits (the last device) with the tied embedding's gradient
-    // accumulation and bucket; the first device's embedding alone.
-    if stage.logits || stage.embedding {
-        let logits = if stage.logits {
-            times.logits
-        } else {
-            BlockTime::default()
-        };
-        let (grad_ns, bucket) = if stage.embedding {
-            let embedding = model.embedding_params();
-            (
-                d.stream_ns(embedding / t * accumulate),
-                if first {
-                    tcomm(grad_kind, embedding / t * model.bytes_grad, g.dp)
-                } else {
-                    None
-                },
-            )
-        } else {
-            (0.0, None)
-        };
-        out.push((
-            if stage.logits { Tag::Logits } else { Tag::Embedding },
-            [
-                TPhase::new(logits.forward_ns, None),
-                TPhase::new(logits.input_grad_ns, None),
-                TPhase::new(logits.weight_grad_ns + grad_ns, bucket),
-            ],
-        ));
+    out.extend(ends_template(model, npu, s, g, planned, first));
+    out.extend(sends_and_gathers(model, s, g, stage, act, layers_ns, gather));
+    out
+}
+
+/// The logits (the last device) with the tied embedding's gradient
+/// accumulation and bucket (issued by slot 0, `first`); the first device's
+/// embedding alone; nothing on a device between.
+fn ends_template<'a>(
+    model: &ModelSpec,
+    npu: &Npu,
+    s: &Strategy,
+    g: &Groups<'a>,
+    planned: &Planned,
+    first: bool,
+) -> Option<Template<'a>> {
+    let (times, stage) = (&planned.times, planned.cut.timed());
+    let (d, t) = (&npu.device, s.tp as f64);
+    let accumulate = model.bytes_weight + 2.0 * model.bytes_grad;
+    if !(stage.logits || stage.embedding) {
+        return None;
     }
+    let logits = if stage.logits {
+        times.logits
+    } else {
+        BlockTime::default()
+    };
+    let (grad_ns, bucket) = if stage.embedding {
+        let embedding = model.embedding_params();
+        (
+            d.stream_ns(embedding / t * accumulate),
+            if first {
+                tcomm(grad_kind(s), embedding / t * model.bytes_grad, g.dp)
+            } else {
+                None
+            },
+        )
+    } else {
+        (0.0, None)
+    };
+    Some((
+        if stage.logits { Tag::Logits } else { Tag::Embedding },
+        [
+            TPhase::new(logits.forward_ns, None),
+            TPhase::new(logits.input_grad_ns, None),
+            TPhase::new(logits.weight_grad_ns + grad_ns, bucket),
+        ],
+    ))
+}
+
+/// The pipeline's sends (with their scatter/gather all-gathers) and, in a
+/// slot with a micro-batch (`gather`), ZeRO-3's parameter gathers, blocking
+/// or prefetched under the slot's layers (`layers_ns`: forward, backward).
+fn sends_and_gathers<'a>(
+    model: &ModelSpec,
+    s: &Strategy,
+    g: &Groups<'a>,
+    stage: &Stage,
+    act: f64,
+    layers_ns: [f64; 2],
+    gather: bool,
+) -> Vec<Template<'a>> {
+    let t = s.tp as f64;
+    let mut out = Vec::new();
     let both = |c: TComm<'a>| [TPhase::new(0.0, c), TPhase::new(0.0, c), TPhase::NONE];
     if s.pp > 1 {
         let scatter = s.scatter_gather && s.tp > 1;
         let send = if scatter { act / t } else { act };
-        for k in 0..v {
+        for k in 0..s.virtual_stages.max(1) {
             out.push((Tag::Boundary(k), both(tcomm(CollectiveKind::SendRecv, send, g.pp))));
             if scatter {
                 // An all-gather's bytes are one NPU's share.
@@ -2489,9 +2507,10 @@ fn slot_template<'a>(
     if s.zero >= 3 && gather {
         // Gather the stage's parameters before the forward and the
         // backward (the routed experts over their own group), or
-        // prefetched under the layers.
-        // Prefetched, the two gathers share the layers' compute by their
-        // parameters (they may share a communicator's stream).
+        // prefetched under the layers, which the two gathers then share by
+        // their parameters (they may share a communicator's stream).
+        let (shared, experts) = rank_params(model, s, stage);
+        let (dp, edp) = dp_degrees(s);
         let gathered = |c: TComm<'a>, share: f64| {
             let [f, i, w] = both(c);
             if s.prefetch {
@@ -2523,6 +2542,15 @@ fn slot_template<'a>(
         }
     }
     out
+}
+
+/// The gradients' collective: reduce-scatter under ZeRO-3, else all-reduce.
+fn grad_kind(s: &Strategy) -> CollectiveKind {
+    if s.zero >= 3 {
+        CollectiveKind::ReduceScatter
+    } else {
+        CollectiveKind::AllReduce
+    }
 }
 
 /// The 1F1B schedule's slots in four classes, each (first slot, how many
