@@ -24,19 +24,21 @@ fn bench(c: &mut Criterion) {
         "mixtral-8x7b-coopt",
     ] {
         let s = Study::load(&root.join(format!("studies/{name}.toml"))).expect("study");
-        let r = coopt::coopt(&s, &|_, _| {}).expect("coopt");
+        let r = coopt::coopt(&s, &dimsum::progress::Quiet).expect("coopt");
         eprintln!(
             "{name}: {} strategies, {} solved, {} pruned, {} invalid",
             r.searched, r.solved, r.pruned, r.rejected
         );
-        c.bench_function(&format!("coopt/{name}"), |b| b.iter(|| coopt::coopt(&s, &|_, _| {})));
+        c.bench_function(&format!("coopt/{name}"), |b| {
+            b.iter(|| coopt::coopt(&s, &dimsum::progress::Quiet))
+        });
     }
     // The whole training recipe (issue 26: GPT-3 175B on 4,096 NPUs in
     // <= 2 s): micro-batch 1-16, recomputation, ZeRO 0-3, sequence
     // parallelism, 1, 2 or 4 virtual stages, with every placement.
     let s = Study::load(&root.join("studies/gpt3-175b-coopt.toml")).expect("study");
     let space = RecipeSpace::whole(s.model.as_ref().expect("model"));
-    let r = coopt::coopt_in(&s, &space, &|_, _| {}).expect("coopt");
+    let r = coopt::coopt_in(&s, &space, &dimsum::progress::Quiet).expect("coopt");
     eprintln!(
         "gpt3-175b-coopt, whole recipe ({} recipes): {} candidates, {} solved, {} pruned, {} invalid",
         space.len(),
@@ -46,7 +48,7 @@ fn bench(c: &mut Criterion) {
         r.rejected
     );
     c.bench_function("coopt/gpt3-175b-coopt/whole-recipe", |b| {
-        b.iter(|| coopt::coopt_in(&s, &space, &|_, _| {}))
+        b.iter(|| coopt::coopt_in(&s, &space, &dimsum::progress::Quiet))
     });
 }
 
@@ -56,7 +58,7 @@ fn accelerators(c: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let s = Study::load(&root.join("studies/llama70b-2048-accelerators.toml")).expect("study");
     c.bench_function("coopt/llama70b-2048-accelerators", |b| {
-        b.iter(|| coopt::coopt_accelerators(&s, &|_, _| {}))
+        b.iter(|| coopt::coopt_accelerators(&s, &dimsum::progress::Quiet))
     });
 }
 
@@ -65,7 +67,7 @@ fn archs(c: &mut Criterion) {
     // strategy and recipe of GPT-3 on 1,024 accelerators, one search.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let s = Study::load(&root.join("studies/phaze-gpt3-arch.toml")).expect("study");
-    let a = coopt::coopt_archs(&s, None, &|_, _| {}).expect("archs");
+    let a = coopt::coopt_archs(&s, None, &dimsum::progress::Quiet).expect("archs");
     eprintln!(
         "phaze-gpt3-arch: {} architectures, {} candidates, {} solved, {} pruned, {} invalid",
         a.archs.len(),
@@ -75,7 +77,7 @@ fn archs(c: &mut Criterion) {
         a.coopt.rejected
     );
     c.bench_function("coopt/phaze-gpt3-arch", |b| {
-        b.iter(|| coopt::coopt_archs(&s, None, &|_, _| {}))
+        b.iter(|| coopt::coopt_archs(&s, None, &dimsum::progress::Quiet))
     });
 }
 

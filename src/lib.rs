@@ -108,6 +108,7 @@ pub mod io;
 pub mod model;
 pub mod optimize;
 pub mod pipeline;
+pub mod progress;
 pub mod report;
 pub mod schedule;
 pub mod study;

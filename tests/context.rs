@@ -250,7 +250,7 @@ constraints = ["node == 450"]
         "{e}"
     );
     let s = study("dp = 8", "[coopt]\ncp = [1, 2, 4]").unwrap();
-    let r = dimsum::pipeline::coopt::coopt(&s, &|_, _| {}).unwrap();
+    let r = dimsum::pipeline::coopt::coopt(&s, &dimsum::progress::Quiet).unwrap();
     let cps: std::collections::BTreeSet<u64> = r.strategies.iter().map(|row| row.cp).collect();
     assert_eq!(cps.into_iter().collect::<Vec<_>>(), vec![1, 2, 4]);
     // Each row's degrees multiply to the 8 NPUs.

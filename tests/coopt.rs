@@ -64,7 +64,7 @@ fn tiny(dir: &Path, text: &str) -> Study {
 fn joint_optimum_against_brute_force() {
     let dir = tempfile::tempdir().unwrap();
     let s = tiny(dir.path(), TINY);
-    let r = coopt::coopt(&s, &|_, _| {}).unwrap();
+    let r = coopt::coopt(&s, &dimsum::progress::Quiet).unwrap();
     let best = r.strategies[0].time_ms().unwrap();
     let base = s.parallelism.clone().unwrap();
     let all = coopt::strategies(16, &base, 0);
@@ -98,7 +98,7 @@ fn strategies_over_hbm_are_rejected_with_the_reason() {
         .replace("hbm_gib = 80", "hbm_gib = 0.12")
         .replace("tp = 4\npp = 1\ndp = 4", "tp = 16\npp = 1\ndp = 1");
     let s = tiny(dir.path(), &text);
-    let r = coopt::coopt(&s, &|_, _| {}).unwrap();
+    let r = coopt::coopt(&s, &dimsum::progress::Quiet).unwrap();
     let memory: Vec<&str> = r
         .strategies
         .iter()
@@ -239,7 +239,7 @@ fn recipe_search_against_brute_force() {
     let dir = tempfile::tempdir().unwrap();
     let s = tiny(dir.path(), TINY);
     let space = small_space();
-    let r = coopt::coopt_in(&s, &space, &|_, _| {}).unwrap();
+    let r = coopt::coopt_in(&s, &space, &dimsum::progress::Quiet).unwrap();
     let best = r.strategies[0].time_ms().unwrap();
     let (model, npu) = (s.model.as_ref().unwrap(), s.npu.as_ref().unwrap());
     let base = s.parallelism.clone().unwrap();
@@ -304,7 +304,7 @@ fn recipe_search_against_brute_force() {
     assert!(r.pruned > 0, "the bound pruned nothing");
     assert_eq!(r.recipe_space, space);
     // A wider space never does worse than the study's recipe alone.
-    let own = coopt::coopt(&s, &|_, _| {}).unwrap();
+    let own = coopt::coopt(&s, &dimsum::progress::Quiet).unwrap();
     assert!(best <= own.strategies[0].time_ms().unwrap() * (1.0 + 1e-9));
 }
 
@@ -398,7 +398,7 @@ fn the_studys_own_strategy_is_reported_outside_the_space() {
         zero: vec![3],
         ..transformer::RecipeSpace::only(s.model.as_ref().unwrap(), s.parallelism.as_ref().unwrap())
     };
-    let r = coopt::coopt_in(&s, &space, &|_, _| {}).unwrap();
+    let r = coopt::coopt_in(&s, &space, &dimsum::progress::Quiet).unwrap();
     let g = transformer::generate(
         s.model.as_ref().unwrap(),
         s.npu.as_ref().unwrap(),
@@ -441,7 +441,7 @@ fn moe_search_against_brute_force() {
         precision: vec![transformer::Precision::Bf16],
         cp: vec![1],
     };
-    let r = coopt::coopt_in(&s, &space, &|_, _| {}).unwrap();
+    let r = coopt::coopt_in(&s, &space, &dimsum::progress::Quiet).unwrap();
     let best = r.strategies[0].time_ms().unwrap();
     let (model, npu) = (s.model.as_ref().unwrap(), s.npu.as_ref().unwrap());
     let base = s.parallelism.clone().unwrap();
@@ -569,14 +569,14 @@ fn accelerator_choice_by_hand() {
     assert_ne!(text, TINY);
     let s = tiny(dir.path(), &text);
     assert_eq!(s.npu_choices.len(), 2);
-    let a = coopt::coopt_accelerators(&s, &|_, _| {}).unwrap();
+    let a = coopt::coopt_accelerators(&s, &dimsum::progress::Quiet).unwrap();
     assert_eq!(a.designs.len(), 2);
     let tokens = 32.0 * 512.0; // global batch x sequence
     for (d, npu) in a.designs.iter().zip(&s.npu_choices) {
         let mut one = s.clone();
         one.npu = Some(npu.clone());
         one.collective.reduction_gbps = Some(npu.device.hbm_gbps);
-        let alone = coopt::coopt(&one, &|_, _| {}).unwrap();
+        let alone = coopt::coopt(&one, &dimsum::progress::Quiet).unwrap();
         let Verdict::Solved {
             iteration_time_ms,
             network_cost_usd,
@@ -623,7 +623,7 @@ fn accelerator_choice_by_hand() {
     let h100_total = a.designs[0].capex_usd.unwrap();
     assert!(h100_total < 500_000.0, "{h100_total}");
     let s = tiny(dir.path(), &format!("{}[coopt]\nbudget_usd = 500000\n", tiny_types("")));
-    let a = coopt::coopt_accelerators(&s, &|_, _| {}).unwrap();
+    let a = coopt::coopt_accelerators(&s, &dimsum::progress::Quiet).unwrap();
     assert!(
         a.designs[1]
             .note
@@ -706,7 +706,7 @@ fn arch_search_against_brute_force() {
     assert_ne!(text, TINY);
     let s = tiny(dir.path(), &text);
     let space = s.arch_space.clone().unwrap();
-    let a = coopt::coopt_archs(&s, None, &|_, _| {}).unwrap();
+    let a = coopt::coopt_archs(&s, None, &dimsum::progress::Quiet).unwrap();
     assert_eq!(a.archs.len(), 48);
     assert_eq!(a.over_budget, 0);
     let base = s.parallelism.clone().unwrap();
@@ -793,7 +793,7 @@ fn arch_budgets_and_errors() {
         .collect();
     assert!(within.len() < 48 && within.len() > 1, "{}", within.len());
     assert!(within.iter().all(|x| x.area(&dimsum::model::arch::N7).total_mm2 <= own));
-    let a = coopt::coopt_archs(&s, None, &|_, _| {}).unwrap();
+    let a = coopt::coopt_archs(&s, None, &dimsum::progress::Quiet).unwrap();
     assert_eq!(a.archs.len(), within.len());
     assert_eq!(a.over_budget, 48 - within.len());
     let p = dir.path().join("bad.toml");
@@ -872,7 +872,7 @@ fn joint_optimum_replays_on_its_schedules() {
         zero: vec![1, 2],
         ..transformer::RecipeSpace::only(s.model.as_ref().unwrap(), s.parallelism.as_ref().unwrap())
     };
-    let r = coopt::coopt_in(&s, &space, &|_, _| {}).unwrap();
+    let r = coopt::coopt_in(&s, &space, &dimsum::progress::Quiet).unwrap();
     let o = r.optimum.as_ref().unwrap();
     let first = &r.strategies[0];
     assert_eq!(first.time_ms(), r.strategies[1].time_ms(), "no tie to break");
@@ -909,7 +909,7 @@ fn joint_optimum_replays_on_its_schedules() {
         panic!("{:?}", first.verdict)
     };
     assert_eq!(&o.bw_gbps, bw_gbps);
-    let m = coopt::replay(&s, o, &|_, _, _| ()).unwrap();
+    let m = coopt::replay(&s, o, &dimsum::progress::Quiet).unwrap();
     let analytic_ms = m.analytic_iteration_ns / 1e6;
     assert!((analytic_ms - iteration_time_ms).abs() <= 1e-9 * iteration_time_ms);
     assert!(m.lower_bound_ns <= m.iteration_ns * (1.0 + 1e-9));
@@ -936,7 +936,7 @@ fn joint_optimum_replays_on_its_schedules() {
         strategy,
         bw_gbps: vec![100.0, 100.0],
     };
-    let m = coopt::replay(&s, &by_hand, &|_, _, _| ()).unwrap();
+    let m = coopt::replay(&s, &by_hand, &dimsum::progress::Quiet).unwrap();
     let a2a: Vec<_> = m
         .collectives
         .iter()
@@ -968,7 +968,7 @@ fn coopt_replay_key() {
     let study = tiny(dir.path(), &off);
     assert!(!study.replay_optimum);
     let out = dir.path().join("out");
-    let r = dimsum::pipeline::run::run_study(&study, &out, &|_, _, _| ()).unwrap();
+    let r = dimsum::pipeline::run::run_study(&study, &out, &dimsum::progress::Quiet).unwrap();
     assert!(r.coopt.as_ref().unwrap().optimum.is_some() && r.coopt_replay.is_none());
     let p = dir.path().join("bad.toml");
     std::fs::write(&p, format!("{TINY}[coopt]\nreplay = 3\n")).unwrap();

@@ -263,7 +263,7 @@ fn the_catalog_frontier_is_brute_force_over_purchasable_designs() {
 fn the_decision_is_replayed_on_its_best_schedules_above_its_bound() {
     let s = study("budget_usd = 1e6");
     let mut p = procure(&s);
-    p.replay_decision(&s, &|_, _, _| ());
+    p.replay_decision(&s, &dimsum::progress::Quiet);
     let (_, c, _) = p.decided().unwrap();
     let m = p.replay.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(m.bw_gbps, c.catalog.bw_gbps);
@@ -321,7 +321,7 @@ fn a_catalog_priced_sweep_is_brute_force_over_purchasable_designs() {
     );
     let spec = &s.sweeps[0];
     let dir = tempfile::tempdir().unwrap();
-    let o = sweep::run(&s, spec, Shard::ALL, dir.path(), None, &|_, _| {}).unwrap();
+    let o = sweep::run(&s, spec, Shard::ALL, dir.path(), None, &dimsum::progress::Quiet).unwrap();
     let mut rd = csv::Reader::from_path(o.csv.unwrap()).unwrap();
     let head: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
     assert_eq!(head.last().unwrap(), "priced_by");

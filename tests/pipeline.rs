@@ -19,7 +19,7 @@ fn procurement_study() -> Study {
 fn run_study_agrees_with_direct_calls() {
     let study = procurement_study();
     let dir = tempfile::tempdir().unwrap();
-    let r = run::run_study(&study, dir.path(), &|_, _, _| ()).unwrap();
+    let r = run::run_study(&study, dir.path(), &dimsum::progress::Quiet).unwrap();
 
     // One recommendation per objective the study runs, in order.
     let names: Vec<&str> = r.recommended.iter().map(|x| x.objective.as_str()).collect();
@@ -69,7 +69,7 @@ fn run_study_agrees_with_direct_calls() {
 fn the_report_renders_the_typed_results() {
     let study = procurement_study();
     let dir = tempfile::tempdir().unwrap();
-    let r = run::run_study(&study, dir.path(), &|_, _, _| ()).unwrap();
+    let r = run::run_study(&study, dir.path(), &dimsum::progress::Quiet).unwrap();
     let files = dimsum::report::study::write(&study, &r, dir.path()).unwrap();
     assert_eq!(files[0], dir.path().join("summary.md"));
     for f in &files {

@@ -7,16 +7,17 @@ use dimsum::error::InputError;
 use dimsum::model::topology::Topology;
 use dimsum::model::units;
 use dimsum::model::workload::CollectiveKind;
+use dimsum::pipeline::exec::{Executor, RunError};
+use dimsum::pipeline::jobs;
 use dimsum::report;
+use dimsum::report::bars::Bars;
 use dimsum::schedule::Schedule;
 use dimsum::schedule::algorithm::{self, Algorithm, Options, SpecError};
 use dimsum::schedule::builtin::Algo;
-use dimsum::schedule::replay::Replay;
 use dimsum::schedule::simulate::LinkModel;
 use dimsum::schedule::{bounds, product};
 use dimsum::study::topology;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Arguments of `dimsum collective`.
 #[derive(Debug, Args)]
@@ -106,17 +107,13 @@ pub fn link_model(name: &str) -> Result<LinkModel, InputError> {
         .map_err(|e| InputError::arg("--link-model", e.to_string()))
 }
 
-/// Builds the schedule the arguments ask for (`size` matters to synthesis
-/// only), or returns the one read from `--schedule-in`.
-pub fn schedule_of(
+/// The collective, builder and options the arguments ask for (`size`
+/// matters to synthesis and is the buffer replayed).
+pub fn spec_of(
     args: &CollectiveArgs,
     topo: &Topology,
     size: f64,
-    loaded: Option<Schedule>,
-) -> Result<Schedule, InputError> {
-    if let Some(s) = loaded {
-        return Ok(s);
-    }
+) -> Result<(CollectiveKind, Algorithm, Options), InputError> {
     let kind = collective_kind(&args.collective)?;
     let algorithm = match &args.algorithm {
         Some(a) => a
@@ -146,17 +143,20 @@ pub fn schedule_of(
         reduce_gbps: None,
         tolerance: tolerance(&args.best_tolerance)?,
     };
-    algorithm::build(topo, kind, algorithm, &opt).map_err(|e| {
-        let flag = match e {
-            SpecError::Chunks => "--chunks-per-npu",
-            SpecError::DimAlgorithms => "--dim-algorithms",
-            SpecError::Ports => "--single-port",
-            SpecError::Restarts => "--restarts",
-            SpecError::Tolerance => "--best-tolerance",
-            SpecError::Build(_) => "--algorithm",
-        };
-        InputError::arg(flag, e.to_string())
-    })
+    Ok((kind, algorithm, opt))
+}
+
+/// A builder's refusal, under the flag that asked for it.
+fn spec_error(e: SpecError) -> InputError {
+    let flag = match e {
+        SpecError::Chunks => "--chunks-per-npu",
+        SpecError::DimAlgorithms => "--dim-algorithms",
+        SpecError::Ports => "--single-port",
+        SpecError::Restarts => "--restarts",
+        SpecError::Tolerance => "--best-tolerance",
+        SpecError::Build(_) => "--algorithm",
+    };
+    InputError::arg(flag, e.to_string())
 }
 
 /// `--best-tolerance`: a fraction (0.01) or a percentage (1%).
@@ -227,8 +227,6 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
             return Err(InputError::arg("--size", "give the collective's buffer, e.g. --size 64MiB").into());
         }
     };
-    let mut loaded = Some(loaded);
-    let model = link_model(&args.link_model)?;
     let forest = args.algorithm.as_deref().and_then(|a| a.parse::<Algorithm>().ok()) == Some(Algorithm::Forest);
     if forest && args.schedule_in.is_none() {
         let kind = collective_kind(&args.collective)?;
@@ -237,51 +235,23 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
             return rounds(args, &topo, size);
         }
     }
-    // Three stages, each seconds to a minute on thousands of NPUs: a bar
-    // (after one second) redrawn by a ticker while a stage runs; the
-    // replay's counts the transfers landed, with an ETA.
-    let bars = super::Bars::stages();
-    let replay_bar = super::Bars::new();
-    let task = "collective: schedule, replay, bounds";
-    let stage = AtomicUsize::new(0);
-    let (landed, transfers) = (AtomicU64::new(0), AtomicU64::new(0));
-    let tick = || match stage.load(Ordering::Relaxed) {
-        1 => {
-            bars.finish();
-            let load = |a: &AtomicU64| usize::try_from(a.load(Ordering::Relaxed)).unwrap_or(usize::MAX);
-            // The ETA at the rate since the first landings: the replay's
-            // set-up (routes, dependencies, state) is a bar of its own.
-            let what = if load(&landed) == 0 {
-                "collective: replay, setting up"
-            } else {
-                "collective: replay, transfers landed"
-            };
-            replay_bar.update(what, load(&landed), load(&transfers));
-        }
-        s => {
-            replay_bar.finish();
-            bars.update(task, s, 3);
-        }
+    let (kind, algorithm, options) = spec_of(args, &topo, size)?;
+    let job = jobs::Collective {
+        topology: topo,
+        kind,
+        algorithm,
+        options,
+        given: loaded,
+        record: args.charts.is_some(),
     };
-    let out = dimsum::pipeline::run::ticking(&tick, || {
-        schedule_of(args, &topo, size, loaded.take().flatten()).and_then(|schedule| {
-            transfers.store(schedule.transfers.len() as u64, Ordering::Relaxed);
-            stage.store(1, Ordering::Relaxed);
-            Replay::staged(
-                topo,
-                schedule,
-                size,
-                model,
-                args.charts.is_some(),
-                &|| stage.store(2, Ordering::Relaxed),
-                &landed,
-            )
-            .map_err(|e| InputError::arg("--schedule-in", e.to_string()))
-        })
-    });
-    replay_bar.finish();
+    let bars = Bars::stages();
+    let out = Executor::new(&bars).run(job);
     bars.finish();
-    let out = out?;
+    let out = out.map_err(|e| match e {
+        RunError::Build(e) => spec_error(e).into(),
+        RunError::Simulate(e) => InputError::arg("--schedule-in", e.to_string()).into(),
+        other => anyhow::Error::from(other),
+    })?;
     if let Some(path) = &args.schedule_out {
         dimsum::io::write_atomic(path, out.schedule.to_json().as_bytes())?;
     }

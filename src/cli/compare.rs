@@ -7,12 +7,14 @@
 use super::collective::{collective_kind, link_model};
 use clap::Args;
 use dimsum::error::InputError;
-use dimsum::io::{Stamp, write_atomic};
+use dimsum::io::Stamp;
 use dimsum::model::topology::Topology;
 use dimsum::model::units;
+use dimsum::pipeline::exec::{Executor, RunError};
+use dimsum::pipeline::jobs;
+use dimsum::report::bars::Bars;
 use dimsum::report::compare::{self as render, Setup};
 use dimsum::schedule::algorithm::Algorithm;
-use dimsum::schedule::compare::compare;
 use dimsum::study::topology;
 use std::path::PathBuf;
 
@@ -116,14 +118,21 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
         .map(|spec| Ok((spec.clone(), topology(spec)?)))
         .collect::<Result<Vec<_>, InputError>>()?;
     let all: Vec<Algorithm> = subjects.iter().chain(&baselines).copied().collect();
-    let progress = super::Progress::new(built.len() * all.len(), "compare");
-    let rows = compare(&built, kind, &all, &sizes, model, &|d| progress.set(d))
-        .map_err(|e| InputError::arg("--algorithms", e.to_string()))?;
-    progress.finish();
+    let bars = Bars::new();
+    let job = jobs::Compare {
+        topologies: &built,
+        kind,
+        algorithms: &all,
+        sizes: &sizes,
+        model,
+    };
+    let rows = Executor::new(&bars).run(job).map_err(|e| match e {
+        RunError::Compare(e) => anyhow::Error::from(InputError::arg("--algorithms", e.to_string())),
+        other => other.into(),
+    })?;
+    bars.finish();
     // The CSV, the table and the chart land together.
-    let staged = dimsum::io::Staged::new(&args.out)?;
     let command = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
-    let stamp = Stamp::of(command.as_bytes());
     let setup = Setup {
         collective: kind,
         subjects: &subjects,
@@ -135,13 +144,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
         link_latency_us: args.link_latency_us.as_deref().unwrap_or("0.5"),
         command: &command,
     };
-    write_atomic(&staged.dir().join("compare.csv"), render::csv(&rows, kind).as_bytes())?;
-    write_atomic(
-        &staged.dir().join("compare.md"),
-        render::markdown(&rows, &setup, &stamp).as_bytes(),
-    )?;
-    render::speedup_chart(staged.dir(), &rows, &setup, &stamp)?;
-    staged.commit()?;
+    render::write(&args.out, &rows, &setup, &Stamp::of(command.as_bytes()))?;
     let invalid = rows.iter().filter(|r| !r.valid).count();
     println!(
         "{} replays ({} invalid) written to {}",

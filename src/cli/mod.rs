@@ -12,20 +12,21 @@ pub mod scheduled;
 use clap::{Parser, Subcommand};
 use dimsum::error::InputError;
 use dimsum::model::units;
-use dimsum::optimize::frontier::Axis;
 use dimsum::optimize::scheduled::Evaluator;
 use dimsum::optimize::{self, Problem};
 use dimsum::pipeline::convert;
 use dimsum::pipeline::coopt;
-use dimsum::pipeline::run::{self, RunError};
+use dimsum::pipeline::exec::{Executor, RunError};
+use dimsum::pipeline::jobs::{self, Recipes};
+use dimsum::pipeline::run;
 use dimsum::pipeline::sweep::{self, Shard};
 use dimsum::report;
+use dimsum::report::bars::Bars;
 use dimsum::schedule::Schedule;
-use dimsum::study::Study;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use dimsum::study::{FrontierSpec, Study};
 use std::path::Path;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// dimsum: design the network fabrics of ML training clusters.
 #[derive(Debug, Parser)]
@@ -262,7 +263,7 @@ pub struct CooptArgs {
     /// own recipe) or `whole` (micro-batch 1-16, recomputation, ZeRO 0-3,
     /// sequence parallelism, 1, 2 or 4 virtual stages).
     #[arg(long, default_value = "study")]
-    pub recipe: String,
+    pub recipe: Recipes,
     /// Replay the joint optimum at its allocation: every distinct
     /// collective of its iteration on the best schedule dimsum builds (the
     /// pipeline's sends at their analytic time), with the certified bound
@@ -398,24 +399,11 @@ pub struct ValidateArgs {
 
 fn validate(a: ValidateArgs) -> anyhow::Result<()> {
     let bars = Bars::stages();
-    let checked = dimsum::pipeline::validate::validate_files(&a.files, &|d, n| bars.update("validate", d, n))?;
-    // Every validation's files land together, after the last is written.
-    let staged = dimsum::io::Staged::new(&a.out)?;
-    let mut lines = Vec::new();
-    let n = checked.len();
-    for (i, c) in checked.into_iter().enumerate() {
-        bars.update("report", i, n);
-        let files = report::validation::write(&c.validation, &c.stamp, &c.input, staged.dir())?;
-        let v = &c.validation;
-        lines.push(format!(
-            "{}: {}; wrote {}",
-            v.published.name,
-            v.errors_line(),
-            staged.final_path(&files[0]).display()
-        ));
-    }
+    let checked = Executor::new(&bars)
+        .run(jobs::Validate { files: &a.files })
+        .map_err(lift)?;
+    let lines = report::validation::write_all(&checked, &a.out, &bars)?;
     bars.finish();
-    staged.commit()?;
     for l in lines {
         println!("{l}");
     }
@@ -439,28 +427,15 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let mut designs = Vec::new();
-    for bw in &bws {
-        let e = study.evaluate_given(bw)?;
-        eprint!("{}", report::text::bounds_warnings(&e));
-        let checks = study.checks(bw)?;
-        // With [procurement], what buying it would run into.
-        let flags = study.procurement.is_some().then(|| {
-            let spec = study.procurement();
-            dimsum::pipeline::procure::flags(&study, &dimsum::model::bom::bom(&study.fabric, &spec, bw))
-        });
-        designs.push((e, checks, flags));
-    }
-    let views: Vec<report::text::Evaluated> = bws
-        .iter()
-        .zip(&designs)
-        .map(|(bw, (e, c, f))| report::text::Evaluated {
-            bw,
-            evaluation: e,
-            checks: c,
-            flags: f.as_deref(),
+    let views = Executor::quiet()
+        .run(jobs::Eval {
+            study: &study,
+            bws: &bws,
         })
-        .collect();
+        .map_err(lift)?;
+    for v in &views {
+        eprint!("{}", report::text::bounds_warnings(&v.evaluation));
+    }
     if json {
         let all: Vec<serde_json::Value> = views.iter().map(|v| report::json::evaluated(&study, v)).collect();
         match all.as_slice() {
@@ -468,7 +443,7 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
             _ => println!("{}", serde_json::Value::Array(all)),
         }
     } else if let [one] = views.as_slice() {
-        print!("{}", report::text::evaluation(&study, one.evaluation));
+        print!("{}", report::text::evaluation(&study, &one.evaluation));
         print!("{}", report::text::checks(one));
     } else {
         print!("{}", report::text::side_by_side(&study, &views));
@@ -537,24 +512,16 @@ fn frontier(a: FrontierArgs) -> anyhow::Result<()> {
     } = a;
     let mut study = load_study(&study)?;
     let evaluator = ev.apply(&mut study)?;
-    let spec = study.frontiers.first();
-    let axis = match axis.as_deref() {
-        Some(a) => a
-            .parse::<Axis>()
-            .map_err(|e| InputError::arg("--axis", e.to_string()))?,
-        None => spec.map_or(Axis::Cost, |f| f.axis),
-    };
-    let points = points.or_else(|| spec.map(|f| f.points)).unwrap_or(40);
-    if !(2..=100_000).contains(&points) {
-        return Err(InputError::arg("--points", format!("{points} is not allowed: use 2 to 100000")).into());
-    }
+    let FrontierSpec { axis, points } = study.frontier_request(axis.as_deref(), points)?;
     let dir = out.unwrap_or_else(|| PathBuf::from("results").join(&study.name));
     let bars = Bars::new();
-    let progress = |t: &str, d: usize, n: usize| bars.update(t, d, n);
-    let mut r = run::frontier(&study, axis, points, &progress).map_err(lift)?;
-    if evaluator == Evaluator::Schedule {
-        r.schedule_backed = Some(run::schedule_backed_frontier(&study, &r, &progress).map_err(lift)?);
-    }
+    let job = run::StudyFrontier {
+        study: &study,
+        axis,
+        points,
+        schedule_backed: evaluator == Evaluator::Schedule,
+    };
+    let r = Executor::new(&bars).run(job).map_err(lift)?;
     bars.finish();
     let staged = dimsum::io::Staged::new(&dir)?;
     report::study::frontier_files(&study, &study.stamp(), &r, staged.dir())?;
@@ -599,7 +566,10 @@ fn run_studies(a: RunArgs) -> anyhow::Result<()> {
         let bars = Bars::new();
         // Sweeps keep their CSV (and checkpoint) in `dir` as they finish,
         // so a re-run resumes; the report's files land together.
-        let results = run::run_study(&study, &dir, &|t, d, n| bars.update(t, d, n)).map_err(lift)?;
+        let results = Executor::new(&bars)
+            .checkpoints(&dir)
+            .run(run::RunStudy { study: &study })
+            .map_err(lift)?;
         bars.finish();
         let staged = dimsum::io::Staged::new(&dir)?;
         let files = report::study::write(&study, &results, staged.dir())?;
@@ -631,7 +601,12 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
     dimsum::io::create_dir(&dir)?;
     for spec in sweeps {
         let bars = Bars::new();
-        let o = run::sweep(&study, spec, shard, &dir, &|t, d, n| bars.update(t, d, n))?;
+        let job = jobs::Sweep {
+            study: &study,
+            spec,
+            shard,
+        };
+        let o = Executor::new(&bars).checkpoints(&dir).run(job).map_err(lift)?;
         bars.finish();
         match o.csv {
             Some(p) => println!(
@@ -665,96 +640,29 @@ fn coopt(a: CooptArgs) -> anyhow::Result<()> {
         recipe,
         replay,
     } = a;
-    let mut study = load_study_for_coopt(&study)?;
-    let Some(model) = &study.model else {
-        return Err(InputError::arg("coopt", format!("study `{}` has no [model] to parallelize", study.name)).into());
-    };
-    match recipe.as_str() {
-        "study" => {}
-        "whole" => study.recipe_space = Some(dimsum::model::transformer::RecipeSpace::whole(model)),
-        other => {
-            return Err(InputError::arg(
-                "--recipe",
-                format!("`{other}` is not a recipe space: use study or whole"),
-            )
-            .into());
-        }
-    }
+    let study = load_study_for_coopt(&study)?;
     let started = Instant::now();
-    let progress = Progress::new(1, "strategies");
-    let r = coopt::coopt(&study, &|done, total| {
-        progress.bar.set_length(total as u64);
-        progress.set(done);
-    })
-    .map_err(|e| match e {
-        coopt::CooptError::TooMany { .. } => anyhow::Error::from(InputError::arg("[coopt]", e.to_string())),
-        other => anyhow::anyhow!(other),
-    })?;
-    progress.finish();
-    // `[npu] type = [...]`: every accelerator searched and priced.
-    let acc = if study.npu_choices.is_empty() {
-        None
-    } else {
-        let bar = Progress::new(1, "accelerator strategies");
-        let a = coopt::coopt_accelerators(&study, &|done, total| {
-            bar.bar.set_length(total as u64);
-            bar.set(done);
-        })?;
-        bar.finish();
-        Some(a)
+    let bars = Bars::new();
+    let job = jobs::Coopt {
+        study: &study,
+        recipes: recipe,
+        replay,
     };
-    // `[npu.arch]`: the architecture searched with the strategy and fabric.
-    let archs = if study.arch_space.is_some() {
-        let bar = Progress::new(1, "architecture strategies");
-        let a = coopt::coopt_archs(&study, Some(&r), &|done, total| {
-            bar.bar.set_length(total as u64);
-            bar.set(done);
-        })
-        .map_err(|e| match e {
-            coopt::CooptError::TooMany { .. } => anyhow::Error::from(InputError::arg("[npu.arch]", e.to_string())),
-            other => anyhow::anyhow!(other),
-        })?;
-        bar.finish();
-        Some(a)
-    } else {
-        None
-    };
+    let mut found = Executor::new(&bars).run(job).map_err(lift)?;
+    bars.finish();
     let secs = started.elapsed().as_secs_f64();
-    // `--replay`: the joint optimum on the best schedules; a replay that
-    // fails is an error of the run (exit 1), not of the input.
-    let replayed: Option<Result<_, String>> = match (replay, r.optimum.as_ref()) {
-        (true, Some(o)) => {
-            let bars = Bars::new();
-            let m = coopt::replay(&study, o, &|t, d, n| bars.update(t, d, n));
-            bars.finish();
-            Some(Ok(m.map_err(|e| anyhow::anyhow!("replaying the joint optimum: {e}"))?))
-        }
-        _ => None,
-    };
+    // `--replay`: a replay that fails is an error of the run (exit 1), not
+    // of the input.
+    if let Some(Err(e)) = found.replay.take_if(|r| r.is_err()) {
+        return Err(lift(e.into()));
+    }
+    let (r, acc, archs) = (&found.coopt, found.accelerators.as_ref(), found.archs.as_ref());
     if json {
-        println!(
-            "{}",
-            report::json::coopt(&study, &r, acc.as_ref(), archs.as_ref(), replayed.as_ref(), secs, top)
-        );
-        return Ok(());
-    }
-    // With several accelerator types the choice is the answer: first.
-    if let Some(a) = &acc {
-        print!("{}", report::text::accelerators(a));
-        println!();
-    }
-    print!("{}", report::text::coopt(&study, &r, secs, top));
-    match (&replayed, replay) {
-        (Some(Ok(m)), _) => {
-            println!();
-            print!("{}", report::text::replayed_optimum(&study, m));
-        }
-        (None, true) => println!("\nno solved strategy to replay"),
-        _ => {}
-    }
-    if let Some(a) = &archs {
-        println!();
-        print!("{}", report::text::archs(a, top));
+        let replayed = found.replay.as_ref();
+        println!("{}", report::json::coopt(&study, r, acc, archs, replayed, secs, top));
+    } else {
+        let replayed = replay.then(|| found.replay.as_ref().and_then(|m| m.as_ref().ok()));
+        print!("{}", report::text::coopt_results(&study, &found, replayed, secs, top));
     }
     Ok(())
 }
@@ -822,141 +730,6 @@ fn import_libra(a: ImportLibraArgs) -> anyhow::Result<()> {
     }
     print!("{}", study.libra_toml(&network, &workload, &communicator, &cost));
     Ok(())
-}
-
-/// A progress bar on stderr that appears only once the work has lasted a
-/// second (quick runs print nothing). Where stderr is no terminal (a Slurm
-/// log, CI), a step that lasts over 5 s logs one line instead, at most
-/// every 10 s: the step, done/total and the time elapsed.
-pub(crate) struct Progress {
-    bar: ProgressBar,
-    start: Instant,
-    what: String,
-    /// Seconds since `start` of the last logged line (no terminal only).
-    logged: std::sync::Mutex<Option<f64>>,
-    terminal: bool,
-}
-
-/// With no terminal: the first line after this long, s.
-const LOG_AFTER_S: f64 = 5.0;
-/// With no terminal: at most one line per this long, s.
-const LOG_EVERY_S: f64 = 10.0;
-
-impl Progress {
-    pub(crate) fn new(len: usize, what: &str) -> Progress {
-        Progress::styled(len, what, true)
-    }
-
-    /// A bar with an ETA at the mean rate (`eta`), or without one (stages
-    /// of unlike lengths, where a rate says nothing).
-    fn styled(len: usize, what: &str, eta: bool) -> Progress {
-        let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::hidden());
-        let tail = if eta { ", eta {mean_eta}" } else { "" };
-        if let Ok(style) =
-            ProgressStyle::with_template(&format!("{what} {{bar:40}} {{pos}}/{{len}} [{{elapsed}}{tail}]"))
-        {
-            // The ETA at the mean rate since the start (indicatif's own
-            // follows the latest steps, and said "6m" for a 5 s coopt whose
-            // first strategies were slow): nothing until a step is done.
-            bar.set_style(style.with_key(
-                "mean_eta",
-                |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                    let (pos, len) = (st.pos(), st.len().unwrap_or(0));
-                    let _ = if pos == 0 || len <= pos {
-                        write!(w, "-")
-                    } else {
-                        let secs = st.elapsed().as_secs_f64() * (len - pos) as f64 / pos as f64;
-                        write!(w, "{}", indicatif::HumanDuration(Duration::from_secs_f64(secs)))
-                    };
-                },
-            ));
-        }
-        Progress {
-            bar,
-            start: Instant::now(),
-            what: what.to_string(),
-            logged: std::sync::Mutex::new(None),
-            terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        }
-    }
-
-    pub(crate) fn set(&self, done: usize) {
-        if !self.terminal {
-            self.bar.set_position(done as u64);
-            let t = self.start.elapsed().as_secs_f64();
-            if let Ok(mut last) = self.logged.lock()
-                && t > LOG_AFTER_S
-                && last.is_none_or(|l| t - l >= LOG_EVERY_S)
-            {
-                *last = Some(t);
-                let total = self.bar.length().unwrap_or(0);
-                eprintln!("{}: {done}/{total}, {t:.0} s elapsed", self.what);
-            }
-            return;
-        }
-        if self.bar.is_hidden() && self.start.elapsed() > Duration::from_secs(1) {
-            self.bar.set_draw_target(ProgressDrawTarget::stderr());
-        }
-        self.bar.set_position(done as u64);
-    }
-
-    pub(crate) fn finish(&self) {
-        if !self.bar.is_hidden() {
-            self.bar.finish_and_clear();
-        }
-    }
-}
-
-/// Progress bars for the pipeline's tasks: a new bar whenever the task
-/// changes.
-pub(crate) struct Bars {
-    current: std::sync::Mutex<Option<(String, Progress)>>,
-    eta: bool,
-}
-
-impl Bars {
-    pub(crate) fn new() -> Bars {
-        Bars {
-            current: std::sync::Mutex::new(None),
-            eta: true,
-        }
-    }
-
-    /// Bars counting stages of unlike lengths: elapsed time, no ETA.
-    pub(crate) fn stages() -> Bars {
-        Bars {
-            eta: false,
-            ..Bars::new()
-        }
-    }
-
-    pub(crate) fn update(&self, task: &str, done: usize, total: usize) {
-        let Ok(mut cur) = self.current.lock() else {
-            return;
-        };
-        // A new bar when the task changes or starts over (two frontiers on
-        // one axis run the same task twice).
-        if cur
-            .as_ref()
-            .is_none_or(|(t, p)| t != task || (done as u64) < p.bar.position())
-        {
-            if let Some((_, p)) = cur.take() {
-                p.finish();
-            }
-            *cur = Some((task.to_string(), Progress::styled(total, task, self.eta)));
-        }
-        if let Some((_, p)) = cur.as_ref() {
-            p.set(done);
-        }
-    }
-
-    pub(crate) fn finish(&self) {
-        if let Ok(mut cur) = self.current.lock()
-            && let Some((_, p)) = cur.take()
-        {
-            p.finish();
-        }
-    }
 }
 
 /// The pipeline's error at the binary's edge: bad input stays an

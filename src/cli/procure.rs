@@ -4,7 +4,8 @@
 use dimsum::error::InputError;
 use dimsum::model::bom;
 use dimsum::optimize::{Objective, Problem};
-use dimsum::pipeline::procure;
+use dimsum::pipeline::exec::Executor;
+use dimsum::pipeline::jobs;
 use dimsum::study::Study;
 
 /// `dimsum bom`.
@@ -29,7 +30,14 @@ pub fn run_catalog(
     json_out: bool,
 ) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
-    let c = procure::catalog_optimum(study, problem, objective, budget_usd, budget_w).map_err(super::lift)?;
+    let job = jobs::CatalogOptimum {
+        study,
+        problem,
+        objective,
+        budget_usd,
+        budget_w,
+    };
+    let c = Executor::quiet().run(job).map_err(super::lift)?;
     let solve_ms = started.elapsed().as_secs_f64() * 1e3;
     if json_out {
         let v = dimsum::report::json::catalog(

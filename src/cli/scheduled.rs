@@ -1,11 +1,10 @@
 //! `--evaluator schedule` for eval, optimize, frontier and run: the figures
 //! of `scheduled` as tables, JSON, CSV and charts.
 
-use super::Progress;
 use dimsum::error::InputError;
-use dimsum::model::units::ns_to_ms;
 use dimsum::optimize::scheduled::{self, Backed, Evaluator, FixedPoint, ScheduledError};
 use dimsum::optimize::{Objective, Problem};
+use dimsum::report::bars::Bar;
 use dimsum::study::Study;
 
 /// The evaluator options of eval, optimize, frontier and run; each
@@ -28,26 +27,11 @@ pub struct EvaluatorArgs {
 impl EvaluatorArgs {
     /// Applies the options to the study and returns the evaluator.
     pub fn apply(&self, study: &mut Study) -> Result<Evaluator, InputError> {
-        if let Some(f) = &self.evaluator {
-            study.evaluator.evaluator = f
-                .parse::<Evaluator>()
-                .map_err(|e| InputError::arg("--evaluator", e.to_string()))?;
-        }
-        if let Some(a) = &self.schedule_algorithm {
-            study.evaluator.algorithm =
-                scheduled::parse_algorithm(a).map_err(|e| InputError::arg("--schedule-algorithm", e.to_string()))?;
-            study.evaluator.per_collective.clear();
-        }
-        if let Some(k) = self.schedule_chunks {
-            if !(1..=64).contains(&k) {
-                return Err(InputError::arg(
-                    "--schedule-chunks",
-                    format!("{k} is not allowed: use 1 to 64"),
-                ));
-            }
-            study.evaluator.chunks_per_npu = k;
-        }
-        Ok(study.evaluator.evaluator)
+        study.override_evaluator(
+            self.evaluator.as_deref(),
+            self.schedule_algorithm.as_deref(),
+            self.schedule_chunks,
+        )
     }
 }
 
@@ -66,16 +50,7 @@ pub fn eval(study: &Study, bw: &[f64], json_out: bool) -> anyhow::Result<()> {
     if json_out {
         println!("{}", dimsum::report::json::scheduled_evaluation(study, &e, &m));
     } else {
-        print!("{}", dimsum::report::text::evaluation(study, &e));
-        println!();
-        println!(
-            "schedule-backed ({} schedules; analytic iteration {:.6} ms, simulated {:.6} ms: {:+.2}%)",
-            study.evaluator.algorithm,
-            ns_to_ms(m.analytic_iteration_ns),
-            ns_to_ms(m.iteration_ns),
-            100.0 * (m.iteration_ns / m.analytic_iteration_ns - 1.0)
-        );
-        print!("{}", dimsum::report::text::collectives(&m.collectives));
+        print!("{}", dimsum::report::text::scheduled_evaluation(study, &e, &m));
     }
     Ok(())
 }
@@ -87,7 +62,7 @@ pub fn fixed_point(
     problem: &Problem,
     objective: Objective,
 ) -> anyhow::Result<FixedPoint> {
-    let bar = Progress::new(study.evaluator.max_iterations, "fixed point");
+    let bar = Bar::new(study.evaluator.max_iterations, "fixed point");
     let fp = scheduled::optimize(backed, problem, objective, &|k| bar.set(k)).map_err(|e| lift(study, e))?;
     bar.finish();
     Ok(fp)

@@ -28,6 +28,12 @@ use rayon::prelude::*;
 use serde::Serialize;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// How many runs of consecutive budgets a frontier is solved in, in
+/// parallel. Fixed, not the thread count: each run warm-starts its solver
+/// from the points before it, so the split decides the rounding of every
+/// point (in the ninth digit) and the LP solves counted.
+pub const CHAINS: usize = 2;
+
 /// The frontier starts where the fastest design is this many times slower
 /// than the best one (unless the least feasible budget is already faster).
 pub const SLOWDOWN: f64 = 2.0;
@@ -218,10 +224,13 @@ pub(crate) fn frontier_with(
         })
         .collect();
     let sum_k: f64 = k.iter().sum();
-    // The points are independent: split them over the rayon threads, each
-    // with its own solver starting from the tangents found so far.
+    // The points are independent: split them into `CHAINS` runs of
+    // consecutive budgets, solved in parallel, each by its own solver
+    // starting from the tangents found so far and warm-started by the
+    // points before it in its run. The split does not depend on the
+    // number of threads, so neither do the points nor the solve count.
     let done = AtomicUsize::new(0);
-    let chunk = n.div_ceil(rayon::current_num_threads().max(1));
+    let chunk = n.div_ceil(CHAINS);
     let pool = s.cuts.clone();
     let solved = AtomicUsize::new(s.solves);
     let parts: Vec<Result<Vec<Point>, OptError>> = budgets

@@ -40,17 +40,23 @@
 //! under the study's linear constraints, priced by `[cost.tiers]`.
 
 use super::procure::{self, Pricing};
-use super::run::Progress;
+use crate::error::InputError;
 use crate::model::arch::{self, Arch, ArchSpace, Area, Power, Technology};
+use crate::model::bom::DimOption;
 use crate::model::collective::CollectiveModel;
 use crate::model::fabric::Fabric;
-use crate::model::training::{Counted, IterationModel};
-use crate::model::transformer::{self, ModelSpec, Npu, Par, Precision, RecipeSpace, Recompute, Strategy};
+use crate::model::training::{Counted, IterationModel, Loop};
+use crate::model::transformer::{
+    self, ModelSpec, Npu, Par, Precision, RecipeSpace, Recompute, Strategy, StrategyError,
+};
+use crate::optimize::expr::Constraint;
 use crate::optimize::scheduled::{Backed, Measured, ScheduledError};
 use crate::optimize::{self, Objective, Problem};
+use crate::progress::{Part, Progress, Quiet};
 use crate::study::Study;
 use rayon::prelude::*;
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// What became of one strategy.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -94,6 +100,15 @@ pub enum Verdict {
         /// The reason.
         reason: String,
     },
+}
+
+impl Verdict {
+    /// Invalid: `reason`, as its row shows it.
+    fn rejected(reason: &dyn std::fmt::Display) -> Verdict {
+        Verdict::Rejected {
+            reason: reason.to_string(),
+        }
+    }
 }
 
 /// The lower bound that pruned a strategy.
@@ -382,17 +397,6 @@ fn collective_model_on(study: &Study, npu: &Npu) -> CollectiveModel {
     cm
 }
 
-fn problem(
-    study: &Study,
-    fabric: &Fabric,
-    workload: &crate::model::workload::Workload,
-    cm: &CollectiveModel,
-) -> Result<Problem, String> {
-    let it = IterationModel::new(workload, fabric, cm, study.training_loop);
-    let cons = study.constraints(&[]).map_err(|e| e.to_string())?;
-    Ok(Problem::new(fabric, it, study.linear_cost(), cons))
-}
-
 /// Why a study cannot be co-optimized.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CooptError {
@@ -422,7 +426,7 @@ pub const MAX_CANDIDATES: usize = 1 << 22;
 
 /// Co-optimizes the study's model parallelization with its fabric over the
 /// study's recipe space (`[coopt]`, else its own recipe).
-pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Coopt, CooptError> {
+pub fn coopt(study: &Study, progress: Progress) -> Result<Coopt, CooptError> {
     let (Some(model), Some(base)) = (&study.model, study.search_base()) else {
         return Err(CooptError::NoModel);
     };
@@ -438,10 +442,12 @@ pub fn coopt(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<
 /// the study's own allocation (built ones, when the study gives one).
 type Visited = (Verdict, Option<Problem>, Option<u64>, Option<f64>);
 
-/// Candidates visited per thread between two updates of the cut: larger
-/// chunks wait less on each other's solves and may solve a few candidates
-/// a cut updated mid-chunk would have pruned.
-const CHUNK: usize = 8;
+/// Candidates visited in parallel between two updates of the cut: larger
+/// waves wait less on each other's solves and may solve a few candidates
+/// a cut updated mid-wave would have pruned. Fixed, not a multiple of the
+/// thread count: which candidates are solved and which pruned (and so the
+/// rows and the solve counts) must not depend on the machine.
+const WAVE: usize = 16;
 
 /// How many of the best strategies are exact: no candidate that could be
 /// among them is pruned (the rows after them are the ones solved).
@@ -460,7 +466,7 @@ struct Cand {
     mapping: Option<[Vec<i64>; 3]>,
     memory: Option<f64>,
     /// Its compute bound, ms, or why it is invalid.
-    planned: Result<f64, String>,
+    planned: Result<f64, StrategyError>,
     /// Its time at the most bandwidth, ms, from its counted collectives:
     /// exact under no-overlap (up to rounding, about 1e-13), a lower bound
     /// under overlap (NaN where not known).
@@ -485,15 +491,29 @@ impl Cand {
             self.bound()
         }
     }
+
+    /// Its verdict once visited by its bound at or past `cut`: pruned by
+    /// the bound that reaches it, or rejected.
+    fn pruned_by(&self, cut: f64) -> Verdict {
+        match &self.planned {
+            Err(reason) => Verdict::rejected(reason),
+            Ok(b) if *b >= cut => Verdict::Pruned {
+                bound_ms: *b,
+                bound: Bound::Compute,
+                equal_split_ms: f64::NAN,
+            },
+            Ok(_) => Verdict::Pruned {
+                bound_ms: self.most_ms,
+                bound: Bound::MostBandwidth,
+                equal_split_ms: f64::NAN,
+            },
+        }
+    }
 }
 
 /// Co-optimizes over `space`: every placement of every TP x PP x DP, with
 /// every recipe of the space.
-pub fn coopt_in(
-    study: &Study,
-    space: &RecipeSpace,
-    progress: &(dyn Fn(usize, usize) + Sync),
-) -> Result<Coopt, CooptError> {
+pub fn coopt_in(study: &Study, space: &RecipeSpace, progress: Progress) -> Result<Coopt, CooptError> {
     let Some(npu) = &study.npu else {
         return Err(CooptError::NoModel);
     };
@@ -504,381 +524,18 @@ pub fn coopt_in(
 /// TP x PP x DP, with every recipe of the space, on every NPU (the first is
 /// the study's own: its strategy's time is the default's). One search, one
 /// best-bound-first order and one cut over all of them.
-pub fn coopt_on(
-    study: &Study,
-    space: &RecipeSpace,
-    npus: &[Npu],
-    progress: &(dyn Fn(usize, usize) + Sync),
-) -> Result<Coopt, CooptError> {
+pub fn coopt_on(study: &Study, space: &RecipeSpace, npus: &[Npu], progress: Progress) -> Result<Coopt, CooptError> {
     let (Some(model), Some(base), Some(own_npu)) = (&study.model, study.search_base(), npus.first()) else {
         return Err(CooptError::NoModel);
     };
-    let base = &base;
-    let fabric = &study.fabric;
-    let models: Vec<ModelSpec> = space
-        .micro_batch
-        .iter()
-        .map(|&mb| ModelSpec {
-            micro_batch: mb,
-            ..model.clone()
-        })
-        .collect();
-    let experts = model.moe.as_ref().map_or(0, |x| x.experts);
-    // Orders that land every group on the same dimensions with the same
-    // sizes are one placement: keep the first.
-    let mut seen = std::collections::HashSet::new();
-    let placements: Vec<(Strategy, Option<Mapping>)> = strategies(fabric.npus(), base, experts)
-        .into_iter()
-        .filter_map(|s| {
-            let mapping = s
-                .groups(fabric)
-                .map(|g| [g[0].to_libra(), g[1].to_libra(), g[2].to_libra()]);
-            let mut unordered = s.clone();
-            unordered.order = base.order;
-            (mapping.is_none() || seen.insert((unordered, mapping.clone()))).then_some((s, mapping))
-        })
-        .collect();
-    let candidates = placements.len().saturating_mul(space.len()).saturating_mul(npus.len());
-    if candidates > MAX_CANDIDATES {
-        return Err(CooptError::TooMany {
-            placements: placements.len(),
-            recipes: space.len(),
-            npus: npus.len(),
-            candidates,
-        });
-    }
-    let all: Vec<(usize, usize, Strategy, &Option<Mapping>)> = (0..npus.len())
-        .flat_map(|n| {
-            placements.iter().flat_map(move |(p, mapping)| {
-                space.each(p).into_iter().map(move |(mb, s)| {
-                    (
-                        n,
-                        space.micro_batch.iter().position(|&m| m == mb).unwrap_or(0),
-                        s,
-                        mapping,
-                    )
-                })
-            })
-        })
-        .collect();
-    let priced_by = Pricing::of(study);
-    // The parts of the study's one fabric, for every strategy.
-    let parts = study.procurement();
-    let options = match priced_by {
-        Pricing::Catalog => procure::dim_options(fabric, &parts),
-        Pricing::Linear => Vec::new(),
-    };
-    // The most bandwidth each dimension can get: the same for every
-    // candidate (the constraints are the study's, whatever the workload;
-    // a bought design takes one of each dimension's options).
-    let most: Option<Vec<f64>> = match priced_by {
-        Pricing::Linear => problem(
-            study,
-            fabric,
-            &crate::model::workload::Workload { layers: Vec::new() },
-            &collective_model(study),
-        )
-        .ok()
-        .map(|p| optimize::most_bandwidth(&p)),
-        Pricing::Catalog => Some(
-            options
-                .iter()
-                .map(|o| o.iter().map(|x| x.gbps).fold(0.0, f64::max))
-                .collect(),
-        ),
-    };
-    let cms: Vec<CollectiveModel> = npus.iter().map(|n| collective_model_on(study, n)).collect();
-    let lp = study.training_loop;
-    // Plan every candidate (no records): valid ones get their compute
-    // bound, and their time at the most bandwidth from their counted
-    // collectives (`transformer::census_of`): a second lower bound, the
-    // time itself under no-overlap, the compute stream's under overlap.
-    let mut cands: Vec<Cand> = all
-        .into_par_iter()
-        .map(|(ni, mi, s, mapping)| {
-            let (ni, mi, s, mapping) = (&ni, &mi, &s, mapping.clone());
-            let npu = &npus[*ni];
-            match transformer::plan(&models[*mi], npu, s, fabric) {
-                Ok(p) => {
-                    let census = transformer::census_of(&models[*mi], npu, s, fabric, &p);
-                    let counted = Counted::new(census.compute_ns, &census.comms, fabric, &cms[*ni]);
-                    let at = |bw: &[f64]| crate::model::units::ns_to_ms(counted.iteration_ns(bw, lp));
-                    let most_ms = most.as_deref().map_or(f64::NAN, at);
-                    // The study's own allocation is the equal split: its
-                    // time there, exact under no-overlap.
-                    let equal_ms = match (&study.bw, lp) {
-                        (Some(bw), crate::model::training::Loop::NoOverlap) => at(bw),
-                        _ => f64::NAN,
-                    };
-                    Cand {
-                        s: s.clone(),
-                        npu: *ni,
-                        model: *mi,
-                        mapping,
-                        memory: Some(p.memory.gib()),
-                        planned: Ok(crate::model::units::ns_to_ms(p.compute_ns)),
-                        most_ms,
-                        equal_ms,
-                    }
-                }
-                Err(reason) => Cand {
-                    s: s.clone(),
-                    npu: *ni,
-                    model: *mi,
-                    mapping,
-                    memory: None,
-                    planned: Err(reason.to_string()),
-                    most_ms: f64::NAN,
-                    equal_ms: f64::NAN,
-                },
-            }
-        })
-        .collect();
+    let search = Search::new(study, model, space, npus);
+    let all = search.candidates(&base)?;
+    let mut cands = search.plan(all);
     let searched = cands.len();
-    let equal = match &study.bw {
-        Some(bw) => bw.clone(),
-        None => vec![0.0; fabric.ndims()],
-    };
-    let generate =
-        |c: &Cand| transformer::generate(&models[c.model], &npus[c.npu], &c.s, fabric).map_err(|e| e.to_string());
-    let build = |c: &Cand| -> Result<Problem, String> { problem(study, fabric, &generate(c)?.workload, &cms[c.npu]) };
-    let solve = |p: &Problem| -> Verdict {
-        let solved = match priced_by {
-            Pricing::Linear => optimize::solve(p, Objective::Perf).map(|s| {
-                (
-                    s.bw_gbps,
-                    s.iteration_time_ms,
-                    s.gap,
-                    s.network_cost_usd,
-                    s.network_power_w,
-                )
-            }),
-            Pricing::Catalog => procure::fastest_bought(p, options.clone(), parts.budget_usd, parts.budget_w)
-                .map(|s| (s.bw_gbps, s.iteration_time_ms, s.mip_rel_gap, s.capex_usd, s.power_w)),
-        };
-        match solved {
-            Ok((bw_gbps, iteration_time_ms, gap, network_cost_usd, network_power_w)) => Verdict::Solved {
-                equal_split_ms: f64::NAN,
-                bw_gbps,
-                iteration_time_ms,
-                gap,
-                network_cost_usd,
-                network_power_w,
-            },
-            Err(e) => Verdict::Failed { reason: e.to_string() },
-        }
-    };
     // Visited best bound first.
     cands.sort_by(|a, b| a.key().total_cmp(&b.key()));
-    let mut verdicts: Vec<Option<Verdict>> = vec![None; cands.len()];
-    let mut problems: Vec<Option<Problem>> = (0..cands.len()).map(|_| None).collect();
-    // Solved iterations by fingerprint: an equal workload (checked record
-    // by record) shares the verdict; and by the representative of the
-    // strategies that build the same iteration (`same_iteration`), which
-    // shares it without building.
-    let mut by_print: std::collections::HashMap<(u64, usize), usize> = std::collections::HashMap::new();
-    let same = |c: &Cand| (transformer::same_iteration(&c.s), c.npu, c.model, c.mapping.clone());
-    let mut by_same: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
-    // Equal-split times by the same representative.
-    let mut equal_of: std::collections::HashMap<_, f64> = std::collections::HashMap::new();
-    let mut best = f64::INFINITY;
-    // The EXACT_TOP best times solved so far: a candidate is pruned once a
-    // bound reaches the last of them, so the first EXACT_TOP rows are the
-    // true best (ties included).
-    let mut top: Vec<f64> = Vec::with_capacity(EXACT_TOP + 1);
-    let mut equal_bw = equal;
-    let threads = rayon::current_num_threads().max(1);
-    let mut i = 0;
-    while i < cands.len() {
-        let end = (i + CHUNK * threads).min(cands.len());
-        let chunk = &cands[i..end];
-        // With the study's own allocation the equal split is fixed: time
-        // every built candidate there too, so the pass below need not
-        // build it again.
-        let fixed_equal = study.bw.as_ref();
-        // Both bounds are closed forms whose rounding differs from the
-        // built iteration's (about 1e-13): they prune with a margin of 1e-9.
-        let cut = if top.len() >= EXACT_TOP {
-            top[EXACT_TOP - 1] * (1.0 - 1e-9)
-        } else {
-            f64::INFINITY
-        };
-        if cut.is_finite() && cands[i].key() >= cut {
-            // Visited by their bound: this one and every one after it are
-            // pruned (or invalid).
-            for (k, c) in cands.iter().enumerate().skip(i) {
-                verdicts[k] = Some(match &c.planned {
-                    Err(reason) => Verdict::Rejected { reason: reason.clone() },
-                    Ok(b) if *b >= cut => Verdict::Pruned {
-                        bound_ms: *b,
-                        bound: Bound::Compute,
-                        equal_split_ms: f64::NAN,
-                    },
-                    Ok(_) => Verdict::Pruned {
-                        bound_ms: c.most_ms,
-                        bound: Bound::MostBandwidth,
-                        equal_split_ms: f64::NAN,
-                    },
-                });
-            }
-            progress(cands.len(), cands.len());
-            break;
-        }
-        let done: Vec<Visited> = chunk
-            .par_iter()
-            .map(|c| {
-                let bound = match &c.planned {
-                    Err(reason) => return (Verdict::Rejected { reason: reason.clone() }, None, None, None),
-                    Ok(b) => *b,
-                };
-                let pruned = |bound_ms: f64, which: Bound| Verdict::Pruned {
-                    bound_ms,
-                    bound: which,
-                    equal_split_ms: f64::NAN,
-                };
-                if cut.is_finite() && bound >= cut {
-                    return (pruned(bound, Bound::Compute), None, None, None);
-                }
-                if cut.is_finite() && c.most_ms >= cut {
-                    return (pruned(c.most_ms, Bound::MostBandwidth), None, None, None);
-                }
-                if let Some(&j) = by_same.get(&same(c))
-                    && let Some(v) = &verdicts[j]
-                {
-                    return (v.clone(), None, None, None);
-                }
-                let g = match generate(c) {
-                    Ok(g) => g,
-                    Err(reason) => return (Verdict::Rejected { reason }, None, None, None),
-                };
-                let print = g.workload.fingerprint();
-                if let Some(&j) = by_print.get(&(print, c.npu))
-                    && let Some(v) = &verdicts[j]
-                    && generate(&cands[j]).is_ok_and(|h| h.workload == g.workload)
-                {
-                    return (v.clone(), None, None, None);
-                }
-                let p = match problem(study, fabric, &g.workload, &cms[c.npu]) {
-                    Ok(p) => p,
-                    Err(reason) => return (Verdict::Rejected { reason }, None, None, None),
-                };
-                let eq = fixed_equal.map(|bw| p.time_ms(bw));
-                // Under overlap the counted bound is the compute stream's:
-                // the built iteration's own time at the most bandwidth is
-                // tighter.
-                if lp == crate::model::training::Loop::Overlap
-                    && let Some(most) = &most
-                {
-                    let t = p.time_ms(most);
-                    if cut.is_finite() && t >= cut {
-                        return (pruned(t, Bound::MostBandwidth), None, None, eq);
-                    }
-                }
-                (solve(&p), Some(p), Some(print), eq)
-            })
-            .collect();
-        for (k, (v, p, print, eq)) in done.into_iter().enumerate() {
-            let at = i + k;
-            if let Some(t) = eq {
-                equal_of.insert(same(&cands[at]), t);
-            }
-            if let Verdict::Solved { iteration_time_ms, .. } = &v {
-                let k = top.partition_point(|t| t <= iteration_time_ms);
-                top.insert(k, *iteration_time_ms);
-                top.truncate(EXACT_TOP);
-            }
-            if let Verdict::Solved {
-                iteration_time_ms,
-                bw_gbps,
-                ..
-            } = &v
-                && *iteration_time_ms < best
-            {
-                best = *iteration_time_ms;
-                if study.bw.is_none() {
-                    let total: f64 = bw_gbps.iter().sum();
-                    equal_bw = vec![total / fabric.ndims() as f64; fabric.ndims()];
-                }
-            }
-            if let Some(print) = print {
-                by_print.entry((print, cands[at].npu)).or_insert(at);
-            }
-            if matches!(
-                v,
-                Verdict::Solved { .. }
-                    | Verdict::Pruned {
-                        bound: Bound::MostBandwidth,
-                        ..
-                    }
-            ) {
-                by_same.entry(same(&cands[at])).or_insert(at);
-            }
-            verdicts[at] = Some(v);
-            problems[at] = p;
-        }
-        i = end;
-        progress(i, cands.len());
-    }
-    // Every solved strategy at the equal split (cheap: no solve), and the
-    // best strategy there: every candidate whose compute bound is below the
-    // best equal-split time so far (in parallel chunks), timed from its
-    // counts under no-overlap, else built. Failed strategies do not count.
-    let mut best_eq = f64::INFINITY;
-    // Where the equal split gives no dimension more than the most it can
-    // get, a candidate's time there is at least its time at the most
-    // bandwidth: that bound skips it too.
-    let equal_below_most = most
-        .as_ref()
-        .is_some_and(|m| m.len() == equal_bw.len() && equal_bw.iter().zip(m).all(|(e, x)| e <= x));
-    let mut at = 0;
-    while at < cands.len() {
-        let end = (at + 64 * threads).min(cands.len());
-        let need = |k: usize| {
-            let counted = matches!(verdicts[k], Some(Verdict::Solved { .. } | Verdict::Pruned { .. }));
-            let solved = matches!(verdicts[k], Some(Verdict::Solved { .. }));
-            let bound = if equal_below_most {
-                cands[k].key()
-            } else {
-                cands[k].bound()
-            };
-            counted && (solved || bound < best_eq)
-        };
-        let times: Vec<Option<f64>> = (at..end)
-            .into_par_iter()
-            .map(|k| {
-                if !need(k) {
-                    return None;
-                }
-                let c = &cands[k];
-                match (&problems[k], equal_of.get(&same(c))) {
-                    (Some(p), _) => Some(p.time_ms(&equal_bw)),
-                    (None, Some(t)) => Some(*t),
-                    (None, None) if c.equal_ms.is_finite() => Some(c.equal_ms),
-                    // Counted, the time itself under no-overlap: no records
-                    // needed.
-                    (None, None) if lp == crate::model::training::Loop::NoOverlap => {
-                        transformer::census(&models[c.model], &npus[c.npu], &c.s, fabric)
-                            .ok()
-                            .map(|n| {
-                                let counted = Counted::new(n.compute_ns, &n.comms, fabric, &cms[c.npu]);
-                                crate::model::units::ns_to_ms(counted.iteration_ns(&equal_bw, lp))
-                            })
-                    }
-                    (None, None) => build(c).ok().map(|p| p.time_ms(&equal_bw)),
-                }
-            })
-            .collect();
-        for (k, t) in (at..end).zip(times) {
-            if let Some(t) = t {
-                equal_of.insert(same(&cands[k]), t);
-                set_equal(verdicts[k].as_mut(), t);
-                if t.is_finite() {
-                    best_eq = best_eq.min(t);
-                }
-            }
-        }
-        at = end;
-    }
+    let mut v = search.visit(&cands, progress);
+    search.equal_split(&cands, &mut v);
     // The study's own strategy (its placement, recipe and micro-batch):
     // its row if the search solved it (the order compared by where it puts
     // the groups, virtual stages as `each` keeps them), else solved here,
@@ -891,73 +548,18 @@ pub fn coopt_on(
         }
         s
     };
-    let base_mapping = base
-        .groups(fabric)
-        .map(|g| [g[0].to_libra(), g[1].to_libra(), g[2].to_libra()]);
+    let base_mapping = mapping_of(&base, search.fabric);
     // A study that names no strategy has no own row.
     let own = cands.iter().position(|c| {
         study.parallelism.is_some()
             && c.npu == 0
-            && unordered(&c.s) == unordered(base)
+            && unordered(&c.s) == unordered(&base)
             && c.mapping == base_mapping
-            && models[c.model].micro_batch == model.micro_batch
+            && search.models[c.model].micro_batch == model.micro_batch
     });
-    // The joint optimum: the first of the fastest, as the rows' stable
-    // sort puts it first.
-    let fastest = verdicts
-        .iter()
-        .enumerate()
-        .filter_map(|(k, v)| match v {
-            Some(Verdict::Solved {
-                iteration_time_ms,
-                bw_gbps,
-                ..
-            }) => Some((k, *iteration_time_ms, bw_gbps)),
-            _ => None,
-        })
-        .filter(|x| x.1.is_finite())
-        .min_by(|a, b| a.1.total_cmp(&b.1));
-    let optimum = fastest.map(|(k, _, bw)| Optimum {
-        model: models[cands[k].model].clone(),
-        npu: npus[cands[k].npu].clone(),
-        strategy: cands[k].s.clone(),
-        bw_gbps: bw.clone(),
-    });
-    // The candidates become the rows (moved, not copied: a search may
-    // hold millions).
-    drop(problems);
-    let mut rows: Vec<Row> = cands
-        .into_iter()
-        .zip(verdicts)
-        .map(|(c, v)| {
-            // The solved ones' stage cuts (planned again: tens to hundreds).
-            let stages = matches!(v, Some(Verdict::Solved { .. }))
-                .then(|| transformer::plan(&models[c.model], &npus[c.npu], &c.s, fabric).ok())
-                .flatten()
-                .map(|p| p.cut.describe());
-            Row {
-                tp: c.s.tp,
-                pp: c.s.pp,
-                dp: c.s.dp,
-                ep: c.s.ep,
-                cp: c.s.cp,
-                precision: c.s.precision,
-                order: c.s.order_name(),
-                micro_batch: models[c.model].micro_batch,
-                zero: c.s.zero,
-                sequence_parallel: c.s.sequence_parallel,
-                recompute: c.s.recompute,
-                virtual_stages: c.s.virtual_stages,
-                mapping: c.mapping,
-                memory_gib: c.memory,
-                stages,
-                npu: (npus.len() > 1).then(|| npus[c.npu].name.clone()),
-                verdict: v.unwrap_or(Verdict::Failed {
-                    reason: "not visited".into(),
-                }),
-            }
-        })
-        .collect();
+    let optimum = search.optimum(&cands, &v.verdicts);
+    let Visit { verdicts, equal_bw, .. } = v;
+    let mut rows = search.rows(cands, verdicts);
     let best_on_equal_split_ms = rows.iter().filter_map(Row::equal_ms).min_by(f64::total_cmp);
     // Why the study's own strategy is not in the comparison, if it is not:
     // it names none, or it is invalid (its row's reason).
@@ -970,10 +572,10 @@ pub fn coopt_on(
     let default_optimized_ms = match own.and_then(|at| rows[at].time_ms()) {
         Some(t) => Some(t),
         None if study.parallelism.is_none() => None,
-        None => transformer::generate(model, own_npu, base, fabric)
+        None => transformer::generate(model, own_npu, &base, search.fabric)
             .ok()
-            .and_then(|g| problem(study, fabric, &g.workload, &cms[0]).ok())
-            .and_then(|p| match solve(&p) {
+            .and_then(|g| search.problem(&g.workload, 0).ok())
+            .and_then(|p| match search.solve(&p) {
                 Verdict::Solved { iteration_time_ms, .. } => Some(iteration_time_ms),
                 _ => None,
             }),
@@ -997,11 +599,546 @@ pub fn coopt_on(
         best_on_equal_split_ms,
         default_optimized_ms,
         own_invalid,
-        priced_by,
+        priced_by: search.priced_by,
         recipe_space: space.clone(),
         optimum,
     })
 }
+
+/// The groups of `s` on `fabric` in LIBRA's notation (tp, pp, dp).
+fn mapping_of(s: &Strategy, fabric: &Fabric) -> Option<Mapping> {
+    s.groups(fabric)
+        .map(|g| [g[0].to_libra(), g[1].to_libra(), g[2].to_libra()])
+}
+
+/// What every candidate of one search shares: the study's fabric, model
+/// (one per micro-batch), NPUs and their collective models, the loop, the
+/// pricing with its parts, and the most bandwidth each dimension can get.
+struct Search<'a> {
+    study: &'a Study,
+    fabric: &'a Fabric,
+    space: &'a RecipeSpace,
+    npus: &'a [Npu],
+    /// The model at each micro-batch of the space.
+    models: Vec<ModelSpec>,
+    /// Each NPU's collective model.
+    cms: Vec<CollectiveModel>,
+    lp: Loop,
+    priced_by: Pricing,
+    /// The study's constraints (the same whatever the workload), or why
+    /// they cannot be built.
+    constraints: Result<Vec<Constraint>, InputError>,
+    /// Each dimension's purchasable designs (catalog pricing).
+    options: Vec<Vec<DimOption>>,
+    budget_usd: Option<f64>,
+    budget_w: Option<f64>,
+    /// The most bandwidth each dimension can get: the same for every
+    /// candidate (the constraints are the study's, whatever the workload;
+    /// a bought design takes one of each dimension's options).
+    most: Option<Vec<f64>>,
+}
+
+/// The state of the best-bound-first visit.
+struct Visit {
+    /// Each candidate's verdict (`None`: not visited).
+    verdicts: Vec<Option<Verdict>>,
+    /// The solved candidates' problems.
+    problems: Vec<Option<Problem>>,
+    /// Equal-split times by the representative of the strategies that
+    /// build the same iteration.
+    equal_of: HashMap<Same, f64>,
+    /// The equal split: the study's `bw`, else the best design's total
+    /// spread evenly.
+    equal_bw: Vec<f64>,
+}
+
+/// A candidate before planning: its NPU and model (indices), strategy
+/// and mapping.
+type Placed = (usize, usize, Strategy, Option<Mapping>);
+
+/// The strategies that build the same iteration (`transformer::same_iteration`)
+/// on one NPU and model, in one placement.
+type Same = (Strategy, usize, usize, Option<Mapping>);
+
+fn same(c: &Cand) -> Same {
+    (transformer::same_iteration(&c.s), c.npu, c.model, c.mapping.clone())
+}
+
+impl<'a> Search<'a> {
+    fn new(study: &'a Study, model: &ModelSpec, space: &'a RecipeSpace, npus: &'a [Npu]) -> Search<'a> {
+        let fabric = &study.fabric;
+        let models = space
+            .micro_batch
+            .iter()
+            .map(|&mb| ModelSpec {
+                micro_batch: mb,
+                ..model.clone()
+            })
+            .collect();
+        let priced_by = Pricing::of(study);
+        // The parts of the study's one fabric, for every strategy.
+        let parts = study.procurement();
+        let options = match priced_by {
+            Pricing::Catalog => procure::dim_options(fabric, &parts),
+            Pricing::Linear => Vec::new(),
+        };
+        let mut s = Search {
+            study,
+            fabric,
+            space,
+            npus,
+            models,
+            cms: npus.iter().map(|n| collective_model_on(study, n)).collect(),
+            lp: study.training_loop,
+            priced_by,
+            constraints: study.constraints(&[]),
+            options,
+            budget_usd: parts.budget_usd,
+            budget_w: parts.budget_w,
+            most: None,
+        };
+        s.most = match priced_by {
+            Pricing::Linear => s
+                .problem(&crate::model::workload::Workload { layers: Vec::new() }, 0)
+                .ok()
+                .map(|p| optimize::most_bandwidth(&p)),
+            Pricing::Catalog => Some(
+                s.options
+                    .iter()
+                    .map(|o| o.iter().map(|x| x.gbps).fold(0.0, f64::max))
+                    .collect(),
+            ),
+        };
+        s
+    }
+
+    /// Every (NPU, micro-batch, strategy, mapping) to search: placements
+    /// with the same mapping dropped, each with every recipe of the space.
+    fn candidates(&self, base: &Strategy) -> Result<Vec<Placed>, CooptError> {
+        let experts = self
+            .models
+            .first()
+            .and_then(|m| m.moe.as_ref())
+            .map_or(0, |x| x.experts);
+        // Orders that land every group on the same dimensions with the same
+        // sizes are one placement: keep the first.
+        let mut seen = std::collections::HashSet::new();
+        let placements: Vec<(Strategy, Option<Mapping>)> = strategies(self.fabric.npus(), base, experts)
+            .into_iter()
+            .filter_map(|s| {
+                let mapping = mapping_of(&s, self.fabric);
+                let mut unordered = s.clone();
+                unordered.order = base.order;
+                (mapping.is_none() || seen.insert((unordered, mapping.clone()))).then_some((s, mapping))
+            })
+            .collect();
+        let (space, npus) = (self.space, self.npus.len());
+        let candidates = placements.len().saturating_mul(space.len()).saturating_mul(npus);
+        if candidates > MAX_CANDIDATES {
+            return Err(CooptError::TooMany {
+                placements: placements.len(),
+                recipes: space.len(),
+                npus,
+                candidates,
+            });
+        }
+        Ok((0..npus)
+            .flat_map(|n| {
+                placements.iter().flat_map(move |(p, mapping)| {
+                    space.each(p).into_iter().map(move |(mb, s)| {
+                        let model = space.micro_batch.iter().position(|&m| m == mb).unwrap_or(0);
+                        (n, model, s, mapping.clone())
+                    })
+                })
+            })
+            .collect())
+    }
+
+    /// Every candidate planned (no records): valid ones get their compute
+    /// bound, and their time at the most bandwidth from their counted
+    /// collectives (`transformer::census_of`): a second lower bound, the
+    /// time itself under no-overlap, the compute stream's under overlap.
+    fn plan(&self, all: Vec<Placed>) -> Vec<Cand> {
+        all.into_par_iter()
+            .map(|(npu, model, s, mapping)| {
+                let n = &self.npus[npu];
+                let (memory, planned, most_ms, equal_ms) =
+                    match transformer::plan(&self.models[model], n, &s, self.fabric) {
+                        Ok(p) => {
+                            let census = transformer::census_of(&self.models[model], n, &s, self.fabric, &p);
+                            let counted = Counted::new(census.compute_ns, &census.comms, self.fabric, &self.cms[npu]);
+                            let at = |bw: &[f64]| crate::model::units::ns_to_ms(counted.iteration_ns(bw, self.lp));
+                            // The study's own allocation is the equal split: its
+                            // time there, exact under no-overlap.
+                            let equal_ms = match (&self.study.bw, self.lp) {
+                                (Some(bw), Loop::NoOverlap) => at(bw),
+                                _ => f64::NAN,
+                            };
+                            let most_ms = self.most.as_deref().map_or(f64::NAN, at);
+                            let planned = Ok(crate::model::units::ns_to_ms(p.compute_ns));
+                            (Some(p.memory.gib()), planned, most_ms, equal_ms)
+                        }
+                        Err(reason) => (None, Err(reason), f64::NAN, f64::NAN),
+                    };
+                Cand {
+                    s,
+                    npu,
+                    model,
+                    mapping,
+                    memory,
+                    planned,
+                    most_ms,
+                    equal_ms,
+                }
+            })
+            .collect()
+    }
+
+    fn generate(&self, c: &Cand) -> Result<transformer::Generated, StrategyError> {
+        transformer::generate(&self.models[c.model], &self.npus[c.npu], &c.s, self.fabric)
+    }
+
+    /// The study's problem for `workload` on NPU `npu`.
+    fn problem(&self, workload: &crate::model::workload::Workload, npu: usize) -> Result<Problem, &InputError> {
+        let it = IterationModel::new(workload, self.fabric, &self.cms[npu], self.lp);
+        let cons = self.constraints.as_ref()?;
+        Ok(Problem::new(self.fabric, it, self.study.linear_cost(), cons.clone()))
+    }
+
+    fn build(&self, c: &Cand) -> Option<Problem> {
+        let g = self.generate(c).ok()?;
+        self.problem(&g.workload, c.npu).ok()
+    }
+
+    /// The fastest design of `p` as the search prices it.
+    fn solve(&self, p: &Problem) -> Verdict {
+        let solved = match self.priced_by {
+            Pricing::Linear => optimize::solve(p, Objective::Perf).map(|s| {
+                (
+                    s.bw_gbps,
+                    s.iteration_time_ms,
+                    s.gap,
+                    s.network_cost_usd,
+                    s.network_power_w,
+                )
+            }),
+            Pricing::Catalog => procure::fastest_bought(p, self.options.clone(), self.budget_usd, self.budget_w)
+                .map(|s| (s.bw_gbps, s.iteration_time_ms, s.mip_rel_gap, s.capex_usd, s.power_w)),
+        };
+        match solved {
+            Ok((bw_gbps, iteration_time_ms, gap, network_cost_usd, network_power_w)) => Verdict::Solved {
+                equal_split_ms: f64::NAN,
+                bw_gbps,
+                iteration_time_ms,
+                gap,
+                network_cost_usd,
+                network_power_w,
+            },
+            Err(e) => Verdict::Failed { reason: e.to_string() },
+        }
+    }
+
+    /// Visits the candidates (sorted best bound first) in waves of
+    /// [`WAVE`], pruning against the [`EXACT_TOP`]-th best time solved so
+    /// far, and stops at the first candidate whose bound reaches it.
+    fn visit(&self, cands: &[Cand], progress: Progress) -> Visit {
+        let mut v = Visit {
+            verdicts: vec![None; cands.len()],
+            problems: (0..cands.len()).map(|_| None).collect(),
+            equal_of: HashMap::new(),
+            equal_bw: match &self.study.bw {
+                Some(bw) => bw.clone(),
+                None => vec![0.0; self.fabric.ndims()],
+            },
+        };
+        // Solved iterations by fingerprint: an equal workload (checked
+        // record by record) shares the verdict; and by the representative
+        // of the strategies that build the same iteration (`same`), which
+        // shares it without building.
+        let mut by_print: HashMap<(u64, usize), usize> = HashMap::new();
+        let mut by_same: HashMap<Same, usize> = HashMap::new();
+        let mut best = f64::INFINITY;
+        // The EXACT_TOP best times solved so far: a candidate is pruned once a
+        // bound reaches the last of them, so the first EXACT_TOP rows are the
+        // true best (ties included).
+        let mut top: Vec<f64> = Vec::with_capacity(EXACT_TOP + 1);
+        let mut i = 0;
+        while i < cands.len() {
+            let end = (i + WAVE).min(cands.len());
+            // Both bounds are closed forms whose rounding differs from the
+            // built iteration's (about 1e-13): they prune with a margin of 1e-9.
+            let cut = if top.len() >= EXACT_TOP {
+                top[EXACT_TOP - 1] * (1.0 - 1e-9)
+            } else {
+                f64::INFINITY
+            };
+            if cut.is_finite() && cands[i].key() >= cut {
+                // Visited by their bound: this one and every one after it are
+                // pruned (or invalid).
+                for (k, c) in cands.iter().enumerate().skip(i) {
+                    v.verdicts[k] = Some(c.pruned_by(cut));
+                }
+                progress.progress(STRATEGIES, cands.len(), cands.len());
+                break;
+            }
+            let seen = Seen {
+                cands,
+                verdicts: &v.verdicts,
+                by_print: &by_print,
+                by_same: &by_same,
+                cut,
+            };
+            let done: Vec<Visited> = cands[i..end].par_iter().map(|c| self.visit_one(c, &seen)).collect();
+            for (k, (verdict, p, print, eq)) in done.into_iter().enumerate() {
+                let at = i + k;
+                if let Some(t) = eq {
+                    v.equal_of.insert(same(&cands[at]), t);
+                }
+                if let Verdict::Solved {
+                    iteration_time_ms,
+                    bw_gbps,
+                    ..
+                } = &verdict
+                {
+                    let k = top.partition_point(|t| t <= iteration_time_ms);
+                    top.insert(k, *iteration_time_ms);
+                    top.truncate(EXACT_TOP);
+                    if *iteration_time_ms < best {
+                        best = *iteration_time_ms;
+                        if self.study.bw.is_none() {
+                            let total: f64 = bw_gbps.iter().sum();
+                            let n = self.fabric.ndims();
+                            v.equal_bw = vec![total / n as f64; n];
+                        }
+                    }
+                }
+                if let Some(print) = print {
+                    by_print.entry((print, cands[at].npu)).or_insert(at);
+                }
+                if matches!(
+                    verdict,
+                    Verdict::Solved { .. }
+                        | Verdict::Pruned {
+                            bound: Bound::MostBandwidth,
+                            ..
+                        }
+                ) {
+                    by_same.entry(same(&cands[at])).or_insert(at);
+                }
+                v.verdicts[at] = Some(verdict);
+                v.problems[at] = p;
+            }
+            i = end;
+            progress.progress(STRATEGIES, i, cands.len());
+        }
+        v
+    }
+
+    /// One candidate of a wave: rejected, pruned by a bound, sharing the
+    /// verdict of an equal iteration, or built and solved.
+    fn visit_one(&self, c: &Cand, seen: &Seen) -> Visited {
+        let bound = match &c.planned {
+            Err(reason) => return (Verdict::rejected(reason), None, None, None),
+            Ok(b) => *b,
+        };
+        let cut = seen.cut;
+        let pruned = |bound_ms: f64, which: Bound| Verdict::Pruned {
+            bound_ms,
+            bound: which,
+            equal_split_ms: f64::NAN,
+        };
+        if cut.is_finite() && bound >= cut {
+            return (pruned(bound, Bound::Compute), None, None, None);
+        }
+        if cut.is_finite() && c.most_ms >= cut {
+            return (pruned(c.most_ms, Bound::MostBandwidth), None, None, None);
+        }
+        if let Some(&j) = seen.by_same.get(&same(c))
+            && let Some(v) = &seen.verdicts[j]
+        {
+            return (v.clone(), None, None, None);
+        }
+        let g = match self.generate(c) {
+            Ok(g) => g,
+            Err(reason) => return (Verdict::rejected(&reason), None, None, None),
+        };
+        let print = g.workload.fingerprint();
+        if let Some(&j) = seen.by_print.get(&(print, c.npu))
+            && let Some(v) = &seen.verdicts[j]
+            && self.generate(&seen.cands[j]).is_ok_and(|h| h.workload == g.workload)
+        {
+            return (v.clone(), None, None, None);
+        }
+        let p = match self.problem(&g.workload, c.npu) {
+            Ok(p) => p,
+            Err(reason) => return (Verdict::rejected(reason), None, None, None),
+        };
+        // With the study's own allocation the equal split is fixed: time
+        // every built candidate there too, so the pass below need not
+        // build it again.
+        let eq = self.study.bw.as_ref().map(|bw| p.time_ms(bw));
+        // Under overlap the counted bound is the compute stream's: the
+        // built iteration's own time at the most bandwidth is tighter.
+        if self.lp == Loop::Overlap
+            && let Some(most) = &self.most
+        {
+            let t = p.time_ms(most);
+            if cut.is_finite() && t >= cut {
+                return (pruned(t, Bound::MostBandwidth), None, None, eq);
+            }
+        }
+        (self.solve(&p), Some(p), Some(print), eq)
+    }
+
+    /// Every solved strategy at the equal split (cheap: no solve), and the
+    /// best strategy there: every candidate whose compute bound is below
+    /// the best equal-split time so far (in waves of [`EQUAL_WAVE`]), timed
+    /// from its counts under no-overlap, else built. Failed strategies do
+    /// not count.
+    fn equal_split(&self, cands: &[Cand], v: &mut Visit) {
+        let mut best_eq = f64::INFINITY;
+        // Where the equal split gives no dimension more than the most it
+        // can get, a candidate's time there is at least its time at the
+        // most bandwidth: that bound skips it too.
+        let equal_bw = &v.equal_bw;
+        let equal_below_most = self
+            .most
+            .as_ref()
+            .is_some_and(|m| m.len() == equal_bw.len() && equal_bw.iter().zip(m).all(|(e, x)| e <= x));
+        let mut at = 0;
+        while at < cands.len() {
+            let end = (at + EQUAL_WAVE).min(cands.len());
+            let need = |k: usize| {
+                let counted = matches!(v.verdicts[k], Some(Verdict::Solved { .. } | Verdict::Pruned { .. }));
+                let solved = matches!(v.verdicts[k], Some(Verdict::Solved { .. }));
+                let bound = if equal_below_most {
+                    cands[k].key()
+                } else {
+                    cands[k].bound()
+                };
+                counted && (solved || bound < best_eq)
+            };
+            let times: Vec<Option<f64>> = (at..end)
+                .into_par_iter()
+                .map(|k| need(k).then(|| self.equal_time(&cands[k], v.problems[k].as_ref(), &v.equal_of, equal_bw))?)
+                .collect();
+            for (k, t) in (at..end).zip(times) {
+                if let Some(t) = t {
+                    v.equal_of.insert(same(&cands[k]), t);
+                    set_equal(v.verdicts[k].as_mut(), t);
+                    if t.is_finite() {
+                        best_eq = best_eq.min(t);
+                    }
+                }
+            }
+            at = end;
+        }
+    }
+
+    /// `c`'s time at the equal split: from its problem, an equal
+    /// iteration's, its counts, or built.
+    fn equal_time(
+        &self,
+        c: &Cand,
+        p: Option<&Problem>,
+        equal_of: &HashMap<Same, f64>,
+        equal_bw: &[f64],
+    ) -> Option<f64> {
+        match (p, equal_of.get(&same(c))) {
+            (Some(p), _) => Some(p.time_ms(equal_bw)),
+            (None, Some(t)) => Some(*t),
+            (None, None) if c.equal_ms.is_finite() => Some(c.equal_ms),
+            // Counted, the time itself under no-overlap: no records needed.
+            (None, None) if self.lp == Loop::NoOverlap => {
+                transformer::census(&self.models[c.model], &self.npus[c.npu], &c.s, self.fabric)
+                    .ok()
+                    .map(|n| {
+                        let counted = Counted::new(n.compute_ns, &n.comms, self.fabric, &self.cms[c.npu]);
+                        crate::model::units::ns_to_ms(counted.iteration_ns(equal_bw, self.lp))
+                    })
+            }
+            (None, None) => self.build(c).map(|p| p.time_ms(equal_bw)),
+        }
+    }
+
+    /// The joint optimum: the first of the fastest, as the rows' stable
+    /// sort puts it first.
+    fn optimum(&self, cands: &[Cand], verdicts: &[Option<Verdict>]) -> Option<Optimum> {
+        let fastest = verdicts
+            .iter()
+            .enumerate()
+            .filter_map(|(k, v)| match v {
+                Some(Verdict::Solved {
+                    iteration_time_ms,
+                    bw_gbps,
+                    ..
+                }) => Some((k, *iteration_time_ms, bw_gbps)),
+                _ => None,
+            })
+            .filter(|x| x.1.is_finite())
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        fastest.map(|(k, _, bw)| Optimum {
+            model: self.models[cands[k].model].clone(),
+            npu: self.npus[cands[k].npu].clone(),
+            strategy: cands[k].s.clone(),
+            bw_gbps: bw.clone(),
+        })
+    }
+
+    /// The candidates as rows (moved, not copied: a search may hold
+    /// millions), the solved ones with their stage cuts.
+    fn rows(&self, cands: Vec<Cand>, verdicts: Vec<Option<Verdict>>) -> Vec<Row> {
+        cands
+            .into_iter()
+            .zip(verdicts)
+            .map(|(c, v)| {
+                // The solved ones' stage cuts (planned again: tens to hundreds).
+                let stages = matches!(v, Some(Verdict::Solved { .. }))
+                    .then(|| transformer::plan(&self.models[c.model], &self.npus[c.npu], &c.s, self.fabric).ok())
+                    .flatten()
+                    .map(|p| p.cut.describe());
+                Row {
+                    tp: c.s.tp,
+                    pp: c.s.pp,
+                    dp: c.s.dp,
+                    ep: c.s.ep,
+                    cp: c.s.cp,
+                    precision: c.s.precision,
+                    order: c.s.order_name(),
+                    micro_batch: self.models[c.model].micro_batch,
+                    zero: c.s.zero,
+                    sequence_parallel: c.s.sequence_parallel,
+                    recompute: c.s.recompute,
+                    virtual_stages: c.s.virtual_stages,
+                    mapping: c.mapping,
+                    memory_gib: c.memory,
+                    stages,
+                    npu: (self.npus.len() > 1).then(|| self.npus[c.npu].name.clone()),
+                    verdict: v.unwrap_or(Verdict::Failed {
+                        reason: "not visited".into(),
+                    }),
+                }
+            })
+            .collect()
+    }
+}
+
+/// What a wave's candidates read of the visit so far.
+struct Seen<'a> {
+    cands: &'a [Cand],
+    verdicts: &'a [Option<Verdict>],
+    by_print: &'a HashMap<(u64, usize), usize>,
+    by_same: &'a HashMap<Same, usize>,
+    /// The pruning cut, ms (infinite until EXACT_TOP are solved).
+    cut: f64,
+}
+
+/// Candidates timed at the equal split in parallel between two updates
+/// of the best equal-split time (fixed, as [`WAVE`]).
+const EQUAL_WAVE: usize = 128;
+
+/// The task the search reports its progress as.
+pub const STRATEGIES: &str = "strategies";
 
 fn set_equal(v: Option<&mut Verdict>, t: f64) {
     if let Some(Verdict::Solved { equal_split_ms, .. } | Verdict::Pruned { equal_split_ms, .. }) = v {
@@ -1127,7 +1264,7 @@ pub struct Accelerators {
 /// fabric's budgets are what the cluster's (`[coopt] budget_usd`,
 /// `budget_w`) leave after the accelerators; otherwise a design over them
 /// is reported and not chosen.
-pub fn coopt_accelerators(study: &Study, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Accelerators, CooptError> {
+pub fn coopt_accelerators(study: &Study, progress: Progress) -> Result<Accelerators, CooptError> {
     let Some(model) = &study.model else {
         return Err(CooptError::NoModel);
     };
@@ -1166,7 +1303,7 @@ pub fn coopt_accelerators(study: &Study, progress: &(dyn Fn(usize, usize) + Sync
                 s.procurement = Some(parts);
             }
             let r = if note.is_none() {
-                Some(coopt(&s, &|d, t| progress(k * t + d, types * t))?)
+                Some(coopt(&s, &Part::new(progress, k, types))?)
             } else {
                 None
             };
@@ -1321,11 +1458,7 @@ impl ArchSearch {
 /// budgets, each an NPU of [`coopt_on`]'s one exact search (the study's
 /// own, its first combination within the budgets, first). `own_search`:
 /// the study's own search ([`coopt`]) where already done, else done here.
-pub fn coopt_archs(
-    study: &Study,
-    own_search: Option<&Coopt>,
-    progress: &(dyn Fn(usize, usize) + Sync),
-) -> Result<ArchSearch, CooptError> {
+pub fn coopt_archs(study: &Study, own_search: Option<&Coopt>, progress: Progress) -> Result<ArchSearch, CooptError> {
     let (Some(space), Some(model), Some(base), Some(own)) =
         (&study.arch_space, &study.model, study.search_base(), &study.npu)
     else {
@@ -1378,7 +1511,7 @@ pub fn coopt_archs(
         .collect();
     let own_best = match own_search {
         Some(c) => c.strategies.first().cloned(),
-        None => coopt_in(study, &recipes, &|_, _| {})?.strategies.into_iter().next(),
+        None => coopt_in(study, &recipes, &Quiet)?.strategies.into_iter().next(),
     }
     .filter(|r| r.time_ms().is_some());
     Ok(ArchSearch {

@@ -40,7 +40,7 @@
 //!     std::path::Path::new("tiny.toml"),
 //! )?;
 //! // Nothing is written: this study declares no sweep.
-//! let r = run::run_study(&study, std::path::Path::new("."), &|_, _, _| ())?;
+//! let r = run::run_study(&study, std::path::Path::new("."), &dimsum::progress::Quiet)?;
 //! assert_eq!(r.recommended.len(), 2);
 //! // The study's own `bw` is evaluated as a fixed design: 96 MB over 100 GB/s
 //! // on the ring plus 112 MB over 50 GB/s on the switch, after 6 us of compute.
@@ -51,6 +51,8 @@
 
 pub mod convert;
 pub mod coopt;
+pub mod exec;
+pub mod jobs;
 pub mod procure;
 pub mod run;
 pub mod sweep;

@@ -16,13 +16,13 @@
 //! of its group's links). The MILP chooses on the analytic model, the fast
 //! inner estimate; the report shows its error at the design bought.
 
-use super::run::{Progress, RunError, ticking};
 use crate::error::InputError;
 use crate::model::bom::{self, Bom, BomError, DimOption, Procurement};
 use crate::model::fabric::Fabric;
 use crate::optimize::catalog::{self, CatalogSolution, Comparison, Goal};
 use crate::optimize::scheduled::{self, Backed, Evaluator, Measured, ScheduledError};
 use crate::optimize::{Objective, OptError, Problem};
+use crate::progress::{Progress, ticking};
 use crate::schedule::algorithm::Algorithm;
 use crate::study::Study;
 use crate::study::objective::Source;
@@ -38,7 +38,8 @@ pub enum ProcureError {
     /// The optimum could not be bought as parts.
     #[error(transparent)]
     Bom(#[from] BomError),
-    /// The objective has no catalog form (perf-per-cost) or lacks a target.
+    /// The objective has no catalog form (perf-per-cost) or lacks a
+    /// target, or a budget given is not one: bad input.
     #[error(transparent)]
     Objective(#[from] InputError),
 }
@@ -167,7 +168,7 @@ pub fn catalog_optimum(
     objective: Objective,
     budget_usd: Option<f64>,
     budget_w: Option<f64>,
-) -> Result<CatalogAnswer, RunError> {
+) -> Result<CatalogAnswer, ProcureError> {
     for (flag, v) in [("--budget-usd", budget_usd), ("--budget-w", budget_w)] {
         if let Some(x) = v.filter(|x| !(x.is_finite() && *x > 0.0)) {
             return Err(InputError::arg(flag, format!("{x} is not allowed: use a budget > 0")).into());
@@ -406,10 +407,10 @@ impl Procured {
 pub(crate) fn measure(backed: &Backed, bw: &[f64], task: &str, progress: Progress) -> Result<Measured, ScheduledError> {
     let total = backed.distinct();
     let measured = ticking(
-        &|| progress(task, backed.replayed.load(Ordering::Relaxed).min(total), total),
+        &|| progress.progress(task, backed.replayed.load(Ordering::Relaxed).min(total), total),
         || backed.measure(bw),
     );
-    progress(task, total, total);
+    progress.progress(task, total, total);
     measured
 }
 

@@ -10,43 +10,24 @@
 //! fixed designs, the frontiers, the sweeps and the co-optimization.
 
 use super::coopt::{self, Coopt};
-use super::procure::{self, Procured};
+pub use super::exec::RunError;
+use super::exec::{Executor, Job};
+use super::jobs::{self, Recipes};
+use super::procure::Procured;
 use super::sweep::{self, Shard};
-use crate::error::InputError;
-use crate::io::{Stamp, WriteError};
+use crate::io::Stamp;
 use crate::model::eval::Evaluation;
-use crate::optimize::frontier::{self, Axis, Frontier, Marker};
+use crate::optimize::frontier::{Axis, Frontier, Marker};
 use crate::optimize::scheduled::{self, Evaluator, FixedPoint, FrontierRow, Measured, ScheduledError};
 use crate::optimize::{self, OptError, Problem, Solution};
+use crate::progress::Progress;
+use crate::study::Study;
 use crate::study::objective::Source;
-use crate::study::{Study, SweepSpec};
 use std::path::Path;
 
-/// Why a study's run stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// Bad input: the study (or an option applied to it) asks for
-    /// something that cannot be built.
-    #[error(transparent)]
-    Input(#[from] InputError),
-    /// An optimization failed where the run cannot go on without it.
-    #[error(transparent)]
-    Opt(#[from] OptError),
-    /// A schedule-backed replay or solve failed.
-    #[error(transparent)]
-    Scheduled(ScheduledError),
-    /// A sweep could not write its rows.
-    #[error(transparent)]
-    Write(#[from] WriteError),
-    /// The co-optimization could not run.
-    #[error(transparent)]
-    Coopt(#[from] coopt::CooptError),
-    /// The catalog optimum could not be found or bought.
-    #[error(transparent)]
-    Procure(#[from] super::procure::ProcureError),
-}
-
 impl RunError {
+    /// A schedule-backed error of `study`'s: a schedule its `[evaluator]`
+    /// names but that cannot be built is bad input.
     fn scheduled(study: &Study, e: ScheduledError) -> RunError {
         match study.evaluator_error(e) {
             Ok(input) => RunError::Input(input),
@@ -140,33 +121,6 @@ pub struct StudyResults {
     pub archs: Option<coopt::ArchSearch>,
 }
 
-/// Progress of long work: `(task, done, total)`.
-pub type Progress<'a> = &'a (dyn Fn(&str, usize, usize) + Sync);
-
-/// Runs `work` while another thread calls `tick` every 200 ms (progress
-/// of one long step that reports nothing itself); the ticker stops when
-/// `work` returns or panics.
-pub fn ticking<R>(tick: &(dyn Fn() + Sync), work: impl FnOnce() -> R) -> R {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    struct Stop<'a>(&'a AtomicBool);
-    impl Drop for Stop<'_> {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
-    let done = AtomicBool::new(false);
-    std::thread::scope(|sc| {
-        sc.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
-                tick();
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-        });
-        let _stop = Stop(&done);
-        work()
-    })
-}
-
 /// The study's fixed designs (its `bw` and its cases) on a frontier's axis.
 fn markers(study: &Study, problem: &Problem, axis: Axis) -> Vec<Marker> {
     let k = axis.coeffs(problem);
@@ -190,130 +144,178 @@ fn markers(study: &Study, problem: &Problem, axis: Axis) -> Vec<Marker> {
     out
 }
 
-/// The study's frontier on `axis` with `points` budgets.
-pub fn frontier(study: &Study, axis: Axis, points: usize, progress: Progress) -> Result<FrontierResults, RunError> {
-    let problem = study.problem()?;
-    let task = format!("frontier {}", axis.name());
-    let f = frontier::frontier_with(&problem, axis, points, &|i| progress(&task, i, points))?;
-    let markers = markers(study, &problem, axis);
-    Ok(FrontierResults {
-        problem,
-        frontier: f,
-        markers,
-        schedule_backed: None,
-    })
+/// One of a study's frontiers: the fastest design at `points` budgets on
+/// `axis`, the study's fixed designs marked on it, and, with
+/// `schedule_backed`, every budget optimized against its schedules.
+#[derive(Debug, Clone, Copy)]
+pub struct StudyFrontier<'a> {
+    /// The study.
+    pub study: &'a Study,
+    /// The budget's axis.
+    pub axis: Axis,
+    /// How many budgets.
+    pub points: usize,
+    /// Also optimize every budget against the study's schedules.
+    pub schedule_backed: bool,
 }
 
-/// `r`'s budgets, each optimized against the study's schedules.
-pub fn schedule_backed_frontier(
-    study: &Study,
-    r: &FrontierResults,
-    progress: Progress,
-) -> Result<Vec<FrontierRow>, RunError> {
-    let backed = study.backed(&study.evaluator);
-    let n = r.frontier.points.len();
-    scheduled::frontier(&backed, &r.problem, &r.frontier, &|i| {
-        progress("schedule-backed frontier", i, n)
-    })
-    .map_err(|e| RunError::scheduled(study, e))
+impl Job for StudyFrontier<'_> {
+    type Output = FrontierResults;
+    fn name(&self) -> String {
+        format!("frontier {}", self.axis.name())
+    }
+    fn run(self, ex: &Executor) -> Result<FrontierResults, RunError> {
+        let study = self.study;
+        let problem = study.problem()?;
+        let frontier = ex.run(jobs::Frontier {
+            problem: &problem,
+            axis: self.axis,
+            points: self.points,
+        })?;
+        let markers = markers(study, &problem, self.axis);
+        let mut r = FrontierResults {
+            problem,
+            frontier,
+            markers,
+            schedule_backed: None,
+        };
+        if self.schedule_backed {
+            let backed = study.backed(&study.evaluator);
+            let n = r.frontier.points.len();
+            let o = ex.observer();
+            let rows = scheduled::frontier(&backed, &r.problem, &r.frontier, &|i| {
+                o.progress("schedule-backed frontier", i, n)
+            })
+            .map_err(|e| RunError::scheduled(study, e))?;
+            r.schedule_backed = Some(rows);
+        }
+        Ok(r)
+    }
 }
 
-/// Runs (or resumes) `shard` of the sweep `spec` into `dir`.
-pub fn sweep(
-    study: &Study,
-    spec: &SweepSpec,
-    shard: Shard,
-    dir: &Path,
-    progress: Progress,
-) -> Result<sweep::Outcome, WriteError> {
-    let n = sweep::items(spec, study.fabric.ndims()).len().div_ceil(shard.count);
-    let task = format!("sweep {}", spec.name);
-    sweep::run(study, spec, shard, dir, None, &|done, _| progress(&task, done, n))
+/// Everything a study declares, computed: `dimsum run`. Its sweeps
+/// checkpoint in the executor's directory.
+#[derive(Debug, Clone, Copy)]
+pub struct RunStudy<'a> {
+    /// The study.
+    pub study: &'a Study,
 }
 
 /// Runs everything `study` declares; a sweep's CSV goes into `dir`.
 pub fn run_study(study: &Study, dir: &Path, progress: Progress) -> Result<StudyResults, RunError> {
-    study.require_workload()?;
-    let stamp = study.stamp();
-    let problem = study.problem()?;
-    let schedule = study.evaluator.evaluator == Evaluator::Schedule;
-    let mut recommended = Vec::new();
-    for name in &study.objectives {
-        let objective = study.objective_named(name, None, Source::Study)?;
-        recommended.push(Recommended {
-            objective: name.clone(),
-            outcome: optimize::solve(&problem, objective),
-        });
+    Executor::new(progress).checkpoints(dir).run(RunStudy { study })
+}
+
+impl Job for RunStudy<'_> {
+    type Output = StudyResults;
+    fn name(&self) -> String {
+        format!("run {}", self.study.name)
     }
-    let scheduled = if schedule {
-        Some(scheduled_optima(study, &problem)?)
-    } else {
-        None
-    };
-    let procurement = match study.procurement {
-        Some(_) => {
-            let designs: Vec<(String, Vec<f64>)> = recommended
-                .iter()
-                .filter_map(|r| {
-                    r.outcome
-                        .as_ref()
-                        .ok()
-                        .map(|s| (r.objective.clone(), s.bw_gbps.clone()))
-                })
-                .collect();
-            let mut p = procure::procure(study, &problem, &designs)?;
-            p.replay_decision(study, progress);
-            Some(p)
+    fn run(self, ex: &Executor) -> Result<StudyResults, RunError> {
+        let study = self.study;
+        study.require_workload()?;
+        let stamp = study.stamp();
+        let problem = study.problem()?;
+        let schedule = study.evaluator.evaluator == Evaluator::Schedule;
+        let mut recommended = Vec::new();
+        for name in &study.objectives {
+            let objective = study.objective_named(name, None, Source::Study)?;
+            recommended.push(Recommended {
+                objective: name.clone(),
+                outcome: optimize::solve(&problem, objective),
+            });
         }
-        None => None,
-    };
-    let fixed = fixed_designs(study)?;
-    let mut frontiers = Vec::new();
-    for spec in &study.frontiers {
-        let mut r = frontier(study, spec.axis, spec.points, progress)?;
-        if schedule {
-            r.schedule_backed = Some(schedule_backed_frontier(study, &r, progress)?);
+        let scheduled = match schedule {
+            true => Some(scheduled_optima(study, &problem)?),
+            false => None,
+        };
+        let procurement = match study.procurement {
+            Some(_) => {
+                let designs: Vec<(String, Vec<f64>)> = recommended
+                    .iter()
+                    .filter_map(|r| {
+                        r.outcome
+                            .as_ref()
+                            .ok()
+                            .map(|s| (r.objective.clone(), s.bw_gbps.clone()))
+                    })
+                    .collect();
+                Some(ex.run(jobs::Procure {
+                    study,
+                    problem: &problem,
+                    designs: &designs,
+                })?)
+            }
+            None => None,
+        };
+        let fixed = fixed_designs(study)?;
+        let mut frontiers = Vec::new();
+        for spec in &study.frontiers {
+            frontiers.push(ex.run(StudyFrontier {
+                study,
+                axis: spec.axis,
+                points: spec.points,
+                schedule_backed: schedule,
+            })?);
         }
-        frontiers.push(r);
+        let mut sweeps = Vec::new();
+        for spec in &study.sweeps {
+            let outcome = ex.run(jobs::Sweep {
+                study,
+                spec,
+                shard: Shard::ALL,
+            })?;
+            sweeps.push(SweepResults {
+                name: spec.name.clone(),
+                outcome,
+            });
+        }
+        let (coopt, coopt_replay, accelerators, archs) = match study.model {
+            Some(_) => {
+                // The search reports nothing here: the replay and the
+                // accelerators' and architectures' searches do.
+                let observer = QuietSearch(ex.observer());
+                let quiet = Executor::new(&observer);
+                let r = quiet.run(jobs::Coopt {
+                    study,
+                    recipes: Recipes::Study,
+                    replay: study.replay_optimum,
+                })?;
+                (Some(r.coopt), r.replay, r.accelerators, r.archs)
+            }
+            None => (None, None, None, None),
+        };
+        Ok(StudyResults {
+            accelerators,
+            archs,
+            stamp,
+            problem,
+            recommended,
+            scheduled,
+            procurement,
+            fixed,
+            frontiers,
+            sweeps,
+            coopt,
+            coopt_replay,
+        })
     }
-    let mut sweeps = Vec::new();
-    for spec in &study.sweeps {
-        sweeps.push(SweepResults {
-            name: spec.name.clone(),
-            outcome: sweep(study, spec, Shard::ALL, dir, progress)?,
-        });
+}
+
+/// `dimsum run`'s observer inside the co-optimization: the searches'
+/// counts are not shown (their bars would flicker through a run), the
+/// replay's are.
+struct QuietSearch<'a>(Progress<'a>);
+
+impl crate::progress::Observer for QuietSearch<'_> {
+    fn progress(&self, task: &str, done: usize, total: usize) {
+        if !task.ends_with(coopt::STRATEGIES) {
+            self.0.progress(task, done, total);
+        }
     }
-    let coopt = match study.model {
-        Some(_) => Some(coopt::coopt(study, &|_, _| {})?),
-        None => None,
-    };
-    let coopt_replay = coopt
-        .as_ref()
-        .and_then(|c| c.optimum.as_ref())
-        .filter(|_| study.replay_optimum)
-        .map(|o| coopt::replay(study, o, progress));
-    let accelerators = match (&study.model, study.npu_choices.is_empty()) {
-        (Some(_), false) => Some(coopt::coopt_accelerators(study, &|_, _| {})?),
-        _ => None,
-    };
-    let archs = match (&study.model, &study.arch_space) {
-        (Some(_), Some(_)) => Some(coopt::coopt_archs(study, coopt.as_ref(), &|_, _| {})?),
-        _ => None,
-    };
-    Ok(StudyResults {
-        accelerators,
-        archs,
-        stamp,
-        problem,
-        recommended,
-        scheduled,
-        procurement,
-        fixed,
-        frontiers,
-        sweeps,
-        coopt,
-        coopt_replay,
-    })
+    fn cancelled(&self) -> bool {
+        self.0.cancelled()
+    }
 }
 
 /// Each objective of the study optimized against its schedules; a schedule

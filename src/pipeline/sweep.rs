@@ -37,6 +37,7 @@ use crate::model::training::IterationModel;
 use crate::model::workload::{Group, Workload, place};
 use crate::optimize::frontier::Axis;
 use crate::optimize::{self, Objective, Problem, expr::Constraint, expr::Sense, expr::Unit};
+use crate::progress::Progress;
 use crate::study::{Study, SweepSpec};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -500,18 +501,21 @@ pub struct Outcome {
 
 /// Runs (or resumes) `shard` of sweep `spec` into `dir`. `limit` stops after
 /// that many newly solved items (an interruption, for tests); `progress` is
-/// told the number of items done after each batch.
+/// told the number of items done after each batch (as `sweep NAME`), and
+/// a cancelled observer stops the sweep after the batch (unfinished, its
+/// partial file kept to resume).
 pub fn run(
     study: &Study,
     spec: &SweepSpec,
     shard: Shard,
     dir: &Path,
     limit: Option<usize>,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: Progress,
 ) -> Result<Outcome, WriteError> {
     let k = study.fabric.ndims();
     let all = items(spec, k);
     let total = all.len();
+    let task = format!("sweep {}", spec.name);
     let mine: Vec<&Item> = all.iter().filter(|it| it.index % shard.count == shard.index).collect();
     let stamp = Stamp::from_hash(study.hash.clone());
     let final_path = dir.join(format!("sweep-{}{}.csv", spec.name, shard.suffix()));
@@ -570,7 +574,10 @@ pub fn run(
             .map_err(io(&partial_path))?;
         partial.flush().map_err(io(&partial_path))?;
         solved_now += rows.len();
-        progress(done.len().min(mine.len()), mine.len());
+        progress.progress(&task, done.len().min(mine.len()), mine.len());
+        if progress.cancelled() {
+            break;
+        }
     }
     drop(partial);
     if mine.iter().all(|it| done.contains_key(&it.index)) {

@@ -721,14 +721,14 @@ pub struct Checked {
 /// hears (files done, files) before each file.
 pub fn validate_files(
     paths: &[std::path::PathBuf],
-    progress: &dyn Fn(usize, usize),
+    progress: crate::progress::Progress,
 ) -> Result<Vec<Checked>, InputError> {
     let mut names = std::collections::BTreeMap::new();
     paths
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            progress(i, paths.len());
+            progress.progress("validate", i, paths.len());
             let (published, stamp) = Published::load(f)?;
             if let Some(first) = names.insert(published.name.clone(), f.display().to_string()) {
                 return Err(InputError::at(
@@ -886,7 +886,7 @@ pub fn rechoose(p: &Published, npu: &Npu) -> Result<Vec<Rechosen>, RunRefused> {
             warnings: Vec::new(),
             workload_missing: None,
         };
-        let found = super::coopt::coopt(&study, &|_, _| {}).map_err(|e| refused(e.to_string()))?;
+        let found = super::coopt::coopt(&study, &crate::progress::Quiet).map_err(|e| refused(e.to_string()))?;
         out.push(Rechosen {
             run: r.name.clone(),
             published_ms: found.default_optimized_ms,

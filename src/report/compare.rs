@@ -222,6 +222,18 @@ pub fn speedup_chart(dir: &Path, rows: &[Row], setup: &Setup, stamp: &Stamp) -> 
     )
 }
 
+/// compare.csv, compare.md and the speedup chart written into `out`,
+/// landing together.
+pub fn write(out: &Path, rows: &[Row], setup: &Setup, stamp: &Stamp) -> Result<(), ReportError> {
+    let staged = crate::io::Staged::new(out)?;
+    let dir = staged.dir();
+    crate::io::write_atomic(&dir.join("compare.csv"), csv(rows, setup.collective).as_bytes())?;
+    crate::io::write_atomic(&dir.join("compare.md"), markdown(rows, setup, stamp).as_bytes())?;
+    speedup_chart(dir, rows, setup, stamp)?;
+    staged.commit()?;
+    Ok(())
+}
+
 #[cfg(test)]
 #[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {

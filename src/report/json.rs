@@ -135,11 +135,11 @@ pub fn evaluation(study: &Study, e: &Evaluation) -> Value {
 /// An evaluation with the study's constraints at it and, with
 /// `[procurement]`, its bill's red flags (`eval --json`).
 pub fn evaluated(study: &Study, v: &super::text::Evaluated) -> Value {
-    let mut out = evaluation(study, v.evaluation);
+    let mut out = evaluation(study, &v.evaluation);
     if let Value::Object(obj) = &mut out {
         obj.insert("bw_gbps".into(), json!(v.bw));
         obj.insert("constraints".into(), json!(v.checks));
-        if let Some(f) = v.flags {
+        if let Some(f) = &v.flags {
             obj.insert("flags".into(), json!(f));
         }
     }

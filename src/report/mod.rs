@@ -22,6 +22,7 @@
 //! assert!(page.contains("<h2>Frontier</h2>") && page.contains("<td>2.5</td>"));
 //! ```
 
+pub mod bars;
 pub mod collective;
 pub mod compare;
 pub mod doc;

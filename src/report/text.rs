@@ -703,19 +703,7 @@ pub fn parts(c: &crate::model::catalog::Catalog) -> String {
     s
 }
 
-/// One allocation `eval` was given: its evaluation, the study's
-/// constraints at it, and (with `[procurement]`) the red flags of its bill
-/// of materials.
-pub struct Evaluated<'a> {
-    /// GB/s per NPU per dimension.
-    pub bw: &'a [f64],
-    /// The evaluation.
-    pub evaluation: &'a Evaluation,
-    /// The study's constraints there.
-    pub checks: &'a [crate::study::objective::Check],
-    /// Its bill's red flags (`None`: the study has no `[procurement]`).
-    pub flags: Option<&'a [crate::pipeline::procure::Flag]>,
-}
+pub use crate::pipeline::jobs::Evaluated;
 
 /// The constraints and red flags of one allocation, below its evaluation.
 pub fn checks(e: &Evaluated) -> String {
@@ -723,7 +711,7 @@ pub fn checks(e: &Evaluated) -> String {
     if !e.checks.is_empty() {
         let _ = writeln!(s);
         let _ = writeln!(s, "constraints");
-        for c in e.checks {
+        for c in &e.checks {
             let _ = writeln!(
                 s,
                 "  {:<9} {:<44} {} {}",
@@ -734,7 +722,7 @@ pub fn checks(e: &Evaluated) -> String {
             );
         }
     }
-    if let Some(flags) = e.flags {
+    if let Some(flags) = &e.flags {
         let _ = writeln!(s);
         if flags.is_empty() {
             let _ = writeln!(
@@ -766,7 +754,7 @@ pub fn side_by_side(study: &Study, designs: &[Evaluated]) -> String {
     let head = format!("GB/s ({})", names.join(", "));
     let w = designs
         .iter()
-        .map(|d| sig3_list(d.bw).len())
+        .map(|d| sig3_list(&d.bw).len())
         .fold(head.len(), usize::max);
     let _ = writeln!(
         s,
@@ -774,20 +762,20 @@ pub fn side_by_side(study: &Study, designs: &[Evaluated]) -> String {
         head, "iteration ms", "lower bound", "exposed ms", "cost $", "power W"
     );
     for d in designs {
-        let e = d.evaluation;
+        let e = &d.evaluation;
         let mut notes: Vec<String> = d
             .checks
             .iter()
             .filter(|c| !c.holds)
             .map(|c| format!("violates `{}`", c.constraint))
             .collect();
-        if let Some(flags) = d.flags {
+        if let Some(flags) = &d.flags {
             notes.extend(flags.iter().map(super::flag_text));
         }
         let _ = writeln!(
             s,
             "{:<w$} {:>14.3} {:>14.3} {:>12.3} {:>14.0} {:>12.1}  {}",
-            sig3_list(d.bw),
+            sig3_list(&d.bw),
             e.iteration_time_ms,
             e.iteration_lower_bound_ms,
             e.comm_time_ms,
@@ -918,4 +906,47 @@ pub(crate) fn arch_budgets(space: &crate::model::arch::ArchSpace) -> String {
     } else {
         format!(" ({})", parts.join(", "))
     }
+}
+
+/// `dimsum eval --evaluator schedule`: the analytic evaluation, then the
+/// schedule-backed iteration beside it and every collective replayed.
+pub fn scheduled_evaluation(study: &Study, e: &Evaluation, m: &Measured) -> String {
+    let mut out = evaluation(study, e);
+    let _ = writeln!(
+        out,
+        "\nschedule-backed ({} schedules; analytic iteration {:.6} ms, simulated {:.6} ms: {:+.2}%)",
+        study.evaluator.algorithm,
+        ns_to_ms(m.analytic_iteration_ns),
+        ns_to_ms(m.iteration_ns),
+        100.0 * (m.iteration_ns / m.analytic_iteration_ns - 1.0)
+    );
+    out + &collectives(&m.collectives)
+}
+
+/// `dimsum coopt`'s tables: the accelerators first where there are
+/// several (the choice is the answer), the strategies, the joint optimum
+/// replayed (`replay`: asked for; `None` when there is nothing to replay)
+/// and the architectures.
+pub fn coopt_results(
+    study: &Study,
+    r: &crate::pipeline::jobs::CooptResults,
+    replay: Option<Option<&Measured>>,
+    secs: f64,
+    top: usize,
+) -> String {
+    let mut out = String::new();
+    if let Some(a) = &r.accelerators {
+        out += &accelerators(a);
+        out.push('\n');
+    }
+    out += &coopt(study, &r.coopt, secs, top);
+    match replay {
+        Some(Some(m)) => out = out + "\n" + &replayed_optimum(study, m),
+        Some(None) => out += "\nno solved strategy to replay\n",
+        None => {}
+    }
+    if let Some(a) = &r.archs {
+        out = out + "\n" + &archs(a, top);
+    }
+    out
 }

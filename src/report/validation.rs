@@ -239,3 +239,29 @@ pub fn write(v: &Validation, stamp: &Stamp, input: &str, dir: &Path) -> Result<V
     files.extend(c.files);
     Ok(files)
 }
+
+/// Every checked validation's files written into `out`, landing together
+/// after the last is written (reported to `progress` as `report`): one
+/// line per validation, its errors and the file it wrote.
+pub fn write_all(
+    checked: &[crate::pipeline::validate::Checked],
+    out: &Path,
+    progress: crate::progress::Progress,
+) -> Result<Vec<String>, ReportError> {
+    let staged = crate::io::Staged::new(out)?;
+    let mut lines = Vec::new();
+    for (i, c) in checked.iter().enumerate() {
+        progress.progress("report", i, checked.len());
+        let files = write(&c.validation, &c.stamp, &c.input, staged.dir())?;
+        let v = &c.validation;
+        let first = files.first().map(|f| staged.final_path(f)).unwrap_or_default();
+        lines.push(format!(
+            "{}: {}; wrote {}",
+            v.published.name,
+            v.errors_line(),
+            first.display()
+        ));
+    }
+    staged.commit()?;
+    Ok(lines)
+}

@@ -159,3 +159,36 @@ fn fixed_point(raw: &RawEvaluator, spec: &mut scheduled::Spec, src: StudyFile<'_
     }
     Ok(())
 }
+
+impl super::Study {
+    /// Overrides the study's `[evaluator]` with a command line's choices
+    /// (`--evaluator`, `--schedule-algorithm`, `--schedule-chunks`), each
+    /// refused under its flag, and returns the evaluator in force.
+    pub fn override_evaluator(
+        &mut self,
+        kind: Option<&str>,
+        algorithm: Option<&str>,
+        chunks: Option<u32>,
+    ) -> Result<Evaluator, InputError> {
+        if let Some(f) = kind {
+            self.evaluator.evaluator = f
+                .parse::<Evaluator>()
+                .map_err(|e| InputError::arg("--evaluator", e.to_string()))?;
+        }
+        if let Some(a) = algorithm {
+            self.evaluator.algorithm =
+                scheduled::parse_algorithm(a).map_err(|e| InputError::arg("--schedule-algorithm", e.to_string()))?;
+            self.evaluator.per_collective.clear();
+        }
+        if let Some(k) = chunks {
+            if !(1..=64).contains(&k) {
+                return Err(InputError::arg(
+                    "--schedule-chunks",
+                    format!("{k} is not allowed: use 1 to 64"),
+                ));
+            }
+            self.evaluator.chunks_per_npu = k;
+        }
+        Ok(self.evaluator.evaluator)
+    }
+}

@@ -101,3 +101,26 @@ pub(super) fn cases(
     }
     Ok(cases)
 }
+
+impl super::Study {
+    /// The frontier a command line asks for: `axis` (`--axis`) and
+    /// `points` (`--points`, 2 to 100,000), each defaulting to the study's
+    /// first `[[frontier]]`'s, else cost and 40.
+    pub fn frontier_request(&self, axis: Option<&str>, points: Option<usize>) -> Result<FrontierSpec, InputError> {
+        let spec = self.frontiers.first();
+        let axis = match axis {
+            Some(a) => a
+                .parse::<Axis>()
+                .map_err(|e| InputError::arg("--axis", e.to_string()))?,
+            None => spec.map_or(Axis::Cost, |f| f.axis),
+        };
+        let points = points.or_else(|| spec.map(|f| f.points)).unwrap_or(40);
+        if !(2..=100_000).contains(&points) {
+            return Err(InputError::arg(
+                "--points",
+                format!("{points} is not allowed: use 2 to 100000"),
+            ));
+        }
+        Ok(FrontierSpec { axis, points })
+    }
+}
