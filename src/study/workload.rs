@@ -1028,23 +1028,39 @@ fn phase(
 /// A model from a preset or a config.json (`config`, read), with
 /// overrides, or from every field.
 fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, String> {
-    let base = match (&m.preset, config) {
-        (Some(_), Some(_)) => {
-            return Err("give preset or config, not both (fields given beside either override it)".into());
-        }
-        (Some(p), None) => Some(
-            ModelSpec::preset(p)
-                .ok_or_else(|| format!("`{p}` is not a preset; allowed: {}", one_of(&ModelSpec::PRESETS)))?,
-        ),
-        (None, c) => c,
-    };
+    let base = base_model(m, config)?;
+    let mut spec = model_fields(m, base.as_ref())?;
+    spec.mla = mla_spec(m, base.as_ref().and_then(|b| b.mla.clone()))?;
+    check_attention(m, &mut spec)?;
+    spec.moe = moe_spec(m, base.as_ref().and_then(|b| b.moe.clone()), &spec)?;
+    check_sizes(&spec)?;
+    Ok(spec)
+}
+
+/// The model `[model]` starts from: its preset, the config.json read
+/// (`config`), or none (every field given).
+fn base_model(m: &RawModel, config: Option<ModelSpec>) -> Result<Option<ModelSpec>, String> {
+    match (&m.preset, config) {
+        (Some(_), Some(_)) => Err("give preset or config, not both (fields given beside either override it)".into()),
+        (Some(p), None) => Ok(Some(ModelSpec::preset(p).ok_or_else(|| {
+            format!("`{p}` is not a preset; allowed: {}", one_of(&ModelSpec::PRESETS))
+        })?)),
+        (None, c) => Ok(c),
+    }
+}
+
+/// The model's fields: each given one, else the `base` model's (a
+/// config.json's but `seq` and `global_batch`, which are the training
+/// run's), bytes per element defaulting to mixed precision; every missing
+/// field named in one message. Attention and experts come later.
+fn model_fields(m: &RawModel, base: Option<&ModelSpec>) -> Result<ModelSpec, String> {
     // A config.json gives the shape, not the training run.
     let from_config = m.config.is_some();
     // Every missing field is collected, so one message names them all.
     let mut missing: Vec<&str> = Vec::new();
     macro_rules! field {
         ($f:ident) => {
-            match (m.$f.clone(), &base) {
+            match (m.$f.clone(), base) {
                 (Some(v), _) => v,
                 (None, Some(b)) if !(from_config && matches!(stringify!($f), "seq" | "global_batch")) => b.$f.clone(),
                 (None, _) => {
@@ -1060,7 +1076,7 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
     // master weights, momentum and variance (12).
     macro_rules! bytes {
         ($f:ident, $default:expr) => {
-            match (m.$f, &base) {
+            match (m.$f, base) {
                 (Some(v), _) => v,
                 (None, Some(b)) => b.$f,
                 (None, None) => $default,
@@ -1069,7 +1085,7 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
     }
     let heads = field!(heads);
     let layers = field!(layers);
-    let mut spec = ModelSpec {
+    let spec = ModelSpec {
         name: m
             .name
             .clone()
@@ -1078,7 +1094,7 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
         layers,
         hidden: field!(hidden),
         heads,
-        kv_heads: match (m.kv_heads, &base) {
+        kv_heads: match (m.kv_heads, base) {
             (Some(kv), _) => kv,
             (None, Some(b)) if m.heads.is_some() && b.kv_heads != b.heads => {
                 return Err(format!(
@@ -1099,12 +1115,10 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
         bytes_grad: bytes!(bytes_grad, 4.0),
         bytes_optimizer: bytes!(bytes_optimizer, 12.0),
         moe: None,
-        head_dim: m.head_dim.or(base.as_ref().and_then(|b| b.head_dim)),
+        head_dim: m.head_dim.or(base.and_then(|b| b.head_dim)),
         mla: None,
-        tied_embeddings: m
-            .tied_embeddings
-            .unwrap_or(base.as_ref().is_none_or(|b| b.tied_embeddings)),
-        mtp_layers: m.mtp_layers.or(base.as_ref().map(|b| b.mtp_layers)).unwrap_or(0),
+        tied_embeddings: m.tied_embeddings.unwrap_or(base.is_none_or(|b| b.tied_embeddings)),
+        mtp_layers: m.mtp_layers.or(base.map(|b| b.mtp_layers)).unwrap_or(0),
     };
     if !missing.is_empty() {
         if from_config {
@@ -1121,7 +1135,13 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
             one_of(&ModelSpec::PRESETS)
         ));
     }
-    spec.mla = mla_spec(m, base.as_ref().and_then(|b| b.mla.clone()))?;
+    Ok(spec)
+}
+
+/// Multi-head latent attention (`spec.mla`, already read) and the heads'
+/// widths: MLA gives every head its own key and value, a `head_dim` equal
+/// to hidden / heads is the default's, and the widths must agree.
+fn check_attention(m: &RawModel, spec: &mut ModelSpec) -> Result<(), String> {
     // Multi-head latent attention gives every head its own key and value.
     if spec.mla.is_some() && m.kv_heads.is_none() {
         spec.kv_heads = spec.heads;
@@ -1151,7 +1171,12 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
             spec.hidden, spec.heads
         ));
     }
-    spec.moe = moe_spec(m, base.as_ref().and_then(|b| b.moe.clone()), &spec)?;
+    Ok(())
+}
+
+/// The key-value heads, sizes, FFN matrices and bytes per element of a
+/// model read whole.
+fn check_sizes(spec: &ModelSpec) -> Result<(), String> {
     if spec.kv_heads == 0 || !spec.heads.is_multiple_of(spec.kv_heads) {
         return Err(format!(
             "kv_heads {} is not allowed: a divisor of the {} heads (equal to them for multi-head attention)",
@@ -1180,7 +1205,7 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
     {
         return Err("bytes per element must be >= 0".into());
     }
-    Ok(spec)
+    Ok(())
 }
 
 /// The model's multi-head latent attention: the config's, with the ranks
