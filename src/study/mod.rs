@@ -18,6 +18,9 @@
 //! `[[case]]`), `sweep` (`[[sweep]]`), `evaluator` (`[evaluator]`) and
 //! `procurement` (`[procurement]`); `write` writes a study back, and
 //! `objective` turns a read study into the optimizer's problem and objectives.
+//! A check whose value carries no span of its own returns a [`Refusal`]
+//! (the key it concerns and the message), which the loader locates as an
+//! [`InputError`] at the section's line and field.
 //!
 //! The format is documented in README.md; `to_toml` writes it back, which is
 //! how `dimsum import libra` produces a study.
@@ -37,6 +40,7 @@ mod frontier;
 pub mod objective;
 mod optimize;
 mod procurement;
+mod refusal;
 mod sweep;
 pub mod topology;
 mod workload;
@@ -44,6 +48,7 @@ mod write;
 
 pub use frontier::{Case, FrontierSpec};
 pub use optimize::OptimizeSpec;
+pub use refusal::Refusal;
 pub use sweep::{SweepSpec, SweepWorkload};
 pub use workload::Economics;
 pub use workload::{MAX_ARCHS, arch_npu};
@@ -292,13 +297,14 @@ impl Study {
             )?),
         };
         let bw = match &raw.bw {
-            Some(b) => {
-                Some(fabric::check_bw(&gbps_values(b.get_ref()), &fabric).map_err(|m| src.at(b.span(), "bw", m))?)
-            }
+            Some(b) => Some(
+                fabric::check_bw(&gbps_values(b.get_ref()), &fabric)
+                    .map_err(|r| src.at(b.span(), "bw", r.to_string()))?,
+            ),
             None => None,
         };
         if let (Some(p), Some(b), Some(sb)) = (&procurement, &bw, &raw.bw) {
-            procurement::check_server_bw(p, &fabric, b).map_err(|m| src.at(sb.span(), "bw", m))?;
+            procurement::check_server_bw(p, &fabric, b).map_err(|r| src.at(sb.span(), "bw", r.to_string()))?;
         }
         let mut optimize = optimize::optimize_spec(&raw.optimize, &fabric, &cost, src)?;
         if let Some(p) = &procurement {
@@ -456,9 +462,10 @@ impl Study {
                 })
             })
             .collect::<Result<Vec<f64>, _>>()?;
-        let values = fabric::check_bw(&values, &self.fabric).map_err(|m| InputError::arg("--bw", m))?;
+        let values = fabric::check_bw(&values, &self.fabric).map_err(|r| InputError::arg("--bw", r.to_string()))?;
         if let Some(p) = &self.procurement {
-            procurement::check_server_bw(p, &self.fabric, &values).map_err(|m| InputError::arg("--bw", m))?;
+            procurement::check_server_bw(p, &self.fabric, &values)
+                .map_err(|r| InputError::arg("--bw", r.to_string()))?;
         }
         Ok(values)
     }
