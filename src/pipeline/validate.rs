@@ -222,6 +222,50 @@ pub struct Published {
 
 impl Published {
     /// Reads and checks a validation file; errors name the file, line and field.
+    ///
+    /// A run of the `gpt3-175b` preset (its shape filled in from it), then
+    /// one whose degrees do not divide its GPUs:
+    ///
+    /// ```
+    /// use dimsum::pipeline::validate::Published;
+    ///
+    /// let text = r#"name = "tiny"
+    /// description = "one run"
+    /// source = "made up"
+    /// [cluster]
+    /// npu = "a100-80gb"
+    /// node_gpus = 8
+    /// node_gbps = 300.0
+    /// node_latency_us = 1.0
+    /// network_gbps = 25.0
+    /// network_latency_us = 3.0
+    /// time_model = "nccl"
+    /// source = "made up"
+    /// [[run]]
+    /// name = "175B"
+    /// preset = "gpt3-175b"
+    /// seq = 2048
+    /// batch = 1536
+    /// micro_batch = 1
+    /// tp = 8
+    /// pp = 16
+    /// gpus = 1024
+    /// recompute = "full"
+    /// measured_tflops = 140
+    /// "#;
+    /// let dir = std::env::temp_dir().join(format!("dimsum-doc-load-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("tiny.toml");
+    /// std::fs::write(&path, text)?;
+    /// let (p, _stamp) = Published::load(&path)?;
+    /// assert_eq!((p.runs[0].layers, p.runs[0].hidden), (96, 12288));
+    ///
+    /// std::fs::write(&path, text.replace("pp = 16", "pp = 3"))?;
+    /// let e = Published::load(&path).map(|_| ()).map_err(|e| e.to_string());
+    /// assert!(e.is_err_and(|m| m.ends_with("tiny.toml: run `175B`: tp 8 x pp 3 must divide gpus 1024")));
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn load(path: &Path) -> Result<(Published, Stamp), InputError> {
         let text = crate::io::read_text(path, crate::io::MAX_TEXT_BYTES)
             .map_err(|e| InputError::at(path, None, "", format!("cannot read: {e}")))?;

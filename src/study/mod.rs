@@ -242,6 +242,50 @@ impl Study {
 
     /// Validates study text; `path` names it in errors and anchors the LIBRA
     /// file paths it names.
+    ///
+    /// A ring of 4 NPUs inside a switch of 8 (32 NPUs), one layer, and an
+    /// allocation `bw`; then the same study with a negative bandwidth,
+    /// refused at its line and key:
+    ///
+    /// ```
+    /// use dimsum::study::Study;
+    ///
+    /// let text = r#"name = "tiny"
+    /// bw = [100.0, 50.0]
+    /// [[fabric.dims]]
+    /// name = "package"
+    /// block = "ring"
+    /// npus = 4
+    /// [[fabric.dims]]
+    /// name = "pod"
+    /// block = "switch"
+    /// npus = 8
+    /// [cost.tiers.package]
+    /// link_usd_per_gbps = 2.0
+    /// [cost.tiers.pod]
+    /// link_usd_per_gbps = 8.0
+    /// switch_usd_per_gbps = 10.0
+    /// nic_usd_per_gbps = 20.0
+    /// [workload]
+    /// communicator = { forward = [4, -1], input_grad = [4, -1], weight_grad = [-1, 8] }
+    /// [[workload.layers]]
+    /// forward = { compute_ns = 1000 }
+    /// weight_grad = { compute_ns = 3000, collective = "all-reduce", bytes = 64e6 }
+    /// "#;
+    /// let study = Study::parse(text, "tiny.toml".as_ref())?;
+    /// assert_eq!(study.name, "tiny");
+    /// assert_eq!(study.fabric.npus(), 32);
+    /// assert_eq!(study.workload.layers.len(), 1);
+    /// assert_eq!(study.bw, Some(vec![100.0, 50.0]));
+    ///
+    /// let bad = text.replace("50.0]", "-1.0]");
+    /// let e = Study::parse(&bad, "tiny.toml".as_ref()).map_err(|e| e.to_string());
+    /// assert_eq!(
+    ///     e.err().as_deref(),
+    ///     Some("tiny.toml:2: bw: -1 GB/s on dimension `pod` is not allowed: use a bandwidth >= 0")
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn parse(text: &str, path: &Path) -> Result<Study, InputError> {
         Study::parse_with(text, path, true)
     }

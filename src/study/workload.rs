@@ -1436,6 +1436,18 @@ pub enum OrderError {
 }
 
 /// Parses `tp,pp,dp`-style placement orders.
+///
+/// ```
+/// use dimsum::model::transformer::Par;
+/// use dimsum::study::{OrderError, parse_order};
+///
+/// assert_eq!(parse_order("tp, dp, pp"), Ok([Par::Tp, Par::Dp, Par::Pp]));
+/// assert_eq!(parse_order("tp,pp"), Err(OrderError::NotEachOnce("tp,pp".into())));
+/// assert_eq!(
+///     parse_order("tp,ep,dp").map_err(|e| e.to_string()),
+///     Err("`ep` is not a parallelism; use tp, pp and dp, e.g. \"tp,pp,dp\"".to_string())
+/// );
+/// ```
 pub fn parse_order(s: &str) -> Result<[Par; 3], OrderError> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     let mut out = Vec::new();
