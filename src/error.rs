@@ -18,6 +18,19 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// One bad value in one input, located as precisely as the format allows.
+///
+/// Displayed on one line: `file:line: field: message`, leaving out what is
+/// not known (no line, no field).
+///
+/// ```
+/// use dimsum::error::InputError;
+/// use std::path::Path;
+///
+/// let e = InputError::at(Path::new("s.toml"), Some(7), "fabric.dims[0].npus", "must be at least 2");
+/// assert_eq!(e.to_string(), "s.toml:7: fabric.dims[0].npus: must be at least 2");
+/// let e = InputError::at(Path::new("s.toml"), None, "", "cannot read: not found");
+/// assert_eq!(e.to_string(), "s.toml: cannot read: not found");
+/// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub struct InputError {
     /// The file, or `None` for a command-line value.
@@ -41,7 +54,15 @@ impl InputError {
         }
     }
 
-    /// An error in a command-line argument.
+    /// An error in a command-line argument: no file, no line.
+    ///
+    /// ```
+    /// use dimsum::error::InputError;
+    ///
+    /// let e = InputError::arg("--bw", "expected 4 values");
+    /// assert_eq!((&e.file, e.line), (&None, None));
+    /// assert_eq!(e.to_string(), "--bw: expected 4 values");
+    /// ```
     pub fn arg(field: impl Into<String>, message: impl Into<String>) -> Self {
         InputError {
             file: None,
@@ -121,6 +142,15 @@ pub(crate) fn line_of_offset(text: &str, offset: usize) -> usize {
 }
 
 /// Lists allowed names as "`a`, `b` or `c`".
+///
+/// ```
+/// use dimsum::error::one_of;
+///
+/// assert_eq!(one_of(&["ring"]), "`ring`");
+/// assert_eq!(one_of(&["ring", "switch"]), "`ring` or `switch`");
+/// assert_eq!(one_of(&["a", "b", "c"]), "`a`, `b` or `c`");
+/// assert_eq!(one_of(&[]), "");
+/// ```
 pub fn one_of(names: &[&str]) -> String {
     match names.len() {
         0 => String::new(),
@@ -147,6 +177,36 @@ pub struct UnknownName {
 /// A closed set of names (an enum spelled one way in studies, on the
 /// command line and in reports). [`named!`](crate::named) gives it
 /// `FromStr` (with the allowed list in the error) and `Display`.
+///
+/// ```
+/// use dimsum::error::Named;
+///
+/// #[derive(Debug, Clone, Copy, PartialEq)]
+/// enum Shape {
+///     Ring,
+///     Switch,
+/// }
+///
+/// impl Named for Shape {
+///     const WHAT: &'static str = "a shape";
+///     const ALL: &'static [Self] = &[Shape::Ring, Shape::Switch];
+///     fn as_name(self) -> &'static str {
+///         match self {
+///             Shape::Ring => "ring",
+///             Shape::Switch => "switch",
+///         }
+///     }
+/// }
+/// dimsum::named!(Shape);
+///
+/// assert_eq!(Shape::names(), ["ring", "switch"]);
+/// assert_eq!("switch".parse::<Shape>(), Ok(Shape::Switch));
+/// assert_eq!(Shape::Ring.to_string(), "ring");
+/// assert_eq!(
+///     "mesh".parse::<Shape>().map_err(|e| e.to_string()),
+///     Err("`mesh` is not a shape; allowed: `ring` or `switch`".to_string())
+/// );
+/// ```
 pub trait Named: Sized + Copy + 'static {
     /// What one value is called, with its article ("a link model").
     const WHAT: &'static str;

@@ -222,162 +222,227 @@ pub struct Published {
 
 impl Published {
     /// Reads and checks a validation file; errors name the file, line and field.
+    ///
+    /// A run of the `gpt3-175b` preset (its shape filled in from it), then
+    /// one whose degrees do not divide its GPUs:
+    ///
+    /// ```
+    /// use dimsum::pipeline::validate::Published;
+    ///
+    /// let text = r#"name = "tiny"
+    /// description = "one run"
+    /// source = "made up"
+    /// [cluster]
+    /// npu = "a100-80gb"
+    /// node_gpus = 8
+    /// node_gbps = 300.0
+    /// node_latency_us = 1.0
+    /// network_gbps = 25.0
+    /// network_latency_us = 3.0
+    /// time_model = "nccl"
+    /// source = "made up"
+    /// [[run]]
+    /// name = "175B"
+    /// preset = "gpt3-175b"
+    /// seq = 2048
+    /// batch = 1536
+    /// micro_batch = 1
+    /// tp = 8
+    /// pp = 16
+    /// gpus = 1024
+    /// recompute = "full"
+    /// measured_tflops = 140
+    /// "#;
+    /// let dir = std::env::temp_dir().join(format!("dimsum-doc-load-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("tiny.toml");
+    /// std::fs::write(&path, text)?;
+    /// let (p, _stamp) = Published::load(&path)?;
+    /// assert_eq!((p.runs[0].layers, p.runs[0].hidden), (96, 12288));
+    ///
+    /// std::fs::write(&path, text.replace("pp = 16", "pp = 3"))?;
+    /// let e = Published::load(&path).map(|_| ()).map_err(|e| e.to_string());
+    /// assert!(e.is_err_and(|m| m.ends_with("tiny.toml: run `175B`: tp 8 x pp 3 must divide gpus 1024")));
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn load(path: &Path) -> Result<(Published, Stamp), InputError> {
         let text = crate::io::read_text(path, crate::io::MAX_TEXT_BYTES)
             .map_err(|e| InputError::at(path, None, "", format!("cannot read: {e}")))?;
         let mut p: Published = toml::from_str(&text).map_err(|e| crate::error::toml_error(&text, path, &e))?;
-        for r in &mut p.runs {
-            let Some(name) = &r.preset else { continue };
-            if r.layers != 0 || r.hidden != 0 || r.heads != 0 || r.vocab != 0 || r.kv_heads.is_some() || r.ffn.is_some()
-            {
-                return Err(InputError::at(
-                    path,
-                    None,
-                    format!("run `{}`", r.name),
-                    "give preset or the shape (layers, hidden, heads, kv_heads, ffn, vocab), not both",
-                ));
-            }
-            let m = ModelSpec::preset(name).ok_or_else(|| {
-                InputError::at(
-                    path,
-                    None,
-                    format!("run `{}`", r.name),
-                    format!(
-                        "`{name}` is not a preset; allowed: {}",
-                        crate::error::one_of(&ModelSpec::PRESETS)
-                    ),
-                )
-            })?;
-            r.layers = m.layers;
-            r.hidden = m.hidden;
-            r.heads = m.heads;
-            r.kv_heads = Some(m.kv_heads);
-            r.ffn = Some(m.ffn);
-            r.ffn_matrices = m.ffn_matrices;
-            r.vocab = m.vocab;
-        }
-        if compute::accelerator(&p.cluster.npu).is_none() {
-            return Err(InputError::at(
-                path,
-                None,
-                "cluster.npu",
-                format!(
-                    "`{}` is not a built-in accelerator; allowed: {}",
-                    p.cluster.npu,
-                    crate::error::one_of(&compute::accelerator_names())
-                ),
-            ));
-        }
-        let c = &p.cluster;
-        let positive = [
-            c.node_gbps,
-            c.network_gbps,
-            c.node_latency_us + 1.0,
-            c.network_latency_us + 1.0,
-        ];
-        if c.node_gpus < 1
-            || positive.iter().any(|x| !(x.is_finite() && *x > 0.0))
-            || c.node_latency_us < 0.0
-            || c.network_latency_us < 0.0
-        {
-            return Err(InputError::at(
-                path,
-                None,
-                "cluster",
-                "node_gpus must be >= 1, bandwidths > 0 and latencies >= 0",
-            ));
-        }
-        if p.runs.is_empty() {
-            return Err(InputError::at(path, None, "run", "list at least one [[run]]"));
-        }
-        if !is_file_stem(&p.name) {
-            return Err(InputError::at(
-                path,
-                None,
-                "name",
-                format!(
-                    "`{}` is not allowed: the result files are named after it, so letters, digits, `.`, `_` and `-` only (not `.` or `..`)",
-                    p.name
-                ),
-            ));
-        }
+        fill_presets(&mut p.runs, path)?;
+        check_file(&p, path)?;
         for r in &p.runs {
-            let bad = |m: String| InputError::at(path, None, format!("run `{}`", r.name), m);
-            r.recompute.parse::<Recompute>().map_err(|e| bad(e.to_string()))?;
-            let sizes = [
-                r.hidden,
-                r.seq,
-                r.vocab,
-                r.batch,
-                r.gpus,
-                u64::from(r.layers),
-                u64::from(r.heads),
-            ];
-            if sizes.contains(&0) || r.ffn == Some(0) || !(r.measured_tflops.is_finite() && r.measured_tflops > 0.0) {
-                return Err(bad(
-                    "layers, hidden, heads, ffn, seq, vocab, batch, gpus and measured_tflops must be > 0".into(),
-                ));
-            }
-            if r.virtual_stages == 0 || r.zero > 3 {
-                return Err(bad("virtual_stages must be >= 1 and zero 0 to 3".into()));
-            }
-            if !(2..=3).contains(&r.ffn_matrices) {
-                return Err(bad(format!(
-                    "ffn_matrices = {} is not allowed: 2 (GELU) or 3 (SwiGLU)",
-                    r.ffn_matrices
-                )));
-            }
-            match (r.flops, r.measured_tokens) {
-                (_, Some(t)) if !(t.is_finite() && t > 0.0) => {
-                    return Err(bad("measured_tokens must be > 0".into()));
-                }
-                (FlopCount::Published, None) => {
-                    return Err(bad(
-                        "flops = \"published\" needs measured_tokens (tokens per second per GPU)".into(),
-                    ));
-                }
-                _ => {}
-            }
-            if let Some(o) = &r.order {
-                crate::study::parse_order(o).map_err(|e| bad(format!("order: {e}")))?;
-            }
-            if r.capacity_factor.is_some_and(|c| !(c.is_finite() && c >= 1.0)) {
-                return Err(bad("capacity_factor must be >= 1".into()));
-            }
-            if r.bytes_grad.is_some_and(|b| !(b.is_finite() && b > 0.0)) {
-                return Err(bad("bytes_grad must be > 0".into()));
-            }
-            if r.micro_batch == 0 {
-                return Err(bad("micro_batch must be >= 1".into()));
-            }
-            if r.cp == 0 {
-                return Err(bad("cp must be >= 1".into()));
-            }
-            let tp_pp = r.tp.checked_mul(r.pp).and_then(|x| x.checked_mul(r.cp)).unwrap_or(0);
-            if tp_pp == 0 || !r.gpus.is_multiple_of(tp_pp) {
-                let cp = if r.cp == 1 {
-                    String::new()
-                } else {
-                    format!(" x cp {}", r.cp)
-                };
-                return Err(bad(format!(
-                    "tp {} x pp {}{cp} must divide gpus {}",
-                    r.tp, r.pp, r.gpus
-                )));
-            }
-            if r.gpus > u64::from(u32::MAX) {
-                return Err(bad(format!("gpus {} is more than {} (u32)", r.gpus, u32::MAX)));
-            }
-            let node = u64::from(p.cluster.node_gpus.max(1));
-            if r.gpus > node && !r.gpus.is_multiple_of(node) {
-                return Err(bad(format!(
-                    "gpus {} is not a whole number of {node}-GPU nodes",
-                    r.gpus
-                )));
-            }
+            check_run(r, p.cluster.node_gpus, path)?;
         }
         Ok((p, Stamp::of(text.as_bytes())))
     }
+}
+
+/// Checks the file's own fields: a built-in accelerator, the cluster's
+/// figures, at least one run, and a name a result file can take.
+fn check_file(p: &Published, path: &Path) -> Result<(), InputError> {
+    if compute::accelerator(&p.cluster.npu).is_none() {
+        return Err(InputError::at(
+            path,
+            None,
+            "cluster.npu",
+            format!(
+                "`{}` is not a built-in accelerator; allowed: {}",
+                p.cluster.npu,
+                crate::error::one_of(&compute::accelerator_names())
+            ),
+        ));
+    }
+    let c = &p.cluster;
+    let positive = [
+        c.node_gbps,
+        c.network_gbps,
+        c.node_latency_us + 1.0,
+        c.network_latency_us + 1.0,
+    ];
+    if c.node_gpus < 1
+        || positive.iter().any(|x| !(x.is_finite() && *x > 0.0))
+        || c.node_latency_us < 0.0
+        || c.network_latency_us < 0.0
+    {
+        return Err(InputError::at(
+            path,
+            None,
+            "cluster",
+            "node_gpus must be >= 1, bandwidths > 0 and latencies >= 0",
+        ));
+    }
+    if p.runs.is_empty() {
+        return Err(InputError::at(path, None, "run", "list at least one [[run]]"));
+    }
+    if !is_file_stem(&p.name) {
+        return Err(InputError::at(
+            path,
+            None,
+            "name",
+            format!(
+                "`{}` is not allowed: the result files are named after it, so letters, digits, `.`, `_` and `-` only (not `.` or `..`)",
+                p.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Fills the shape of each run that names a preset from it (refused when
+/// the run gives a shape too, or the preset is unknown).
+fn fill_presets(runs: &mut [Run], path: &Path) -> Result<(), InputError> {
+    for r in runs {
+        let Some(name) = &r.preset else { continue };
+        if r.layers != 0 || r.hidden != 0 || r.heads != 0 || r.vocab != 0 || r.kv_heads.is_some() || r.ffn.is_some() {
+            return Err(InputError::at(
+                path,
+                None,
+                format!("run `{}`", r.name),
+                "give preset or the shape (layers, hidden, heads, kv_heads, ffn, vocab), not both",
+            ));
+        }
+        let m = ModelSpec::preset(name).ok_or_else(|| {
+            InputError::at(
+                path,
+                None,
+                format!("run `{}`", r.name),
+                format!(
+                    "`{name}` is not a preset; allowed: {}",
+                    crate::error::one_of(&ModelSpec::PRESETS)
+                ),
+            )
+        })?;
+        r.layers = m.layers;
+        r.hidden = m.hidden;
+        r.heads = m.heads;
+        r.kv_heads = Some(m.kv_heads);
+        r.ffn = Some(m.ffn);
+        r.ffn_matrices = m.ffn_matrices;
+        r.vocab = m.vocab;
+    }
+    Ok(())
+}
+
+/// Checks one run: its recipe, sizes, FLOP count, order and figures,
+/// and its degrees and GPUs against each other and the cluster's
+/// `node_gpus`.
+fn check_run(r: &Run, node_gpus: u32, path: &Path) -> Result<(), InputError> {
+    let bad = |m: String| InputError::at(path, None, format!("run `{}`", r.name), m);
+    r.recompute.parse::<Recompute>().map_err(|e| bad(e.to_string()))?;
+    let sizes = [
+        r.hidden,
+        r.seq,
+        r.vocab,
+        r.batch,
+        r.gpus,
+        u64::from(r.layers),
+        u64::from(r.heads),
+    ];
+    if sizes.contains(&0) || r.ffn == Some(0) || !(r.measured_tflops.is_finite() && r.measured_tflops > 0.0) {
+        return Err(bad(
+            "layers, hidden, heads, ffn, seq, vocab, batch, gpus and measured_tflops must be > 0".into(),
+        ));
+    }
+    if r.virtual_stages == 0 || r.zero > 3 {
+        return Err(bad("virtual_stages must be >= 1 and zero 0 to 3".into()));
+    }
+    if !(2..=3).contains(&r.ffn_matrices) {
+        return Err(bad(format!(
+            "ffn_matrices = {} is not allowed: 2 (GELU) or 3 (SwiGLU)",
+            r.ffn_matrices
+        )));
+    }
+    match (r.flops, r.measured_tokens) {
+        (_, Some(t)) if !(t.is_finite() && t > 0.0) => {
+            return Err(bad("measured_tokens must be > 0".into()));
+        }
+        (FlopCount::Published, None) => {
+            return Err(bad(
+                "flops = \"published\" needs measured_tokens (tokens per second per GPU)".into(),
+            ));
+        }
+        _ => {}
+    }
+    if let Some(o) = &r.order {
+        crate::study::parse_order(o).map_err(|e| bad(format!("order: {e}")))?;
+    }
+    if r.capacity_factor.is_some_and(|c| !(c.is_finite() && c >= 1.0)) {
+        return Err(bad("capacity_factor must be >= 1".into()));
+    }
+    if r.bytes_grad.is_some_and(|b| !(b.is_finite() && b > 0.0)) {
+        return Err(bad("bytes_grad must be > 0".into()));
+    }
+    if r.micro_batch == 0 {
+        return Err(bad("micro_batch must be >= 1".into()));
+    }
+    if r.cp == 0 {
+        return Err(bad("cp must be >= 1".into()));
+    }
+    let tp_pp = r.tp.checked_mul(r.pp).and_then(|x| x.checked_mul(r.cp)).unwrap_or(0);
+    if tp_pp == 0 || !r.gpus.is_multiple_of(tp_pp) {
+        let cp = if r.cp == 1 {
+            String::new()
+        } else {
+            format!(" x cp {}", r.cp)
+        };
+        return Err(bad(format!(
+            "tp {} x pp {}{cp} must divide gpus {}",
+            r.tp, r.pp, r.gpus
+        )));
+    }
+    if r.gpus > u64::from(u32::MAX) {
+        return Err(bad(format!("gpus {} is more than {} (u32)", r.gpus, u32::MAX)));
+    }
+    let node = u64::from(node_gpus.max(1));
+    if r.gpus > node && !r.gpus.is_multiple_of(node) {
+        return Err(bad(format!(
+            "gpus {} is not a whole number of {node}-GPU nodes",
+            r.gpus
+        )));
+    }
+    Ok(())
 }
 
 /// Whether `name` can name a result file: `[A-Za-z0-9._-]+`, not `.` or `..`.

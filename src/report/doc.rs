@@ -53,6 +53,21 @@ impl Doc {
     }
 
     /// The report as Markdown: blocks separated by one blank line.
+    ///
+    /// ```
+    /// use dimsum::report::doc::{Block, Doc};
+    ///
+    /// let mut d = Doc::default();
+    /// d.heading(1, "Study");
+    /// d.push(Block::Para(vec!["First line,".into(), "second line.".into()]));
+    /// d.push(Block::List(vec!["a".into(), "b".into()]));
+    /// d.push(Block::Table(vec!["x".into(), "y".into()], vec![vec!["1".into(), String::new()]]));
+    /// d.push(Block::Chart("The frontier".into(), "frontier-cost".into()));
+    /// assert_eq!(
+    ///     d.markdown(),
+    ///     "# Study\n\nFirst line,\nsecond line.\n\n- a\n- b\n\n| x | y |\n|---|---|\n| 1 | |\n\n![The frontier](frontier-cost.png)\n"
+    /// );
+    /// ```
     pub fn markdown(&self) -> String {
         let mut out = String::new();
         for (i, b) in self.blocks.iter().enumerate() {

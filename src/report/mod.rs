@@ -322,64 +322,14 @@ where
     DB::ErrorType: 'static,
 {
     let body = frame(root, stamp)?;
-    let xs = Scale::new(
-        f.points
-            .iter()
-            .map(|p| p.budget)
-            .chain(markers.iter().map(|m| m.budget)),
-        f.log_x,
-    );
-    // The y range follows the frontier and the markers; the equal split,
-    // far slower at small budgets, may leave the chart at the top (clipped)
-    // rather than squash the frontier.
-    let top = f
-        .points
-        .iter()
-        .map(|p| p.iteration_time_ms)
-        .chain(markers.iter().map(|m| m.time_ms))
-        .fold(0.0, f64::max);
-    let ys = Scale::new(
-        f.points
-            .iter()
-            .flat_map(|p| {
-                [
-                    p.iteration_time_ms,
-                    if p.equal_split_ms.is_finite() {
-                        p.equal_split_ms.min(1.5 * top)
-                    } else {
-                        f64::NAN
-                    },
-                ]
-            })
-            .chain(markers.iter().map(|m| m.time_ms)),
-        false,
-    );
+    let (xs, ys, top) = frontier_scales(f, markers);
     let mut chart = ChartBuilder::on(&body)
         .caption(title, ("sans-serif", 24))
         .margin(16)
         .x_label_area_size(56)
         .y_label_area_size(84)
         .build_cartesian_2d(xs.range(), ys.range())?;
-    let xlabel = match f.axis.name() {
-        "cost" => "network cost ($M)".to_string(),
-        "power" => "network power (kW)".to_string(),
-        _ => "total bandwidth (GB/s per NPU)".to_string(),
-    };
-    chart
-        .configure_mesh()
-        .x_desc(format!("{xlabel}{}", if xs.log { ", log scale" } else { "" }))
-        .y_desc(format!(
-            "iteration time (ms){}",
-            if ys.log { ", log scale" } else { "" }
-        ))
-        .x_label_formatter(&|t| xs.label(*t))
-        .y_label_formatter(&|t| ys.label(*t))
-        .x_labels(8)
-        .y_labels(8)
-        .axis_desc_style(("sans-serif", 18))
-        .label_style(("sans-serif", 15))
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()?;
+    frontier_mesh(&mut chart, f, &xs, &ys)?;
     let blue = RGBColor(31, 119, 180);
     let grey = RGBColor(127, 127, 127);
     let pts: Vec<(f64, f64)> = f
@@ -412,7 +362,6 @@ where
         chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, blue.filled())))?;
     }
     let orange = RGBColor(230, 110, 0);
-    let (w, _) = body.dim_in_pixel();
     if !markers.is_empty() {
         let at: Vec<(f64, f64)> = markers.iter().map(|m| (xs.to(m.budget), ys.to(m.time_ms))).collect();
         lines.extend(at.iter().map(|p| vec![*p]));
@@ -421,6 +370,107 @@ where
             .label("fixed designs (labelled)")
             .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 6, orange.filled()));
     }
+    label_markers(&body, &chart, markers, &xs, &ys)?;
+    if let Some(k) = f.points.get(f.knee) {
+        lines.push(vec![draw_knee(&body, &mut chart, k, f, &xs, &ys)?]);
+    }
+    chart
+        .configure_series_labels()
+        .position(clear_corner(&lines, &xs, &ys, entries))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// The frontier chart's axes: x over the budgets of the frontier and the
+/// markers, y over their times and the equal split's (clipped at 1.5 times
+/// the slowest of them, `top`, the third value).
+fn frontier_scales(f: &Frontier, markers: &[Marker]) -> (Scale, Scale, f64) {
+    let xs = Scale::new(
+        f.points
+            .iter()
+            .map(|p| p.budget)
+            .chain(markers.iter().map(|m| m.budget)),
+        f.log_x,
+    );
+    // The y range follows the frontier and the markers; the equal split,
+    // far slower at small budgets, may leave the chart at the top (clipped)
+    // rather than squash the frontier.
+    let top = f
+        .points
+        .iter()
+        .map(|p| p.iteration_time_ms)
+        .chain(markers.iter().map(|m| m.time_ms))
+        .fold(0.0, f64::max);
+    let ys = Scale::new(
+        f.points
+            .iter()
+            .flat_map(|p| {
+                [
+                    p.iteration_time_ms,
+                    if p.equal_split_ms.is_finite() {
+                        p.equal_split_ms.min(1.5 * top)
+                    } else {
+                        f64::NAN
+                    },
+                ]
+            })
+            .chain(markers.iter().map(|m| m.time_ms)),
+        false,
+    );
+    (xs, ys, top)
+}
+
+/// The chart of a frontier or an allocation, in the transformed
+/// coordinates of its two [`Scale`]s.
+type Plot<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticks, Ticks>>;
+
+/// The frontier chart's grid and axis titles (the budget's unit, and which
+/// axes are log scale), ticks labelled with the real values.
+fn frontier_mesh<DB: DrawingBackend>(chart: &mut Plot<'_, DB>, f: &Frontier, xs: &Scale, ys: &Scale) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let xlabel = match f.axis.name() {
+        "cost" => "network cost ($M)".to_string(),
+        "power" => "network power (kW)".to_string(),
+        _ => "total bandwidth (GB/s per NPU)".to_string(),
+    };
+    chart
+        .configure_mesh()
+        .x_desc(format!("{xlabel}{}", if xs.log { ", log scale" } else { "" }))
+        .y_desc(format!(
+            "iteration time (ms){}",
+            if ys.log { ", log scale" } else { "" }
+        ))
+        .x_label_formatter(&|t| xs.label(*t))
+        .y_label_formatter(&|t| ys.label(*t))
+        .x_labels(8)
+        .y_labels(8)
+        .axis_desc_style(("sans-serif", 18))
+        .label_style(("sans-serif", 15))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()?;
+    Ok(())
+}
+
+/// Each fixed design's label, `name (t ms)`, with a leader line to its
+/// marker.
+fn label_markers<DB: DrawingBackend>(
+    body: &DrawingArea<DB, Shift>,
+    chart: &Plot<'_, DB>,
+    markers: &[Marker],
+    xs: &Scale,
+    ys: &Scale,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let orange = RGBColor(230, 110, 0);
+    let (w, _) = body.dim_in_pixel();
     for (i, m) in markers.iter().enumerate() {
         let at = (xs.to(m.budget), ys.to(m.time_ms));
         // Labels stack upwards from the marker, on its left when it sits in
@@ -441,37 +491,42 @@ where
         ))?;
         body.draw(&Text::new(text, (x, y), style))?;
     }
-    if let Some(k) = f.points.get(f.knee) {
-        let red = RGBColor(214, 39, 40);
-        let at = (xs.to(k.budget), ys.to(k.iteration_time_ms));
-        chart
-            .draw_series(std::iter::once(Circle::new(at, 8, red.stroke_width(3))))?
-            .label("knee (labelled)")
-            .legend(move |(x, y)| Circle::new((x + 10, y), 6, red.stroke_width(3)));
-        lines.push(vec![at]);
-        // The knee's label sits above and to the right of it, off the
-        // falling curve.
-        let (px, py) = chart.backend_coord(&at);
-        body.draw(&Text::new(
-            format!(
-                "knee: {} {}, {} ms",
-                sig3(k.budget),
-                f.axis.unit(),
-                sig3(k.iteration_time_ms)
-            ),
-            (px + 12, py - 34),
-            ("sans-serif", 16).into_font().color(&red),
-        ))?;
-    }
-    chart
-        .configure_series_labels()
-        .position(clear_corner(&lines, &xs, &ys, entries))
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 15))
-        .draw()?;
-    root.present()?;
     Ok(())
+}
+
+/// The knee `k` of frontier `f`: its circle (with its legend entry) and its
+/// label; returns where it is, for the legend to stay clear of it.
+fn draw_knee<DB: DrawingBackend>(
+    body: &DrawingArea<DB, Shift>,
+    chart: &mut Plot<'_, DB>,
+    k: &crate::optimize::frontier::Point,
+    f: &Frontier,
+    xs: &Scale,
+    ys: &Scale,
+) -> Result<(f64, f64), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    let red = RGBColor(214, 39, 40);
+    let at = (xs.to(k.budget), ys.to(k.iteration_time_ms));
+    chart
+        .draw_series(std::iter::once(Circle::new(at, 8, red.stroke_width(3))))?
+        .label("knee (labelled)")
+        .legend(move |(x, y)| Circle::new((x + 10, y), 6, red.stroke_width(3)));
+    // The knee's label sits above and to the right of it, off the
+    // falling curve.
+    let (px, py) = chart.backend_coord(&at);
+    body.draw(&Text::new(
+        format!(
+            "knee: {} {}, {} ms",
+            sig3(k.budget),
+            f.axis.unit(),
+            sig3(k.iteration_time_ms)
+        ),
+        (px + 12, py - 34),
+        ("sans-serif", 16).into_font().color(&red),
+    ))?;
+    Ok(at)
 }
 
 fn draw_allocation<DB: DrawingBackend>(

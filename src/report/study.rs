@@ -223,6 +223,17 @@ fn bound_sentence(goal: Option<Goal>, c: &Comparison) -> String {
 fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
     let spec = study.procurement();
     let names: Vec<&str> = study.fabric.dims.iter().map(|d| d.name.as_str()).collect();
+    let within = within_budgets(&spec);
+    doc.heading(2, "The decision");
+    design_to_buy(study, p, &spec, &names, &within, doc);
+    answers_table(p, &names, doc);
+    replayed(study, p, doc);
+    red_flags(p, doc);
+}
+
+/// Where the catalog's answers lie: within the budgets of `spec` (capex,
+/// power) and the dimensions' caps.
+fn within_budgets(spec: &Procurement) -> String {
     let budgets: Vec<String> = [
         spec.budget_usd.map(|b| format!("${}M capex", sig3(usd_to_musd(b)))),
         spec.budget_w.map(|b| format!("{} kW", sig3(w_to_kw(b)))),
@@ -230,12 +241,17 @@ fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
     .into_iter()
     .flatten()
     .collect();
-    let within = if budgets.is_empty() {
+    if budgets.is_empty() {
         "within the dimensions' caps (no budget set)".to_string()
     } else {
         format!("within {} and the dimensions' caps", budgets.join(" and "))
-    };
-    doc.heading(2, "The decision");
+    }
+}
+
+/// The design to buy, with its time (replayed when it was), capex, power,
+/// the bound on what any design could do, and what to buy per dimension;
+/// or that the catalog sells none `within` the budgets.
+fn design_to_buy(study: &Study, p: &Procured, spec: &Procurement, names: &[&str], within: &str, doc: &mut Doc) {
     match p.decided() {
         Some((a, c, b)) => {
             let k = &c.catalog;
@@ -268,12 +284,18 @@ fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
                 bound_sentence(a.goal, c),
             ));
             doc.para("What to buy, per dimension:");
-            doc.push(Block::List(what_to_buy(study, &spec, b)));
+            doc.push(Block::List(what_to_buy(study, spec, b)));
         }
         None => doc.para(format!(
             "The catalog sells no design {within} for any of the study's objectives."
         )),
     }
+}
+
+/// Every objective's bought answer: its bandwidths, time (the decision's
+/// with its replay), bound, capex, power and the next faster purchasable
+/// design; or why the catalog has none.
+fn answers_table(p: &Procured, names: &[&str], doc: &mut Doc) {
     let mut rows = Vec::new();
     let decided = p.decision.map(|d| d.answer);
     for (i, a) in p.answers.iter().enumerate() {
@@ -313,7 +335,11 @@ fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
         ],
         rows,
     ));
-    replayed(study, p, doc);
+}
+
+/// Red flags: continuous optima that cannot be bought as they stand, and a
+/// decision buying scale-up parts where a server may ship them.
+fn red_flags(p: &Procured, doc: &mut Doc) {
     let mut red: Vec<String> = Vec::new();
     for b in &p.bought {
         if !b.flags.is_empty() {
@@ -1388,19 +1414,48 @@ fn coopt_section(
     doc: &mut Doc,
     out: &mut Out,
 ) -> Result<(), ReportError> {
-    let acc = results.accelerators.as_ref();
+    coopt_json(study, stamp, r, results, out)?;
+    doc.heading(2, "Parallelization and fabric, chosen together");
+    let recipes = r.recipe_space.len() > 1;
+    let moe = study.model.as_ref().is_some_and(|m| m.moe.is_some());
+    coopt_search(study, r, recipes, doc);
+    strategies_table(r, moe, recipes, doc);
+    if let Some(best) = r.strategies.first().and_then(|b| b.time_ms()) {
+        coopt_outcome(study, r, best, results.coopt_replay.as_ref(), doc);
+    }
+    if let Some(a) = &results.accelerators {
+        accelerators_section(study, stamp, a, doc, out)?;
+    }
+    if let Some(a) = &results.archs {
+        archs_section(study, stamp, a, doc, out)?;
+    }
+    Ok(())
+}
+
+/// `coopt.json`: the search, the accelerator choice and the architecture
+/// search where the study has them, and the joint optimum's replay.
+fn coopt_json(
+    study: &Study,
+    stamp: &Stamp,
+    r: &Coopt,
+    results: &StudyResults,
+    out: &mut Out,
+) -> Result<(), ReportError> {
     let mut json = json!({ "stamp": stamp, "study": study.name, "coopt": r });
-    if let Some(a) = acc {
+    if let Some(a) = &results.accelerators {
         json["accelerators"] = json!(a);
     }
     if let Some(a) = &results.archs {
         json["archs"] = super::json::arch_search(a, coopt::EXACT_TOP);
     }
-    let replay = results.coopt_replay.as_ref();
-    json["optimum_replayed"] = super::json::replay(study, replay);
-    out.json("coopt.json", &json)?;
-    doc.heading(2, "Parallelization and fabric, chosen together");
-    let recipes = r.recipe_space.len() > 1;
+    json["optimum_replayed"] = super::json::replay(study, results.coopt_replay.as_ref());
+    out.json("coopt.json", &json)
+}
+
+/// What was searched: the mixture of experts (for a MoE model), the
+/// strategies and recipes with how many were solved, pruned and invalid,
+/// and how each strategy's fabric was priced.
+fn coopt_search(study: &Study, r: &Coopt, recipes: bool, doc: &mut Doc) {
     let moe = study.model.as_ref().and_then(|m| m.moe.as_ref());
     if let (Some(m), Some(x)) = (&study.model, moe) {
         doc.para(format!(
@@ -1420,7 +1475,6 @@ fn coopt_section(
             }
         ));
     }
-    let moe = moe.is_some();
     if recipes {
         let sp = &r.recipe_space;
         doc.para(format!(
@@ -1450,6 +1504,11 @@ fn coopt_section(
             "Each strategy's fabric is the continuous optimum under the study's constraints; cost by the linear $ per GB/s of `[cost.tiers]`, an approximation (a study with `[procurement]` is priced by the catalog)."
         }
     });
+}
+
+/// The ten best solved strategies, with their expert-parallel degree for a
+/// MoE model and their recipe when recipes were searched.
+fn strategies_table(r: &Coopt, moe: bool, recipes: bool, doc: &mut Doc) {
     let mut rows = Vec::new();
     for row in r.strategies.iter().filter(|x| x.time_ms().is_some()).take(10) {
         if let coopt::Verdict::Solved {
@@ -1497,69 +1556,76 @@ fn coopt_section(
         head.push("recipe".into());
     }
     doc.push(Block::Table(head, rows));
-    if let Some(best) = r.strategies.first().and_then(|b| b.time_ms()) {
-        let mut lines = Vec::new();
-        if let Some(eq) = r.best_on_equal_split_ms {
-            lines.push(format!(
-                "The joint optimum ({best:.3} ms) is {} the best strategy on the equal split ({eq:.3} ms)",
-                faster(eq, best)
+}
+
+/// The joint optimum (`best` ms) against the equal split and the study's
+/// own strategy, its pipeline stages, its replay, and why the others lost.
+fn coopt_outcome(
+    study: &Study,
+    r: &Coopt,
+    best: f64,
+    replay: Option<&Result<Measured, coopt::ReplayError>>,
+    doc: &mut Doc,
+) {
+    let mut lines = Vec::new();
+    if let Some(eq) = r.best_on_equal_split_ms {
+        lines.push(format!(
+            "The joint optimum ({best:.3} ms) is {} the best strategy on the equal split ({eq:.3} ms)",
+            faster(eq, best)
+        ));
+    }
+    if let Some(d) = r.default_optimized_ms {
+        lines.push(format!(
+            "and {} the study's own strategy with its optimal allocation ({d:.3} ms).",
+            faster(d, best)
+        ));
+    }
+    if let Some(why) = &r.own_invalid {
+        lines.push(format!("The study's own strategy is not compared: {why}."));
+    }
+    if let Some(st) = r
+        .strategies
+        .first()
+        .and_then(|b| b.stages.as_ref().filter(|_| b.pp > 1))
+    {
+        lines.push(format!("Its pipeline stages: {st}."));
+    }
+    if !lines.is_empty() {
+        doc.push(Block::Para(lines));
+    }
+    optimum_replayed(study, replay, doc);
+    doc.para("Why the others lost (examples of each reason):");
+    doc.push(Block::List(coopt::why_lost(r, best, 3)));
+}
+
+/// The joint optimum replayed on the best schedules, or why it was not.
+fn optimum_replayed(study: &Study, replay: Option<&Result<Measured, coopt::ReplayError>>, doc: &mut Doc) {
+    match replay {
+        Some(Ok(m)) => {
+            // With `[npu.arch]` this section is the study's own
+            // architecture's search, not the architecture search's.
+            let what = if study.arch_space.is_some() {
+                "The study's own architecture's best strategy"
+            } else {
+                "The joint optimum"
+            };
+            doc.para(format!(
+                "{what} replayed at its allocation (`{}` link model): **{:.3} ms per iteration** with every distinct collective of its iteration on the best schedule dimsum builds over its group's links, the pipeline's sends at their analytic time (no schedule makes it faster than {:.3} ms: every collective at its certified bound); the search ranked it by the `{}` analytic model's {:.3} ms ({} against the replay).",
+                study.evaluator.link_model.as_name(),
+                ns_to_ms(m.iteration_ns),
+                ns_to_ms(m.lower_bound_ns),
+                study.collective.time_model.name(),
+                ns_to_ms(m.analytic_iteration_ns),
+                signed_pct(ns_to_ms(m.analytic_iteration_ns), ns_to_ms(m.iteration_ns)),
             ));
+            replay_table(m, doc);
         }
-        if let Some(d) = r.default_optimized_ms {
-            lines.push(format!(
-                "and {} the study's own strategy with its optimal allocation ({d:.3} ms).",
-                faster(d, best)
-            ));
-        }
-        if let Some(why) = &r.own_invalid {
-            lines.push(format!("The study's own strategy is not compared: {why}."));
-        }
-        if let Some(st) = r
-            .strategies
-            .first()
-            .and_then(|b| b.stages.as_ref().filter(|_| b.pp > 1))
-        {
-            lines.push(format!("Its pipeline stages: {st}."));
-        }
-        if !lines.is_empty() {
-            doc.push(Block::Para(lines));
-        }
-        match replay {
-            Some(Ok(m)) => {
-                // With `[npu.arch]` this section is the study's own
-                // architecture's search, not the architecture search's.
-                let what = if study.arch_space.is_some() {
-                    "The study's own architecture's best strategy"
-                } else {
-                    "The joint optimum"
-                };
-                doc.para(format!(
-                    "{what} replayed at its allocation (`{}` link model): **{:.3} ms per iteration** with every distinct collective of its iteration on the best schedule dimsum builds over its group's links, the pipeline's sends at their analytic time (no schedule makes it faster than {:.3} ms: every collective at its certified bound); the search ranked it by the `{}` analytic model's {:.3} ms ({} against the replay).",
-                    study.evaluator.link_model.as_name(),
-                    ns_to_ms(m.iteration_ns),
-                    ns_to_ms(m.lower_bound_ns),
-                    study.collective.time_model.name(),
-                    ns_to_ms(m.analytic_iteration_ns),
-                    signed_pct(ns_to_ms(m.analytic_iteration_ns), ns_to_ms(m.iteration_ns)),
-                ));
-                replay_table(m, doc);
-            }
-            Some(Err(e)) => doc.para(format!("The joint optimum was not replayed: {e}.")),
-            None if !study.replay_optimum => doc.para(
-                "The joint optimum is not replayed here (the study sets `[coopt] replay = false`); `dimsum coopt --replay` replays it on the best schedules.",
-            ),
-            None => {}
-        }
-        doc.para("Why the others lost (examples of each reason):");
-        doc.push(Block::List(coopt::why_lost(r, best, 3)));
+        Some(Err(e)) => doc.para(format!("The joint optimum was not replayed: {e}.")),
+        None if !study.replay_optimum => doc.para(
+            "The joint optimum is not replayed here (the study sets `[coopt] replay = false`); `dimsum coopt --replay` replays it on the best schedules.",
+        ),
+        None => {}
     }
-    if let Some(a) = acc {
-        accelerators_section(study, stamp, a, doc, out)?;
-    }
-    if let Some(a) = &results.archs {
-        archs_section(study, stamp, a, doc, out)?;
-    }
-    Ok(())
 }
 
 /// Architectures the report's table and chart show.
@@ -1590,6 +1656,19 @@ fn archs_section(
         a.coopt.rejected,
         t.name,
     ));
+    let lines = archs_verdict(a);
+    if !lines.is_empty() {
+        doc.push(Block::Para(lines));
+    }
+    let mut order = a.ranked();
+    order.truncate(ARCHS_SHOWN);
+    archs_table(&order, doc);
+    archs_chart(study, stamp, &order, out, doc)
+}
+
+/// The joint optimum of the architecture search, beside the study's own
+/// architecture at its best strategy and at its own one.
+fn archs_verdict(a: &coopt::ArchSearch) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some(best) = a.coopt.strategies.first().filter(|r| r.time_ms().is_some()) {
         let ms = best.time_ms().unwrap_or(f64::NAN);
@@ -1614,11 +1693,12 @@ fn archs_section(
             ));
         }
     }
-    if !lines.is_empty() {
-        doc.push(Block::Para(lines));
-    }
-    let mut order = a.ranked();
-    order.truncate(ARCHS_SHOWN);
+    lines
+}
+
+/// The best architectures (`order`): their figures, area, power and best
+/// time, or the bound no strategy on them beats.
+fn archs_table(order: &[&coopt::ArchDesign], doc: &mut Doc) {
     let rows = order
         .iter()
         .map(|d| {
@@ -1654,6 +1734,16 @@ fn archs_section(
     doc.para(
         "`best` is the architecture's best solved time, its best time where none of its pruned strategies' bounds is below it (else marked); `no faster than` is the least of its solved times and those bounds: no strategy on it is faster. The search is exact for its ten best rows; an architecture whose every strategy lost to them has only its bound.",
     );
+}
+
+/// The chart of the best architectures' (`order`) area by component.
+fn archs_chart(
+    study: &Study,
+    stamp: &Stamp,
+    order: &[&coopt::ArchDesign],
+    out: &mut Out,
+    doc: &mut Doc,
+) -> Result<(), ReportError> {
     let bars: Vec<(String, Vec<f64>)> = order
         .iter()
         .map(|d| {

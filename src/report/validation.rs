@@ -4,7 +4,7 @@
 
 use super::{Chart, ReportError, line_chart, sig3};
 use crate::io::{Stamp, write_atomic};
-use crate::pipeline::validate::{FlopCount, Validation};
+use crate::pipeline::validate::{FlopCount, Run, Validation};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -15,8 +15,18 @@ fn billions(v: &Validation) -> Vec<f64> {
 
 /// The Markdown page.
 pub fn markdown(v: &Validation, stamp: &Stamp, input: &str) -> String {
-    let p = &v.published;
     let mut s = String::new();
+    preamble(v, stamp, input, &mut s);
+    runs_table(v, &mut s);
+    notes(v, &mut s);
+    rechosen_table(v, &mut s);
+    s
+}
+
+/// The title, the stamp and input, the runs' source, the cluster and the
+/// calibration with the efficiency that would fit the runs best.
+fn preamble(v: &Validation, stamp: &Stamp, input: &str, s: &mut String) {
+    let p = &v.published;
     let _ = writeln!(s, "# Validation: {}\n", p.description);
     let _ = writeln!(s, "{} · input `{input}`\n", stamp.line());
     let _ = writeln!(s, "Runs: {}.\n", p.source);
@@ -47,6 +57,11 @@ pub fn markdown(v: &Validation, stamp: &Stamp, input: &str) -> String {
         sig3(v.best_fit.0),
         sig3(100.0 * v.best_fit.1)
     );
+}
+
+/// One row per run: its strategy and recipe, the predicted iteration, its
+/// compute and memory, and throughput published and predicted.
+fn runs_table(v: &Validation, s: &mut String) {
     s.push_str(
         "| run | params (B) | TP | PP | DP | micro-batch | micro-batches | v | recompute | iteration (ms) | of which compute (ms) | memory (GiB) | published TF/s | dimsum TF/s | error |\n",
     );
@@ -73,42 +88,12 @@ pub fn markdown(v: &Validation, stamp: &Stamp, input: &str) -> String {
             100.0 * x.error
         );
     }
-    let special: Vec<String> = v
-        .predictions
-        .iter()
-        .filter_map(|x| {
-            let r = &x.run;
-            let mut parts = Vec::new();
-            if let Some(p) = &r.preset {
-                parts.push(format!("model `{p}`"));
-            }
-            if r.ep > 1 {
-                parts.push(format!("EP {}", r.ep));
-            }
-            if r.cp > 1 {
-                parts.push(format!("CP {}", r.cp));
-            }
-            if !r.precision.is_bf16() {
-                parts.push(r.precision.to_string().to_uppercase());
-            }
-            if let Some(o) = &r.order {
-                parts.push(format!("order {o}"));
-            }
-            if let Some(c) = r.capacity_factor {
-                parts.push(format!("capacity factor {c}"));
-            }
-            for (on, what) in [
-                (r.tp_overlap, "TP overlap"),
-                (r.prefetch, "ZeRO-3 prefetch"),
-                (r.ep_overlap, "EP overlap"),
-            ] {
-                if on {
-                    parts.push(what.into());
-                }
-            }
-            (!parts.is_empty()).then(|| format!("{} ({})", r.name, parts.join(", ")))
-        })
-        .collect();
+}
+
+/// Below the table: what the columns do not show, runs over their HBM,
+/// the errors, and how `flops = "published"` runs are counted.
+fn notes(v: &Validation, s: &mut String) {
+    let special: Vec<String> = v.predictions.iter().filter_map(|x| beyond_columns(&x.run)).collect();
     if !special.is_empty() {
         let _ = writeln!(
             s,
@@ -136,58 +121,98 @@ pub fn markdown(v: &Validation, stamp: &Stamp, input: &str) -> String {
             "\nRuns marked `flops = \"published\"` take the table's own FLOPs per token (its TFLOP/s over its tokens/s), so their error is the error in tokens per second."
         );
     }
-    if !v.rechosen.is_empty() {
-        let _ = writeln!(
-            s,
-            "\n## Each run's strategy searched again\n\n`coopt` on each run's cluster as built (every TP x PP x DP and placement order, EP for a mixture of experts, CP on sequences of {} tokens and more, with the run's own recipe: micro-batch, recomputation, ZeRO, virtual stages, precision), each candidate timed as the run is predicted above.\n",
-            crate::pipeline::validate::LONG_SEQUENCE
-        );
-        s.push_str("| run | published | published (ms) | coopt's best (order) | best (ms) | faster | memory (GiB) | searched / solved / pruned / invalid |\n");
-        s.push_str("|---|---|---|---|---|---|---|---|\n");
-        for (x, rc) in v.predictions.iter().zip(&v.rechosen) {
-            let r = &x.run;
-            let (best, best_ms, mem) = rc.best.as_ref().map_or(("-".to_string(), None, None), |b| {
-                (format!("{} ({})", b.degrees(), b.order), b.time_ms(), b.memory_gib)
-            });
-            let faster = rc
-                .published_ms
-                .zip(best_ms)
-                .map_or("-".to_string(), |(p, b)| format!("{:.3}x", p / b));
-            if rc.skipped {
-                let _ = writeln!(
-                    s,
-                    "| {} | - | - | not searched: {} GPUs, over the file's `rechoose_max_gpus` ({}) | - | - | - | - |",
-                    rc.run,
-                    r.gpus,
-                    v.published.rechoose_max_gpus.unwrap_or(0)
-                );
-                continue;
-            }
-            let [a, b, c, d] = rc.counts;
-            let _ = writeln!(
-                s,
-                "| {} | tp {} pp {} dp {}{}{} | {} | {best} | {} | {faster} | {} | {a} / {b} / {c} / {d} |",
-                rc.run,
-                r.tp,
-                r.pp,
-                x.dp,
-                if r.ep > 1 {
-                    format!(" ep {}", r.ep)
-                } else {
-                    String::new()
-                },
-                if r.cp > 1 {
-                    format!(" cp {}", r.cp)
-                } else {
-                    String::new()
-                },
-                rc.published_ms.map_or("-".to_string(), sig3),
-                best_ms.map_or("-".to_string(), sig3),
-                mem.map_or("-".to_string(), sig3),
-            );
+}
+
+/// What a run sets beyond the table's columns (a preset, EP, CP, a
+/// precision, an order, a capacity factor, overlaps), as `name (...)`;
+/// `None` when nothing.
+fn beyond_columns(r: &Run) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(p) = &r.preset {
+        parts.push(format!("model `{p}`"));
+    }
+    if r.ep > 1 {
+        parts.push(format!("EP {}", r.ep));
+    }
+    if r.cp > 1 {
+        parts.push(format!("CP {}", r.cp));
+    }
+    if !r.precision.is_bf16() {
+        parts.push(r.precision.to_string().to_uppercase());
+    }
+    if let Some(o) = &r.order {
+        parts.push(format!("order {o}"));
+    }
+    if let Some(c) = r.capacity_factor {
+        parts.push(format!("capacity factor {c}"));
+    }
+    for (on, what) in [
+        (r.tp_overlap, "TP overlap"),
+        (r.prefetch, "ZeRO-3 prefetch"),
+        (r.ep_overlap, "EP overlap"),
+    ] {
+        if on {
+            parts.push(what.into());
         }
     }
-    s
+    (!parts.is_empty()).then(|| format!("{} ({})", r.name, parts.join(", ")))
+}
+
+/// Each run's strategy searched again by `coopt`, beside the published one
+/// (nothing when the file searches none).
+fn rechosen_table(v: &Validation, s: &mut String) {
+    if v.rechosen.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n## Each run's strategy searched again\n\n`coopt` on each run's cluster as built (every TP x PP x DP and placement order, EP for a mixture of experts, CP on sequences of {} tokens and more, with the run's own recipe: micro-batch, recomputation, ZeRO, virtual stages, precision), each candidate timed as the run is predicted above.\n",
+        crate::pipeline::validate::LONG_SEQUENCE
+    );
+    s.push_str("| run | published | published (ms) | coopt's best (order) | best (ms) | faster | memory (GiB) | searched / solved / pruned / invalid |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|\n");
+    for (x, rc) in v.predictions.iter().zip(&v.rechosen) {
+        let r = &x.run;
+        let (best, best_ms, mem) = rc.best.as_ref().map_or(("-".to_string(), None, None), |b| {
+            (format!("{} ({})", b.degrees(), b.order), b.time_ms(), b.memory_gib)
+        });
+        let faster = rc
+            .published_ms
+            .zip(best_ms)
+            .map_or("-".to_string(), |(p, b)| format!("{:.3}x", p / b));
+        if rc.skipped {
+            let _ = writeln!(
+                s,
+                "| {} | - | - | not searched: {} GPUs, over the file's `rechoose_max_gpus` ({}) | - | - | - | - |",
+                rc.run,
+                r.gpus,
+                v.published.rechoose_max_gpus.unwrap_or(0)
+            );
+            continue;
+        }
+        let [a, b, c, d] = rc.counts;
+        let _ = writeln!(
+            s,
+            "| {} | tp {} pp {} dp {}{}{} | {} | {best} | {} | {faster} | {} | {a} / {b} / {c} / {d} |",
+            rc.run,
+            r.tp,
+            r.pp,
+            x.dp,
+            if r.ep > 1 {
+                format!(" ep {}", r.ep)
+            } else {
+                String::new()
+            },
+            if r.cp > 1 {
+                format!(" cp {}", r.cp)
+            } else {
+                String::new()
+            },
+            rc.published_ms.map_or("-".to_string(), sig3),
+            best_ms.map_or("-".to_string(), sig3),
+            mem.map_or("-".to_string(), sig3),
+        );
+    }
 }
 
 /// The throughput chart.

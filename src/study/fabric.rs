@@ -4,7 +4,7 @@
 //! GB/s of each tier); and the check of an allocation (`bw`, `[[case]]`,
 //! `--bw`) against the fabric.
 
-use super::{Gbps, StudyFile, find_line, gbps_values, zero};
+use super::{Gbps, Refusal, StudyFile, find_line, gbps_values, zero};
 use crate::error::{InputError, one_of};
 use crate::model::bom::{self, Procurement};
 use crate::model::collective::Algorithm;
@@ -66,7 +66,7 @@ pub(super) fn fabric(
         dims.push(dim);
     }
     let fabric = Fabric { dims };
-    fabric_npus_fit(&fabric).map_err(|m| src.at(raw_dims.span(), "fabric.dims", m))?;
+    fabric_npus_fit(&fabric).map_err(|r| src.at(raw_dims.span(), "fabric.dims", r.to_string()))?;
     check_tiers(cost, src)?;
     Ok((fabric, algorithms))
 }
@@ -270,9 +270,9 @@ fn check_tiers(cost: &RawCost, src: StudyFile<'_>) -> Result<(), InputError> {
 }
 
 /// Checks an allocation against a fabric: one finite value >= 0 per dimension.
-pub(super) fn check_bw(values: &[f64], fabric: &Fabric) -> Result<Vec<f64>, String> {
+pub(super) fn check_bw(values: &[f64], fabric: &Fabric) -> Result<Vec<f64>, Refusal> {
     if values.len() != fabric.ndims() {
-        return Err(format!(
+        return Err(Refusal::new(format!(
             "{} values given but the fabric has {} dimensions ({}): give one GB/s per NPU value per dimension",
             values.len(),
             fabric.ndims(),
@@ -282,25 +282,25 @@ pub(super) fn check_bw(values: &[f64], fabric: &Fabric) -> Result<Vec<f64>, Stri
                 .map(|d| d.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
-        ));
+        )));
     }
     if let Some((d, v)) = values.iter().enumerate().find(|(_, v)| !(v.is_finite() && **v >= 0.0)) {
-        return Err(format!(
+        return Err(Refusal::new(format!(
             "{v} GB/s on dimension `{}` is not allowed: use a bandwidth >= 0",
             fabric.dims[d].name
-        ));
+        )));
     }
     Ok(values.to_vec())
 }
 
 /// Rejects fabrics whose NPU count overflows.
-fn fabric_npus_fit(fabric: &Fabric) -> Result<u64, String> {
+fn fabric_npus_fit(fabric: &Fabric) -> Result<u64, Refusal> {
     fabric
         .dims
         .iter()
         .try_fold(1u64, |acc, d| acc.checked_mul(u64::from(d.npus)))
         .filter(|n| *n <= 1 << 40)
-        .ok_or_else(|| "the fabric has more than 2^40 NPUs".to_string())
+        .ok_or_else(|| Refusal::of("fabric.dims", "the fabric has more than 2^40 NPUs"))
 }
 
 /// The bandwidths a study writes for each dimension (`min_gbps`,

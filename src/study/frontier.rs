@@ -93,7 +93,7 @@ pub(super) fn cases(
                 Some(p) => super::procurement::check_server_bw(p, fabric, &bw).map(|()| bw),
                 None => Ok(bw),
             })
-            .map_err(|m| src.at(r.bw.span(), format!("case[{i}].bw"), m))?;
+            .map_err(|e| src.at(r.bw.span(), format!("case[{i}].bw"), e.to_string()))?;
         cases.push(Case {
             name: r.name.clone(),
             bw,

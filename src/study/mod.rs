@@ -18,6 +18,9 @@
 //! `[[case]]`), `sweep` (`[[sweep]]`), `evaluator` (`[evaluator]`) and
 //! `procurement` (`[procurement]`); `write` writes a study back, and
 //! `objective` turns a read study into the optimizer's problem and objectives.
+//! A check whose value carries no span of its own returns a [`Refusal`]
+//! (the key it concerns and the message), which the loader locates as an
+//! [`InputError`] at the section's line and field.
 //!
 //! The format is documented in README.md; `to_toml` writes it back, which is
 //! how `dimsum import libra` produces a study.
@@ -37,6 +40,7 @@ mod frontier;
 pub mod objective;
 mod optimize;
 mod procurement;
+mod refusal;
 mod sweep;
 pub mod topology;
 mod workload;
@@ -44,6 +48,7 @@ mod write;
 
 pub use frontier::{Case, FrontierSpec};
 pub use optimize::OptimizeSpec;
+pub use refusal::Refusal;
 pub use sweep::{SweepSpec, SweepWorkload};
 pub use workload::Economics;
 pub use workload::{MAX_ARCHS, arch_npu};
@@ -237,6 +242,50 @@ impl Study {
 
     /// Validates study text; `path` names it in errors and anchors the LIBRA
     /// file paths it names.
+    ///
+    /// A ring of 4 NPUs inside a switch of 8 (32 NPUs), one layer, and an
+    /// allocation `bw`; then the same study with a negative bandwidth,
+    /// refused at its line and key:
+    ///
+    /// ```
+    /// use dimsum::study::Study;
+    ///
+    /// let text = r#"name = "tiny"
+    /// bw = [100.0, 50.0]
+    /// [[fabric.dims]]
+    /// name = "package"
+    /// block = "ring"
+    /// npus = 4
+    /// [[fabric.dims]]
+    /// name = "pod"
+    /// block = "switch"
+    /// npus = 8
+    /// [cost.tiers.package]
+    /// link_usd_per_gbps = 2.0
+    /// [cost.tiers.pod]
+    /// link_usd_per_gbps = 8.0
+    /// switch_usd_per_gbps = 10.0
+    /// nic_usd_per_gbps = 20.0
+    /// [workload]
+    /// communicator = { forward = [4, -1], input_grad = [4, -1], weight_grad = [-1, 8] }
+    /// [[workload.layers]]
+    /// forward = { compute_ns = 1000 }
+    /// weight_grad = { compute_ns = 3000, collective = "all-reduce", bytes = 64e6 }
+    /// "#;
+    /// let study = Study::parse(text, "tiny.toml".as_ref())?;
+    /// assert_eq!(study.name, "tiny");
+    /// assert_eq!(study.fabric.npus(), 32);
+    /// assert_eq!(study.workload.layers.len(), 1);
+    /// assert_eq!(study.bw, Some(vec![100.0, 50.0]));
+    ///
+    /// let bad = text.replace("50.0]", "-1.0]");
+    /// let e = Study::parse(&bad, "tiny.toml".as_ref()).map_err(|e| e.to_string());
+    /// assert_eq!(
+    ///     e.err().as_deref(),
+    ///     Some("tiny.toml:2: bw: -1 GB/s on dimension `pod` is not allowed: use a bandwidth >= 0")
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn parse(text: &str, path: &Path) -> Result<Study, InputError> {
         Study::parse_with(text, path, true)
     }
@@ -292,13 +341,14 @@ impl Study {
             )?),
         };
         let bw = match &raw.bw {
-            Some(b) => {
-                Some(fabric::check_bw(&gbps_values(b.get_ref()), &fabric).map_err(|m| src.at(b.span(), "bw", m))?)
-            }
+            Some(b) => Some(
+                fabric::check_bw(&gbps_values(b.get_ref()), &fabric)
+                    .map_err(|r| src.at(b.span(), "bw", r.to_string()))?,
+            ),
             None => None,
         };
         if let (Some(p), Some(b), Some(sb)) = (&procurement, &bw, &raw.bw) {
-            procurement::check_server_bw(p, &fabric, b).map_err(|m| src.at(sb.span(), "bw", m))?;
+            procurement::check_server_bw(p, &fabric, b).map_err(|r| src.at(sb.span(), "bw", r.to_string()))?;
         }
         let mut optimize = optimize::optimize_spec(&raw.optimize, &fabric, &cost, src)?;
         if let Some(p) = &procurement {
@@ -456,9 +506,10 @@ impl Study {
                 })
             })
             .collect::<Result<Vec<f64>, _>>()?;
-        let values = fabric::check_bw(&values, &self.fabric).map_err(|m| InputError::arg("--bw", m))?;
+        let values = fabric::check_bw(&values, &self.fabric).map_err(|r| InputError::arg("--bw", r.to_string()))?;
         if let Some(p) = &self.procurement {
-            procurement::check_server_bw(p, &self.fabric, &values).map_err(|m| InputError::arg("--bw", m))?;
+            procurement::check_server_bw(p, &self.fabric, &values)
+                .map_err(|r| InputError::arg("--bw", r.to_string()))?;
         }
         Ok(values)
     }

@@ -5,7 +5,7 @@
 //! fabric the dimension is (`server`: its bandwidth fixed at the server's,
 //! nothing bought for it from the network).
 
-use super::StudyFile;
+use super::{Refusal, StudyFile};
 use crate::error::{InputError, one_of};
 use crate::model::bom::{DimSpec, Procurement};
 use crate::model::catalog::{Catalog, TECHS, tech_kind};
@@ -358,15 +358,15 @@ pub(super) fn apply_servers(
 
 /// The study's `bw` (or a case's) on every server dimension equals the
 /// server's bandwidth; `Err` names the first that does not.
-pub(super) fn check_server_bw(spec: &Procurement, fabric: &Fabric, bw: &[f64]) -> Result<(), String> {
+pub(super) fn check_server_bw(spec: &Procurement, fabric: &Fabric, bw: &[f64]) -> Result<(), Refusal> {
     for (d, ds) in spec.dims.iter().enumerate() {
         if let Some(server) = &ds.server {
             let b = server.gbps();
             if (bw[d] - b).abs() > 1e-9 * b {
-                return Err(format!(
+                return Err(Refusal::new(format!(
                     "{} GB/s on `{}`, but `{}` ships {b} GB/s per GPU ({} Gb/s) there: use {b}",
                     bw[d], fabric.dims[d].name, server.name, server.scale_up_gbits
-                ));
+                )));
             }
         }
     }

@@ -5,8 +5,8 @@
 //! `[model]` (a preset or every field), `[npu]` and `[parallelism]` (tp, pp,
 //! dp, ZeRO, sequence parallelism, recomputation, placement `order`).
 
-use super::StudyFile;
 use super::zero;
+use super::{Refusal, StudyFile};
 use crate::error::{InputError, one_of};
 use crate::interop::libra;
 use crate::model::arch::{self, Arch, ArchSpace};
@@ -304,9 +304,9 @@ pub(super) fn recipe_space(
     if let Some(v) = &raw.recompute {
         let r = v
             .iter()
-            .map(RawRecompute::resolve)
+            .map(|r| r.resolve("coopt.recompute"))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|m| err("recompute", m))?;
+            .map_err(|r| err("recompute", r.to_string()))?;
         space.recompute = listed(&r, "recompute", &err)?;
     }
     if let Some(v) = &raw.zero {
@@ -375,11 +375,14 @@ pub(super) enum RawRecompute {
 }
 
 impl RawRecompute {
-    fn resolve(&self) -> Result<Recompute, String> {
+    /// The recomputation, refused as `key` (where the study wrote it).
+    fn resolve(&self, key: &str) -> Result<Recompute, Refusal> {
         match self {
             RawRecompute::Off | RawRecompute::Flag(false) => Ok(Recompute::None),
             RawRecompute::Flag(true) => Ok(Recompute::Full),
-            RawRecompute::Named(n) => n.parse::<Recompute>().map_err(|e| format!("recompute: {e}")),
+            RawRecompute::Named(n) => n
+                .parse::<Recompute>()
+                .map_err(|e| Refusal::of(key, format!("recompute: {e}"))),
         }
     }
 }
@@ -464,35 +467,45 @@ pub const MAX_ARCHS: usize = 1 << 16;
 
 /// `[npu.arch]`, checked: the space, and the first combination within the
 /// budgets as the study's own NPU.
-fn arch_space(n: &RawNpu, a: &RawArch) -> Result<(ArchSpace, Npu), String> {
+fn arch_space(n: &RawNpu, a: &RawArch) -> Result<(ArchSpace, Npu), Refusal> {
     if n.kind.is_some() || n.has_figures() || n.price_usd.is_some() {
-        return Err(
-            "with [npu.arch], give no type or figure in [npu] but headroom_gib: the architecture sets them".into(),
-        );
+        return Err(Refusal::new(
+            "with [npu.arch], give no type or figure in [npu] but headroom_gib: the architecture sets them",
+        ));
     }
-    let listed = |n: usize, distinct: bool, key: &str| -> Result<(), String> {
+    let refuse = |key: &str, message: String| Refusal::of(format!("npu.arch.{key}"), message);
+    let listed = |n: usize, distinct: bool, key: &str| -> Result<(), Refusal> {
         if !(1..=MAX_ARCH_VALUES).contains(&n) {
-            return Err(format!("arch.{key}: give 1 to {MAX_ARCH_VALUES} values, not {n}"));
+            return Err(refuse(
+                key,
+                format!("arch.{key}: give 1 to {MAX_ARCH_VALUES} values, not {n}"),
+            ));
         }
         if !distinct {
-            return Err(format!("arch.{key}: a value is listed twice"));
+            return Err(refuse(key, format!("arch.{key}: a value is listed twice")));
         }
         Ok(())
     };
-    let counts = |v: &OneOrMany<u32>, key: &str| -> Result<Vec<u32>, String> {
+    let counts = |v: &OneOrMany<u32>, key: &str| -> Result<Vec<u32>, Refusal> {
         let l = v.list();
         let distinct = l.iter().collect::<std::collections::HashSet<_>>().len() == l.len();
         listed(l.len(), distinct, key)?;
         if let Some(bad) = l.iter().find(|x| **x == 0 || **x > 1 << 20) {
-            return Err(format!("arch.{key} = {bad} is not allowed: use 1 to {}", 1 << 20));
+            return Err(refuse(
+                key,
+                format!("arch.{key} = {bad} is not allowed: use 1 to {}", 1 << 20),
+            ));
         }
         Ok(l)
     };
-    let within = |v: f64, most: f64, key: &str| -> Result<f64, String> {
+    let within = |v: f64, most: f64, key: &str| -> Result<f64, Refusal> {
         if v.is_finite() && v > 0.0 && v <= most {
             Ok(v)
         } else {
-            Err(format!("arch.{key} = {v} is not allowed: use more than 0 to {most}"))
+            Err(refuse(
+                key,
+                format!("arch.{key} = {v} is not allowed: use more than 0 to {most}"),
+            ))
         }
     };
     let sram = a.sram_mib.list();
@@ -506,11 +519,14 @@ fn arch_space(n: &RawNpu, a: &RawArch) -> Result<(ArchSpace, Npu), String> {
     for v in &sram {
         within(*v, 1e6, "sram_mib")?;
     }
-    let fraction = |v: Option<f64>, key: &str| -> Result<f64, String> {
+    let fraction = |v: Option<f64>, key: &str| -> Result<f64, Refusal> {
         match v {
             None => Ok(1.0),
             Some(x) if x.is_finite() && x > 0.0 && x <= 1.0 => Ok(x),
-            Some(x) => Err(format!("arch.{key} = {x} is not allowed: it must be in (0, 1]")),
+            Some(x) => Err(refuse(
+                key,
+                format!("arch.{key} = {x} is not allowed: it must be in (0, 1]"),
+            )),
         }
     };
     let space = ArchSpace {
@@ -530,20 +546,21 @@ fn arch_space(n: &RawNpu, a: &RawArch) -> Result<(ArchSpace, Npu), String> {
         power_w: None,
     };
     if space.size() > MAX_ARCHS {
-        return Err(format!(
+        return Err(Refusal::new(format!(
             "[npu.arch] spans {} architectures, more than {MAX_ARCHS}: give its lists fewer values",
             space.size()
-        ));
+        )));
     }
     let tech = &arch::N7;
     let own = space.first();
-    let budget = |b: &Option<RawBudget>, key: &str, of_own: f64| -> Result<Option<f64>, String> {
+    let budget = |b: &Option<RawBudget>, key: &str, of_own: f64| -> Result<Option<f64>, Refusal> {
         match b {
             None => Ok(None),
             Some(RawBudget::Value(v)) => positive(*v, &format!("arch.{key}")).map(Some),
             Some(RawBudget::Named(n)) if n == "own" => Ok(Some(of_own)),
-            Some(RawBudget::Named(n)) => Err(format!(
-                "arch.{key} = \"{n}\" is not allowed: give a number or \"own\" (the first combination's)"
+            Some(RawBudget::Named(n)) => Err(refuse(
+                key,
+                format!("arch.{key} = \"{n}\" is not allowed: give a number or \"own\" (the first combination's)"),
             )),
         }
     };
@@ -556,12 +573,15 @@ fn arch_space(n: &RawNpu, a: &RawArch) -> Result<(ArchSpace, Npu), String> {
         .all()
         .into_iter()
         .find(|x| space.within(x, tech))
-        .ok_or_else(|| "no architecture of [npu.arch] is within its area_mm2 and power_w budgets".to_string())?;
+        .ok_or_else(|| Refusal::new("no architecture of [npu.arch] is within its area_mm2 and power_w budgets"))?;
     let headroom_gib = n.headroom_gib.unwrap_or(0.0);
     let least = f64::from(space.hbm_stacks.iter().copied().min().unwrap_or(1)) * space.stack_gib;
     if !(headroom_gib.is_finite() && (0.0..least).contains(&headroom_gib)) {
-        return Err(format!(
-            "headroom_gib = {headroom_gib} is not allowed: use 0 to less than the least HBM of [npu.arch] ({least} GiB)"
+        return Err(Refusal::of(
+            "npu.headroom_gib",
+            format!(
+                "headroom_gib = {headroom_gib} is not allowed: use 0 to less than the least HBM of [npu.arch] ({least} GiB)"
+            ),
         ));
     }
     let npu = arch_npu(&space, &first, headroom_gib);
@@ -603,7 +623,7 @@ const MAX_TYPES: usize = 16;
 /// `[npu]`: one NPU, or with `type = [...]` the accelerators coopt chooses
 /// among (built-in types only, each priced by `price_usd = [...]`); the
 /// first is the study's own.
-fn npus(n: &RawNpu) -> Result<Vec<Npu>, String> {
+fn npus(n: &RawNpu) -> Result<Vec<Npu>, Refusal> {
     let prices = n.price_usd.as_ref().map(OneOrMany::list);
     let Some(OneOrMany::Many(types)) = &n.kind else {
         let kind = match &n.kind {
@@ -611,38 +631,47 @@ fn npus(n: &RawNpu) -> Result<Vec<Npu>, String> {
             _ => None,
         };
         if prices.is_some() {
-            return Err(
-                "price_usd prices the accelerators coopt chooses among: give it with a list, type = [...]".into(),
-            );
+            return Err(Refusal::of(
+                "npu.price_usd",
+                "price_usd prices the accelerators coopt chooses among: give it with a list, type = [...]",
+            ));
         }
         return Ok(vec![npu(n, kind)?]);
     };
     if types.is_empty() || types.len() > MAX_TYPES {
-        return Err(format!(
-            "type: give 1 to {MAX_TYPES} accelerator types, not {}",
-            types.len()
+        return Err(Refusal::of(
+            "npu.type",
+            format!("type: give 1 to {MAX_TYPES} accelerator types, not {}", types.len()),
         ));
     }
     if n.has_figures() {
-        return Err("with a list of types, give no per-type figure (peak_tflops, hbm_gib, ...): each type keeps its built-in ones".into());
+        return Err(Refusal::new(
+            "with a list of types, give no per-type figure (peak_tflops, hbm_gib, ...): each type keeps its built-in ones",
+        ));
     }
     let prices = prices.ok_or_else(|| {
-        format!(
-            "price_usd = [...] is missing: one price per type ({} types), as no list price is published for them",
-            types.len()
+        Refusal::of(
+            "npu.price_usd",
+            format!(
+                "price_usd = [...] is missing: one price per type ({} types), as no list price is published for them",
+                types.len()
+            ),
         )
     })?;
     if prices.len() != types.len() {
-        return Err(format!(
-            "price_usd: {} prices for {} types: give one per type",
-            prices.len(),
-            types.len()
+        return Err(Refusal::of(
+            "npu.price_usd",
+            format!(
+                "price_usd: {} prices for {} types: give one per type",
+                prices.len(),
+                types.len()
+            ),
         ));
     }
     let mut out: Vec<Npu> = Vec::new();
     for (t, p) in types.iter().zip(&prices) {
         if out.iter().any(|x| x.name == *t) {
-            return Err(format!("type `{t}` is listed twice"));
+            return Err(Refusal::of("npu.type", format!("type `{t}` is listed twice")));
         }
         let mut one = npu(n, Some(t.clone()))?;
         one.price_usd = Some(positive(*p, "price_usd")?);
@@ -651,42 +680,51 @@ fn npus(n: &RawNpu) -> Result<Vec<Npu>, String> {
     Ok(out)
 }
 
-fn positive(v: f64, key: &str) -> Result<f64, String> {
+/// `v` if it is a positive figure; else refused as `npu.{key}`.
+fn positive(v: f64, key: &str) -> Result<f64, Refusal> {
     if v.is_finite() && v > 0.0 {
         Ok(v)
     } else {
-        Err(format!("{key} = {v} is not allowed: it must be > 0"))
+        Err(Refusal::of(
+            format!("npu.{key}"),
+            format!("{key} = {v} is not allowed: it must be > 0"),
+        ))
     }
 }
 
-fn npu(n: &RawNpu, kind: Option<String>) -> Result<Npu, String> {
+fn npu(n: &RawNpu, kind: Option<String>) -> Result<Npu, Refusal> {
     let base = match &kind {
         Some(k) => Some(compute::accelerator(k).ok_or_else(|| {
-            format!(
-                "type `{k}` is not a built-in accelerator; allowed: {}",
-                one_of(&compute::accelerator_names())
+            Refusal::of(
+                "npu.type",
+                format!(
+                    "type `{k}` is not a built-in accelerator; allowed: {}",
+                    one_of(&compute::accelerator_names())
+                ),
             )
         })?),
         None => None,
     };
-    let pick = |given: Option<f64>, from: Option<f64>, key: &str| -> Result<f64, String> {
+    let pick = |given: Option<f64>, from: Option<f64>, key: &str| -> Result<f64, Refusal> {
         let v = given.or(from).ok_or_else(|| {
-            format!(
-                "give `{key}` or a built-in `type` ({})",
-                one_of(&compute::accelerator_names())
+            Refusal::of(
+                format!("npu.{key}"),
+                format!(
+                    "give `{key}` or a built-in `type` ({})",
+                    one_of(&compute::accelerator_names())
+                ),
             )
         })?;
-        if v.is_finite() && v > 0.0 {
-            Ok(v)
-        } else {
-            Err(format!("{key} = {v} is not allowed: it must be > 0"))
-        }
+        positive(v, key)
     };
     let fraction = |v: f64, key: &str| {
         if v <= 1.0 {
             Ok(v)
         } else {
-            Err(format!("{key} = {v} is not allowed: it must be in (0, 1]"))
+            Err(Refusal::of(
+                format!("npu.{key}"),
+                format!("{key} = {v} is not allowed: it must be in (0, 1]"),
+            ))
         }
     };
     let peak_tflops = pick(n.peak_tflops, base.map(|a| a.bf16_tflops), "peak_tflops")?;
@@ -697,8 +735,9 @@ fn npu(n: &RawNpu, kind: Option<String>) -> Result<Npu, String> {
         0.0
     });
     if !(headroom_gib.is_finite() && (0.0..hbm_gib).contains(&headroom_gib)) {
-        return Err(format!(
-            "headroom_gib = {headroom_gib} is not allowed: use 0 to less than hbm_gib"
+        return Err(Refusal::of(
+            "npu.headroom_gib",
+            format!("headroom_gib = {headroom_gib} is not allowed: use 0 to less than hbm_gib"),
         ));
     }
     let name = kind.clone().unwrap_or_else(|| "custom".into());
@@ -785,18 +824,19 @@ pub(super) fn generator(
                 Some(c) => Some(crate::model::hf::read(&src.dir().join(c))?),
                 None => None,
             };
-            Some(model_spec(m, config).map_err(|msg| src.at_line("[model]", "model", msg))?)
+            Some(model_spec(m, config).map_err(|r| src.at_line("[model]", "model", r.to_string()))?)
         }
     };
     let mut arch_space = None;
     let listed = match npu {
         None => Vec::new(),
         Some(n @ RawNpu { arch: Some(a), .. }) => {
-            let (space, own) = self::arch_space(n, a).map_err(|msg| src.at_line("[npu.arch]", "npu.arch", msg))?;
+            let (space, own) =
+                self::arch_space(n, a).map_err(|r| src.at_line("[npu.arch]", "npu.arch", r.to_string()))?;
             arch_space = Some(space);
             vec![own]
         }
-        Some(n) => npus(n).map_err(|msg| src.at_line("[npu]", "npu", msg))?,
+        Some(n) => npus(n).map_err(|r| src.at_line("[npu]", "npu", r.to_string()))?,
     };
     let is_list = matches!(
         npu,
@@ -810,7 +850,7 @@ pub(super) fn generator(
 
     let parallelism = match parallelism {
         None => None,
-        Some(p) => Some(strategy(p).map_err(|msg| src.at_line("[parallelism]", "parallelism", msg))?),
+        Some(p) => Some(strategy(p).map_err(|r| src.at_line("[parallelism]", "parallelism", r.to_string()))?),
     };
     Ok(Generator {
         model,
@@ -1027,24 +1067,45 @@ fn phase(
 
 /// A model from a preset or a config.json (`config`, read), with
 /// overrides, or from every field.
-fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, String> {
-    let base = match (&m.preset, config) {
-        (Some(_), Some(_)) => {
-            return Err("give preset or config, not both (fields given beside either override it)".into());
-        }
-        (Some(p), None) => Some(
-            ModelSpec::preset(p)
-                .ok_or_else(|| format!("`{p}` is not a preset; allowed: {}", one_of(&ModelSpec::PRESETS)))?,
-        ),
-        (None, c) => c,
-    };
+fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Refusal> {
+    let base = base_model(m, config)?;
+    let mut spec = model_fields(m, base.as_ref())?;
+    spec.mla = mla_spec(m, base.as_ref().and_then(|b| b.mla.clone()))?;
+    check_attention(m, &mut spec)?;
+    spec.moe = moe_spec(m, base.as_ref().and_then(|b| b.moe.clone()), &spec)?;
+    check_sizes(&spec)?;
+    Ok(spec)
+}
+
+/// The model `[model]` starts from: its preset, the config.json read
+/// (`config`), or none (every field given).
+fn base_model(m: &RawModel, config: Option<ModelSpec>) -> Result<Option<ModelSpec>, Refusal> {
+    match (&m.preset, config) {
+        (Some(_), Some(_)) => Err(Refusal::new(
+            "give preset or config, not both (fields given beside either override it)",
+        )),
+        (Some(p), None) => Ok(Some(ModelSpec::preset(p).ok_or_else(|| {
+            Refusal::of(
+                "model.preset",
+                format!("`{p}` is not a preset; allowed: {}", one_of(&ModelSpec::PRESETS)),
+            )
+        })?)),
+        (None, c) => Ok(c),
+    }
+}
+
+/// The model's fields: each given one, else the `base` model's (a
+/// config.json's but `seq` and `global_batch`, which are the training
+/// run's), bytes per element defaulting to mixed precision; every missing
+/// field named in one message. Attention and experts come later.
+fn model_fields(m: &RawModel, base: Option<&ModelSpec>) -> Result<ModelSpec, Refusal> {
     // A config.json gives the shape, not the training run.
     let from_config = m.config.is_some();
     // Every missing field is collected, so one message names them all.
     let mut missing: Vec<&str> = Vec::new();
     macro_rules! field {
         ($f:ident) => {
-            match (m.$f.clone(), &base) {
+            match (m.$f.clone(), base) {
                 (Some(v), _) => v,
                 (None, Some(b)) if !(from_config && matches!(stringify!($f), "seq" | "global_batch")) => b.$f.clone(),
                 (None, _) => {
@@ -1060,7 +1121,7 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
     // master weights, momentum and variance (12).
     macro_rules! bytes {
         ($f:ident, $default:expr) => {
-            match (m.$f, &base) {
+            match (m.$f, base) {
                 (Some(v), _) => v,
                 (None, Some(b)) => b.$f,
                 (None, None) => $default,
@@ -1069,7 +1130,7 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
     }
     let heads = field!(heads);
     let layers = field!(layers);
-    let mut spec = ModelSpec {
+    let spec = ModelSpec {
         name: m
             .name
             .clone()
@@ -1078,12 +1139,15 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
         layers,
         hidden: field!(hidden),
         heads,
-        kv_heads: match (m.kv_heads, &base) {
+        kv_heads: match (m.kv_heads, base) {
             (Some(kv), _) => kv,
             (None, Some(b)) if m.heads.is_some() && b.kv_heads != b.heads => {
-                return Err(format!(
-                    "heads is overridden on a preset with {} key-value heads: give kv_heads too",
-                    b.kv_heads
+                return Err(Refusal::of(
+                    "model.kv_heads",
+                    format!(
+                        "heads is overridden on a preset with {} key-value heads: give kv_heads too",
+                        b.kv_heads
+                    ),
                 ));
             }
             (None, Some(b)) => b.kv_heads,
@@ -1099,29 +1163,37 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
         bytes_grad: bytes!(bytes_grad, 4.0),
         bytes_optimizer: bytes!(bytes_optimizer, 12.0),
         moe: None,
-        head_dim: m.head_dim.or(base.as_ref().and_then(|b| b.head_dim)),
+        head_dim: m.head_dim.or(base.and_then(|b| b.head_dim)),
         mla: None,
-        tied_embeddings: m
-            .tied_embeddings
-            .unwrap_or(base.as_ref().is_none_or(|b| b.tied_embeddings)),
-        mtp_layers: m.mtp_layers.or(base.as_ref().map(|b| b.mtp_layers)).unwrap_or(0),
+        tied_embeddings: m.tied_embeddings.unwrap_or(base.is_none_or(|b| b.tied_embeddings)),
+        mtp_layers: m.mtp_layers.or(base.map(|b| b.mtp_layers)).unwrap_or(0),
     };
-    if !missing.is_empty() {
-        if from_config {
-            return Err(format!(
-                "{} missing: a config.json gives the model's shape, not its training run: give {}",
-                missing.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
-                if missing.len() == 1 { "it" } else { "them" },
-            ));
-        }
-        return Err(format!(
-            "{} missing: give {} or a preset ({})",
-            missing.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
-            if missing.len() == 1 { "it" } else { "them" },
-            one_of(&ModelSpec::PRESETS)
-        ));
+    if missing.is_empty() {
+        return Ok(spec);
     }
-    spec.mla = mla_spec(m, base.as_ref().and_then(|b| b.mla.clone()))?;
+    let names = missing.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+    let them = if missing.len() == 1 { "it" } else { "them" };
+    let message = if from_config {
+        format!("{names} missing: a config.json gives the model's shape, not its training run: give {them}")
+    } else {
+        format!(
+            "{names} missing: give {them} or a preset ({})",
+            one_of(&ModelSpec::PRESETS)
+        )
+    };
+    Err(Refusal {
+        key: match missing[..] {
+            [one] => Some(format!("model.{one}")),
+            _ => None,
+        },
+        message,
+    })
+}
+
+/// Multi-head latent attention (`spec.mla`, already read) and the heads'
+/// widths: MLA gives every head its own key and value, a `head_dim` equal
+/// to hidden / heads is the default's, and the widths must agree.
+fn check_attention(m: &RawModel, spec: &mut ModelSpec) -> Result<(), Refusal> {
     // Multi-head latent attention gives every head its own key and value.
     if spec.mla.is_some() && m.kv_heads.is_none() {
         spec.kv_heads = spec.heads;
@@ -1131,31 +1203,43 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
         spec.head_dim = None;
     }
     if spec.head_dim == Some(0) {
-        return Err("head_dim = 0 is not allowed: 1 or more".into());
+        return Err(Refusal::of("model.head_dim", "head_dim = 0 is not allowed: 1 or more"));
     }
     if spec.mla.is_some() && spec.head_dim.is_some() {
-        return Err("head_dim is not allowed with multi-head latent attention: its widths are qk_nope_head_dim, qk_rope_head_dim and v_head_dim".into());
+        return Err(Refusal::of(
+            "model.head_dim",
+            "head_dim is not allowed with multi-head latent attention: its widths are qk_nope_head_dim, qk_rope_head_dim and v_head_dim",
+        ));
     }
     if spec.mla.is_some() && spec.kv_heads != spec.heads {
-        return Err(
-            "kv_heads is not allowed with multi-head latent attention: every head has its own key and value".into(),
-        );
+        return Err(Refusal::of(
+            "model.kv_heads",
+            "kv_heads is not allowed with multi-head latent attention: every head has its own key and value",
+        ));
     }
     if spec.head_dim.is_none()
         && spec.mla.is_none()
         && spec.heads > 0
         && !spec.hidden.is_multiple_of(u64::from(spec.heads))
     {
-        return Err(format!(
+        return Err(Refusal::new(format!(
             "hidden {} is not a multiple of the {} heads: give head_dim",
             spec.hidden, spec.heads
-        ));
+        )));
     }
-    spec.moe = moe_spec(m, base.as_ref().and_then(|b| b.moe.clone()), &spec)?;
+    Ok(())
+}
+
+/// The key-value heads, sizes, FFN matrices and bytes per element of a
+/// model read whole.
+fn check_sizes(spec: &ModelSpec) -> Result<(), Refusal> {
     if spec.kv_heads == 0 || !spec.heads.is_multiple_of(spec.kv_heads) {
-        return Err(format!(
-            "kv_heads {} is not allowed: a divisor of the {} heads (equal to them for multi-head attention)",
-            spec.kv_heads, spec.heads
+        return Err(Refusal::of(
+            "model.kv_heads",
+            format!(
+                "kv_heads {} is not allowed: a divisor of the {} heads (equal to them for multi-head attention)",
+                spec.kv_heads, spec.heads
+            ),
         ));
     }
     if spec.layers == 0
@@ -1166,28 +1250,33 @@ fn model_spec(m: &RawModel, config: Option<ModelSpec>) -> Result<ModelSpec, Stri
         || spec.global_batch == 0
         || spec.micro_batch == 0
     {
-        return Err("layers, hidden, heads, ffn, seq, global_batch and micro_batch must be > 0".into());
+        return Err(Refusal::new(
+            "layers, hidden, heads, ffn, seq, global_batch and micro_batch must be > 0",
+        ));
     }
     if !(2..=3).contains(&spec.ffn_matrices) {
-        return Err(format!(
-            "ffn_matrices {} is not allowed: 2 (GELU MLP) or 3 (SwiGLU)",
-            spec.ffn_matrices
+        return Err(Refusal::of(
+            "model.ffn_matrices",
+            format!(
+                "ffn_matrices {} is not allowed: 2 (GELU MLP) or 3 (SwiGLU)",
+                spec.ffn_matrices
+            ),
         ));
     }
     if [spec.bytes_weight, spec.bytes_grad, spec.bytes_optimizer]
         .iter()
         .any(|b| !(b.is_finite() && *b >= 0.0))
     {
-        return Err("bytes per element must be >= 0".into());
+        return Err(Refusal::new("bytes per element must be >= 0"));
     }
-    Ok(spec)
+    Ok(())
 }
 
 /// The model's multi-head latent attention: the config's, with the ranks
 /// and widths given over it, or one from all four of `kv_lora_rank`,
 /// `qk_nope_head_dim`, `qk_rope_head_dim` and `v_head_dim` (`q_lora_rank`
 /// 0 or absent: queries projected directly).
-fn mla_spec(m: &RawModel, base: Option<Mla>) -> Result<Option<Mla>, String> {
+fn mla_spec(m: &RawModel, base: Option<Mla>) -> Result<Option<Mla>, Refusal> {
     let given = [
         ("q_lora_rank", m.q_lora_rank),
         ("kv_lora_rank", m.kv_lora_rank),
@@ -1205,10 +1294,10 @@ fn mla_spec(m: &RawModel, base: Option<Mla>) -> Result<Option<Mla>, String> {
                 .map(|(k, _)| format!("`{k}`"))
                 .collect();
             if !missing.is_empty() {
-                return Err(format!(
+                return Err(Refusal::new(format!(
                     "{} missing: multi-head latent attention needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim",
                     missing.join(", ")
-                ));
+                )));
             }
             Mla {
                 q_lora_rank: 0,
@@ -1225,14 +1314,16 @@ fn mla_spec(m: &RawModel, base: Option<Mla>) -> Result<Option<Mla>, String> {
     x.qk_rope_head_dim = m.qk_rope_head_dim.unwrap_or(x.qk_rope_head_dim);
     x.v_head_dim = m.v_head_dim.unwrap_or(x.v_head_dim);
     if x.kv_lora_rank == 0 || x.qk_nope_head_dim + x.qk_rope_head_dim == 0 || x.v_head_dim == 0 {
-        return Err("kv_lora_rank, v_head_dim and qk_nope_head_dim + qk_rope_head_dim must be >= 1".into());
+        return Err(Refusal::new(
+            "kv_lora_rank, v_head_dim and qk_nope_head_dim + qk_rope_head_dim must be >= 1",
+        ));
     }
     Ok(Some(x))
 }
 
 /// The model's mixture of experts: the preset's, with the fields given
 /// over it, or one from `experts` on; every MoE field checked.
-fn moe_spec(m: &RawModel, base: Option<Moe>, spec: &ModelSpec) -> Result<Option<Moe>, String> {
+fn moe_spec(m: &RawModel, base: Option<Moe>, spec: &ModelSpec) -> Result<Option<Moe>, Refusal> {
     let given = [
         ("top_k", m.top_k.is_some()),
         ("expert_ffn", m.expert_ffn.is_some()),
@@ -1246,9 +1337,12 @@ fn moe_spec(m: &RawModel, base: Option<Moe>, spec: &ModelSpec) -> Result<Option<
         (Some(b), _) => b,
         (None, Some(_)) => Moe {
             experts: 0,
-            top_k: m
-                .top_k
-                .ok_or("`top_k` is missing: a MoE model (experts = ...) needs the experts per token")?,
+            top_k: m.top_k.ok_or_else(|| {
+                Refusal::of(
+                    "model.top_k",
+                    "`top_k` is missing: a MoE model (experts = ...) needs the experts per token",
+                )
+            })?,
             expert_ffn: spec.ffn,
             shared_experts: 0,
             moe_every: 1,
@@ -1258,7 +1352,10 @@ fn moe_spec(m: &RawModel, base: Option<Moe>, spec: &ModelSpec) -> Result<Option<
         },
         (None, None) => {
             return match given.iter().find(|(_, g)| *g) {
-                Some((name, _)) => Err(format!("`{name}` needs `experts` (a dense model has no experts)")),
+                Some((name, _)) => Err(Refusal::of(
+                    format!("model.{name}"),
+                    format!("`{name}` needs `experts` (a dense model has no experts)"),
+                )),
                 None => Ok(None),
             };
         }
@@ -1276,44 +1373,52 @@ fn moe_spec(m: &RawModel, base: Option<Moe>, spec: &ModelSpec) -> Result<Option<
     }
     x.imbalance = m.expert_imbalance.unwrap_or(x.imbalance);
     if x.experts < 2 {
-        return Err(format!(
-            "experts = {} is not allowed: a MoE layer has 2 or more",
-            x.experts
+        return Err(Refusal::of(
+            "model.experts",
+            format!("experts = {} is not allowed: a MoE layer has 2 or more", x.experts),
         ));
     }
     if x.top_k == 0 || x.top_k > x.experts {
-        return Err(format!(
-            "top_k = {} is not allowed: 1 to the {} experts",
-            x.top_k, x.experts
+        return Err(Refusal::of(
+            "model.top_k",
+            format!("top_k = {} is not allowed: 1 to the {} experts", x.top_k, x.experts),
         ));
     }
     if x.expert_ffn == 0 || x.moe_every == 0 {
-        return Err("expert_ffn and moe_every must be >= 1".into());
+        return Err(Refusal::new("expert_ffn and moe_every must be >= 1"));
     }
     if x.first_dense >= spec.layers {
-        return Err(format!(
-            "first_dense = {} is not allowed: fewer than the {} layers",
-            x.first_dense, spec.layers
+        return Err(Refusal::of(
+            "model.first_dense",
+            format!(
+                "first_dense = {} is not allowed: fewer than the {} layers",
+                x.first_dense, spec.layers
+            ),
         ));
     }
     if let Some(c) = x.capacity_factor {
         if m.expert_imbalance.is_some() {
-            return Err(
-                "give capacity_factor (padded buffers, tokens over them dropped) or expert_imbalance (dropless), not both"
-                    .into(),
-            );
+            return Err(Refusal::new(
+                "give capacity_factor (padded buffers, tokens over them dropped) or expert_imbalance (dropless), not both",
+            ));
         }
         if !(c.is_finite() && c > 0.0 && c <= f64::from(x.experts)) {
-            return Err(format!(
-                "capacity_factor = {c} is not allowed: above 0 and at most the {} experts",
-                x.experts
+            return Err(Refusal::of(
+                "model.capacity_factor",
+                format!(
+                    "capacity_factor = {c} is not allowed: above 0 and at most the {} experts",
+                    x.experts
+                ),
             ));
         }
     }
     if !(x.imbalance.is_finite() && x.imbalance >= 1.0 && x.imbalance <= f64::from(x.experts)) {
-        return Err(format!(
-            "expert_imbalance = {} is not allowed: 1 (balanced) to the {} experts",
-            x.imbalance, x.experts
+        return Err(Refusal::of(
+            "model.expert_imbalance",
+            format!(
+                "expert_imbalance = {} is not allowed: 1 (balanced) to the {} experts",
+                x.imbalance, x.experts
+            ),
         ));
     }
     Ok(Some(x))
@@ -1331,6 +1436,18 @@ pub enum OrderError {
 }
 
 /// Parses `tp,pp,dp`-style placement orders.
+///
+/// ```
+/// use dimsum::model::transformer::Par;
+/// use dimsum::study::{OrderError, parse_order};
+///
+/// assert_eq!(parse_order("tp, dp, pp"), Ok([Par::Tp, Par::Dp, Par::Pp]));
+/// assert_eq!(parse_order("tp,pp"), Err(OrderError::NotEachOnce("tp,pp".into())));
+/// assert_eq!(
+///     parse_order("tp,ep,dp").map_err(|e| e.to_string()),
+///     Err("`ep` is not a parallelism; use tp, pp and dp, e.g. \"tp,pp,dp\"".to_string())
+/// );
+/// ```
 pub fn parse_order(s: &str) -> Result<[Par; 3], OrderError> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     let mut out = Vec::new();
@@ -1376,15 +1493,18 @@ pub(crate) fn default_strategy() -> Strategy {
     strategy(&raw).expect("the default strategy is valid")
 }
 
-fn strategy(p: &RawParallelism) -> Result<Strategy, String> {
+fn strategy(p: &RawParallelism) -> Result<Strategy, Refusal> {
     if p.tp == 0 || p.pp == 0 || p.dp == 0 || p.ep == 0 || p.cp == 0 {
-        return Err("tp, pp, dp, ep and cp must be >= 1".into());
+        return Err(Refusal::new("tp, pp, dp, ep and cp must be >= 1"));
     }
     if p.virtual_stages == 0 {
-        return Err("virtual_stages must be >= 1".into());
+        return Err(Refusal::of("parallelism.virtual_stages", "virtual_stages must be >= 1"));
     }
     if p.zero > 3 {
-        return Err(format!("zero {} is not allowed: ZeRO stages are 0 to 3", p.zero));
+        return Err(Refusal::of(
+            "parallelism.zero",
+            format!("zero {} is not allowed: ZeRO stages are 0 to 3", p.zero),
+        ));
     }
     Ok(Strategy {
         tp: p.tp,
@@ -1393,13 +1513,16 @@ fn strategy(p: &RawParallelism) -> Result<Strategy, String> {
         ep: p.ep,
         zero: p.zero,
         sequence_parallel: p.sequence_parallel,
-        recompute: p.recompute.resolve()?,
+        recompute: p.recompute.resolve("parallelism.recompute")?,
         virtual_stages: p.virtual_stages,
         scatter_gather: p.scatter_gather,
         flash_attention: p.flash_attention,
-        order: parse_order(p.order.as_deref().unwrap_or("tp,pp,dp")).map_err(|e| e.to_string())?,
+        order: parse_order(p.order.as_deref().unwrap_or("tp,pp,dp"))
+            .map_err(|e| Refusal::of("parallelism.order", e.to_string()))?,
         precision: match &p.precision {
-            Some(x) => x.parse::<Precision>().map_err(|e| format!("precision: {e}"))?,
+            Some(x) => x
+                .parse::<Precision>()
+                .map_err(|e| Refusal::of("parallelism.precision", format!("precision: {e}")))?,
             None => Precision::Bf16,
         },
         cp: p.cp,
