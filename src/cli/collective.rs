@@ -5,7 +5,6 @@
 use clap::Args;
 use dimsum::error::InputError;
 use dimsum::model::topology::Topology;
-use dimsum::model::units;
 use dimsum::model::workload::CollectiveKind;
 use dimsum::pipeline::exec::{Executor, RunError};
 use dimsum::pipeline::jobs;
@@ -208,25 +207,12 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
         args.link_latency_us.as_deref(),
         args.bw.as_deref(),
     )?;
-    let given = match &args.size {
-        Some(s) => match units::parse_bytes(s).map_err(|m| InputError::arg("--size", m.to_string()))? {
-            v if v < 1.0 => return Err(InputError::arg("--size", "a collective moves at least 1 byte").into()),
-            v => Some(v),
-        },
-        None => None,
-    };
     // A schedule file records the buffer it was built for.
     let loaded = match &args.schedule_in {
         Some(path) => Some(Schedule::load(path)?),
         None => None,
     };
-    let size = match (&loaded, given) {
-        (Some(s), given) => s.size_to_use(given).map_err(|m| InputError::arg("--size", m))?,
-        (None, Some(v)) => v,
-        (None, None) => {
-            return Err(InputError::arg("--size", "give the collective's buffer, e.g. --size 64MiB").into());
-        }
-    };
+    let size = topology::collective_buffer(args.size.as_deref(), loaded.as_ref())?;
     let forest = args.algorithm.as_deref().and_then(|a| a.parse::<Algorithm>().ok()) == Some(Algorithm::Forest);
     if forest && args.schedule_in.is_none() {
         let kind = collective_kind(&args.collective)?;

@@ -8,7 +8,6 @@ use super::collective::{collective_kind, link_model};
 use clap::Args;
 use dimsum::error::InputError;
 use dimsum::io::Stamp;
-use dimsum::model::topology::Topology;
 use dimsum::model::units;
 use dimsum::pipeline::exec::{Executor, RunError};
 use dimsum::pipeline::jobs;
@@ -90,33 +89,9 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
             .collect()
     };
     let (subjects, baselines) = (parse(&subjects)?, parse(&baselines)?);
-    // Link flags go to the topologies built from them, --bw to the fabrics.
-    let own_links = |spec: &str| ["fabric:", "edges:", "astra:"].iter().any(|p| spec.starts_with(p));
-    if args.bw.is_some() && !topologies.iter().any(|t| t.starts_with("fabric:")) {
-        return Err(InputError::arg("--bw", "no fabric:STUDY.toml topology is listed to take it").into());
-    }
-    let topology = |spec: &String| -> Result<Topology, InputError> {
-        let (g, l, bw) = if own_links(spec) {
-            (None, None, args.bw.as_deref().filter(|_| spec.starts_with("fabric:")))
-        } else {
-            (args.link_gbps.as_deref(), args.link_latency_us.as_deref(), None)
-        };
-        topology::from_flags(spec, g, l, bw).map_err(|e| {
-            InputError::arg(
-                if e.field.starts_with("--link") {
-                    e.field.as_str()
-                } else {
-                    "--topologies"
-                },
-                format!("{spec}: {}", e.message),
-            )
-        })
-    };
     // Every topology is built (and checked) before the first replay.
-    let built = topologies
-        .iter()
-        .map(|spec| Ok((spec.clone(), topology(spec)?)))
-        .collect::<Result<Vec<_>, InputError>>()?;
+    let (g, l) = (args.link_gbps.as_deref(), args.link_latency_us.as_deref());
+    let built = topology::from_flag_list(&topologies, g, l, args.bw.as_deref())?;
     let all: Vec<Algorithm> = subjects.iter().chain(&baselines).copied().collect();
     let bars = Bars::new();
     let job = jobs::Compare {

@@ -22,7 +22,6 @@ use dimsum::pipeline::run;
 use dimsum::pipeline::sweep::{self, Shard};
 use dimsum::report;
 use dimsum::report::bars::Bars;
-use dimsum::schedule::Schedule;
 use dimsum::study::{FrontierSpec, Study};
 use std::path::Path;
 use std::path::PathBuf;
@@ -436,17 +435,9 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
     for v in &views {
         eprint!("{}", report::text::bounds_warnings(&v.evaluation));
     }
-    if json {
-        let all: Vec<serde_json::Value> = views.iter().map(|v| report::json::evaluated(&study, v)).collect();
-        match all.as_slice() {
-            [one] => println!("{one}"),
-            _ => println!("{}", serde_json::Value::Array(all)),
-        }
-    } else if let [one] = views.as_slice() {
-        print!("{}", report::text::evaluation(&study, &one.evaluation));
-        print!("{}", report::text::checks(one));
-    } else {
-        print!("{}", report::text::side_by_side(&study, &views));
+    match json {
+        true => println!("{}", report::json::evaluations(&study, &views)),
+        false => print!("{}", report::text::evaluations(&study, &views)),
     }
     Ok(())
 }
@@ -571,12 +562,7 @@ fn run_studies(a: RunArgs) -> anyhow::Result<()> {
             .run(run::RunStudy { study: &study })
             .map_err(lift)?;
         bars.finish();
-        let staged = dimsum::io::Staged::new(&dir)?;
-        let files = report::study::write(&study, &results, staged.dir())?;
-        let summary = files
-            .first()
-            .map_or_else(|| dir.join("summary.md"), |f| staged.final_path(f));
-        staged.commit()?;
+        let summary = report::study::write_staged(&study, &results, &dir)?;
         println!(
             "{}: results in {}/ (summary: {})",
             study.name,
@@ -608,16 +594,7 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         };
         let o = Executor::new(&bars).checkpoints(&dir).run(job).map_err(lift)?;
         bars.finish();
-        match o.csv {
-            Some(p) => println!(
-                "wrote {} ({} items: {} solved now, {} resumed from an earlier run)",
-                p.display(),
-                o.items,
-                o.solved_now,
-                o.resumed
-            ),
-            None => println!("sweep `{}` shard {}/{} unfinished", spec.name, shard.index, shard.count),
-        }
+        println!("{}", report::text::sweep_outcome(&spec.name, shard, &o));
     }
     Ok(())
 }
@@ -697,22 +674,15 @@ fn export_chakra(a: ExportChakraArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn imported(s: &Schedule, out: &Path) {
-    println!(
-        "{} transfers on {} NPUs written to {}",
-        s.transfers.len(),
-        s.npus,
-        out.display()
-    );
-}
-
 fn import_msccl(a: ImportMscclArgs) -> anyhow::Result<()> {
-    imported(&convert::import_msccl(&a.file, &a.out).map_err(lift)?, &a.out);
+    let s = convert::import_msccl(&a.file, &a.out).map_err(lift)?;
+    println!("{}", report::text::imported(&s, &a.out));
     Ok(())
 }
 
 fn import_chakra(a: ImportChakraArgs) -> anyhow::Result<()> {
-    imported(&convert::import_chakra(&a.prefix, &a.out).map_err(lift)?, &a.out);
+    let s = convert::import_chakra(&a.prefix, &a.out).map_err(lift)?;
+    println!("{}", report::text::imported(&s, &a.out));
     Ok(())
 }
 
@@ -742,16 +712,15 @@ pub(crate) fn lift(e: RunError) -> anyhow::Error {
     }
 }
 
-/// Loads a study for a command that needs its own workload, and prints
-/// its warnings (each located) on stderr.
+/// Loads a study for a command that needs its own workload (`coopt`
+/// searches the strategies itself: the study's own may be missing or not
+/// fit), and prints its warnings (each located) on stderr.
 fn load_study(path: &Path) -> Result<Study, InputError> {
     let study = load_study_for_coopt(path)?;
     study.require_workload()?;
     Ok(study)
 }
 
-/// Loads a study for `coopt`, which searches the strategies itself (the
-/// study's own may be missing or not fit), and prints its warnings.
 fn load_study_for_coopt(path: &Path) -> Result<Study, InputError> {
     let study = Study::load(path)?;
     for w in &study.warnings {

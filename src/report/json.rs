@@ -313,3 +313,12 @@ pub fn arch_search(a: &crate::pipeline::coopt::ArchSearch, top: usize) -> Value 
         "own_best": a.own_best,
     })
 }
+
+/// `dimsum eval --json`: one allocation's object, or an array of them.
+pub fn evaluations(study: &Study, views: &[super::text::Evaluated]) -> Value {
+    let mut all: Vec<Value> = views.iter().map(|v| evaluated(study, v)).collect();
+    match all.len() {
+        1 => all.remove(0),
+        _ => Value::Array(all),
+    }
+}

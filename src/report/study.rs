@@ -1875,3 +1875,15 @@ fn accelerators_section(
     }
     Ok(())
 }
+
+/// Every file of `run` written into `dir` from `results`, landing together
+/// (a sweep's CSV is already there): the summary's final path.
+pub fn write_staged(study: &Study, results: &StudyResults, dir: &Path) -> Result<PathBuf, ReportError> {
+    let staged = crate::io::Staged::new(dir)?;
+    let files = write(study, results, staged.dir())?;
+    let summary = files
+        .first()
+        .map_or_else(|| dir.join("summary.md"), |f| staged.final_path(f));
+    staged.commit()?;
+    Ok(summary)
+}

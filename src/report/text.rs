@@ -950,3 +950,32 @@ pub fn coopt_results(
     }
     out
 }
+
+/// What `dimsum sweep` did with one sweep's shard: the CSV written, or
+/// unfinished.
+pub fn sweep_outcome(name: &str, shard: crate::pipeline::sweep::Shard, o: &crate::pipeline::sweep::Outcome) -> String {
+    match &o.csv {
+        Some(p) => format!(
+            "wrote {} ({} items: {} solved now, {} resumed from an earlier run)",
+            p.display(),
+            o.items,
+            o.solved_now,
+            o.resumed
+        ),
+        None => format!("sweep `{name}` shard {}/{} unfinished", shard.index, shard.count),
+    }
+}
+
+/// `dimsum eval`'s tables: one allocation's evaluation and checks, or
+/// several side by side.
+pub fn evaluations(study: &Study, views: &[Evaluated]) -> String {
+    match views {
+        [one] => evaluation(study, &one.evaluation) + &checks(one),
+        _ => side_by_side(study, views),
+    }
+}
+
+/// A schedule written by `import`: its transfers, NPUs and file.
+pub fn imported(s: &crate::schedule::Schedule, out: &std::path::Path) -> String {
+    format!("{} transfers on {} NPUs written to {}", s.transfers.len(), s.npus, out.display())
+}

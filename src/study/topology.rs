@@ -115,6 +115,57 @@ impl Study {
     }
 }
 
+/// Every topology of a list (`dimsum compare --topologies`), each built
+/// and checked before any is used: the link flags go to the topologies
+/// built from them, `--bw` to the fabrics (and is refused when no
+/// `fabric:` topology is listed); an error names the flag and the
+/// topology.
+pub fn from_flag_list(
+    specs: &[String],
+    link_gbps: Option<&str>,
+    link_latency_us: Option<&str>,
+    bw: Option<&str>,
+) -> Result<Vec<(String, Topology)>, InputError> {
+    let own_links = |spec: &str| ["fabric:", "edges:", "astra:"].iter().any(|p| spec.starts_with(p));
+    if bw.is_some() && !specs.iter().any(|t| t.starts_with("fabric:")) {
+        return Err(InputError::arg("--bw", "no fabric:STUDY.toml topology is listed to take it"));
+    }
+    let topology = |spec: &String| -> Result<Topology, InputError> {
+        let (g, l, bw) = if own_links(spec) {
+            (None, None, bw.filter(|_| spec.starts_with("fabric:")))
+        } else {
+            (link_gbps, link_latency_us, None)
+        };
+        from_flags(spec, g, l, bw).map_err(|e| {
+            let flag = if e.field.starts_with("--link") {
+                e.field.as_str()
+            } else {
+                "--topologies"
+            };
+            InputError::arg(flag, format!("{spec}: {}", e.message))
+        })
+    };
+    specs.iter().map(|spec| Ok((spec.clone(), topology(spec)?))).collect()
+}
+
+/// The buffer `dimsum collective` replays: `--size` as given (at least one
+/// byte), or the one a loaded schedule records (which a given size must
+/// match).
+pub fn collective_buffer(size: Option<&str>, loaded: Option<&crate::schedule::Schedule>) -> Result<f64, InputError> {
+    let given = match size {
+        Some(s) => match crate::model::units::parse_bytes(s).map_err(|m| InputError::arg("--size", m.to_string()))? {
+            v if v < 1.0 => return Err(InputError::arg("--size", "a collective moves at least 1 byte")),
+            v => Some(v),
+        },
+        None => None,
+    };
+    match (loaded, given) {
+        (Some(s), given) => s.size_to_use(given).map_err(|m| InputError::arg("--size", m.to_string())),
+        (None, Some(v)) => Ok(v),
+        (None, None) => Err(InputError::arg("--size", "give the collective's buffer, e.g. --size 64MiB")),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {
