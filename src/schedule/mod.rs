@@ -55,9 +55,11 @@ pub mod flow;
 pub mod forest;
 pub mod product;
 pub mod replay;
+pub mod shape;
 pub mod simulate;
 pub mod swing;
 pub mod synth;
+pub mod trees;
 
 use crate::model::workload::CollectiveKind;
 use serde::{Deserialize, Serialize};
