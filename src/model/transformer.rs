@@ -921,12 +921,11 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
     let e = model.bytes_weight;
     let t = s.tp as f64;
     let (b, sq, h) = (model.micro_batch as f64, model.seq as f64, model.hidden as f64);
-    let (f, v, a) = (model.ffn as f64, model.vocab as f64, f64::from(model.heads));
+    let (f, v) = (model.ffn as f64, model.vocab as f64);
     let up = f64::from(model.ffn_matrices - 1) * f;
     // Context parallelism: this rank's sq / c tokens of each sequence.
     let cp = s.cp.max(1) as f64;
     let m = b * sq / cp;
-    let heads = b * a / t;
     // Element-wise kernels over the hidden state: replicated over the TP
     // group unless sequence parallel.
     let rep = if s.sequence_parallel { t } else { 1.0 };
@@ -958,40 +957,8 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
             d8.gemm_ns(k, n, mm, batch, 1.0) + d.stream_ns(batch * mm * k),
         ),
     };
-    let (dqk, dv) = model.head_dims();
     let linear = attention_projections(model, m, t, &linear_gemm);
-    let qkvo = attention_io_bytes(model, m, t);
-    let (core_fwd, core_bwd) = if s.flash_attention {
-        // One fused kernel: of the 4 b s^2 h / t FLOPs of the scores and
-        // the context (h: the core's width), the causal half a decoder's
-        // mask leaves (FlashAttention skips the masked blocks), forward;
-        // 2.5 times that backward (the scores recomputed); reading Q, K,
-        // V and writing O; its softmax over the scores, on a parametric
-        // accelerator's vector units, once forward and twice backward
-        // (recomputed, then its gradient). Under context parallelism c,
-        // this rank's s / c queries against the s keys (ring attention's
-        // load-balanced causal chunks): 1 / c of the FLOPs and scores,
-        // reading the other ranks' keys and values too.
-        let flops = 2.0 * b * sq * sq * model.core_width() / t / cp;
-        let io = qkvo + (cp - 1.0) * kv_chunk_bytes(model, s);
-        let scores = heads * sq * sq / 2.0 / cp;
-        (
-            d.fused_ns(flops, io, scores),
-            d.fused_ns(2.5 * flops, 2.0 * io, 2.0 * scores),
-        )
-    } else {
-        // Per head: scores of width d_qk, the context of d_v (both h / a
-        // for the default heads).
-        let scores = gemm(sq, sq, dqk, heads);
-        let context = gemm(sq, dv, sq, heads);
-        // Softmax reads and writes the scores; dropout reads, writes and
-        // keeps a 1-byte mask.
-        let softmax = d.stream_ns(heads * sq * sq * (4.0 * e + 1.0));
-        (
-            scores.0 + context.0 + softmax,
-            scores.1 + scores.2 + context.1 + context.2 + 2.0 * softmax,
-        )
-    };
+    let (core_fwd, core_bwd) = attention_core(model, s, d, &gemm);
     let attention = BlockTime {
         forward_ns: linear.0 + core_fwd + d.stream_ns(block_stream),
         input_grad_ns: linear.1 + core_bwd + d.stream_ns(2.0 * block_stream),
@@ -1021,7 +988,96 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
         weight_grad_ns: lg.2,
         ..BlockTime::default()
     };
-    let moe = model.moe.as_ref().map(|x| {
+    let moe = moe_block(model, s, d, m, block_stream, &gemm, &linear_gemm);
+    // Multi-token prediction on the last stage, after the logits.
+    let logits = if model.mtp_layers > 0 {
+        let block = match (&moe, model.is_moe(model.layers.saturating_sub(1))) {
+            (Some(x), true) => *x,
+            _ => ffn,
+        };
+        let proj = linear_gemm(m, h / t, 2.0 * h, 1.0);
+        with_mtp(logits, f64::from(model.mtp_layers), proj, &attention, &block)
+    } else {
+        logits
+    };
+    LayerTimes {
+        attention,
+        ffn,
+        moe,
+        logits,
+    }
+}
+
+/// The attention core of one layer for one micro-batch on one TP rank,
+/// forward and backward (both input gradients, the softmax and dropout
+/// included): one fused kernel with `flash_attention`, else the score and
+/// context products per head (`gemm`: forward, input and weight gradient
+/// products) and their element-wise kernels.
+fn attention_core(
+    model: &ModelSpec,
+    s: &Strategy,
+    d: &Device,
+    gemm: &dyn Fn(f64, f64, f64, f64) -> (f64, f64, f64),
+) -> (f64, f64) {
+    let e = model.bytes_weight;
+    let t = s.tp as f64;
+    let (b, sq, a) = (model.micro_batch as f64, model.seq as f64, f64::from(model.heads));
+    let cp = s.cp.max(1) as f64;
+    let m = b * sq / cp;
+    let heads = b * a / t;
+    let (dqk, dv) = model.head_dims();
+    let qkvo = attention_io_bytes(model, m, t);
+    if s.flash_attention {
+        // One fused kernel: of the 4 b s^2 h / t FLOPs of the scores and
+        // the context (h: the core's width), the causal half a decoder's
+        // mask leaves (FlashAttention skips the masked blocks), forward;
+        // 2.5 times that backward (the scores recomputed); reading Q, K,
+        // V and writing O; its softmax over the scores, on a parametric
+        // accelerator's vector units, once forward and twice backward
+        // (recomputed, then its gradient). Under context parallelism c,
+        // this rank's s / c queries against the s keys (ring attention's
+        // load-balanced causal chunks): 1 / c of the FLOPs and scores,
+        // reading the other ranks' keys and values too.
+        let flops = 2.0 * b * sq * sq * model.core_width() / t / cp;
+        let io = qkvo + (cp - 1.0) * kv_chunk_bytes(model, s);
+        let scores = heads * sq * sq / 2.0 / cp;
+        (
+            d.fused_ns(flops, io, scores),
+            d.fused_ns(2.5 * flops, 2.0 * io, 2.0 * scores),
+        )
+    } else {
+        // Per head: scores of width d_qk, the context of d_v (both h / a
+        // for the default heads).
+        let scores = gemm(sq, sq, dqk, heads);
+        let context = gemm(sq, dv, sq, heads);
+        // Softmax reads and writes the scores; dropout reads, writes and
+        // keeps a 1-byte mask.
+        let softmax = d.stream_ns(heads * sq * sq * (4.0 * e + 1.0));
+        (
+            scores.0 + context.0 + softmax,
+            scores.1 + scores.2 + context.1 + context.2 + 2.0 * softmax,
+        )
+    }
+}
+
+/// A MoE layer's FFN block for one micro-batch of `m` tokens on one TP
+/// rank (`None` for a dense model): the routed experts on this NPU over
+/// the busiest expert's token copies, the shared experts, the router
+/// (`linear_gemm` and `gemm`: forward, input and weight gradient products),
+/// the activation and the token permutation, with the layer's
+/// `block_stream` bytes of norms and residual adds.
+fn moe_block(
+    model: &ModelSpec,
+    s: &Strategy,
+    d: &Device,
+    m: f64,
+    block_stream: f64,
+    gemm: &dyn Fn(f64, f64, f64, f64) -> (f64, f64, f64),
+    linear_gemm: &dyn Fn(f64, f64, f64, f64) -> (f64, f64, f64),
+) -> Option<BlockTime> {
+    let (e, t, h) = (model.bytes_weight, s.tp as f64, model.hidden as f64);
+    let add = |x: (f64, f64, f64), y: (f64, f64, f64)| (x.0 + y.0, x.1 + y.1, x.2 + y.2);
+    model.moe.as_ref().map(|x| {
         let k_mat = f64::from(model.ffn_matrices);
         let fe = x.expert_ffn as f64;
         // This NPU's experts and the token copies they process: the EP
@@ -1059,24 +1115,7 @@ pub fn layer_times(model: &ModelSpec, s: &Strategy, d: &Device) -> LayerTimes {
             linear_ns: [all.0, all.1],
             core_ns: [0.0; 2],
         }
-    });
-    // Multi-token prediction on the last stage, after the logits.
-    let logits = if model.mtp_layers > 0 {
-        let block = match (&moe, model.is_moe(model.layers.saturating_sub(1))) {
-            (Some(x), true) => *x,
-            _ => ffn,
-        };
-        let proj = linear_gemm(m, h / t, 2.0 * h, 1.0);
-        with_mtp(logits, f64::from(model.mtp_layers), proj, &attention, &block)
-    } else {
-        logits
-    };
-    LayerTimes {
-        attention,
-        ffn,
-        moe,
-        logits,
-    }
+    })
 }
 
 /// The logits followed by `k` multi-token prediction modules, each its

@@ -515,38 +515,7 @@ pub fn round_time_with(
         class_latency[c] = l.latency_ns;
         into_npu[c] = l.dst < topo.npus;
     }
-    // load[level][class]: share of a shard crossing one link of the class
-    // at that depth in links (summed over root 0's trees, weighted).
-    // parents[level][class]: the classes of the links that brought the
-    // data its hops at that level send (`classes` for a root's own).
-    let mut load: Vec<Vec<f64>> = Vec::new();
-    let mut parents: Vec<Vec<Vec<usize>>> = Vec::new();
-    for o in &orders {
-        for &m in mirror {
-            let w = o.weight / mirror.len() as f64;
-            let hops = tree_hops(topo, &dims, 0, &o.dims, m);
-            // Per NPU reached: its depth and the class that brought it.
-            let mut depth: HashMap<u32, (usize, usize)> = HashMap::with_capacity(hops.len() + 1);
-            depth.insert(0, (0, classes));
-            for (u, v, i, dir) in hops {
-                let (mut h, mut via) = depth[&u];
-                for e in hop_links(topo, &dims[i], u, v, dir).0 {
-                    h += 1;
-                    if load.len() < h {
-                        load.resize(h, vec![0.0; classes]);
-                        parents.resize(h, vec![Vec::new(); classes]);
-                    }
-                    let c = class[e as usize];
-                    load[h - 1][c] += w;
-                    if !parents[h - 1][c].contains(&via) {
-                        parents[h - 1][c].push(via);
-                    }
-                    via = c;
-                }
-                depth.insert(v, (h, via));
-            }
-        }
-    }
+    let (load, parents) = root_loads(topo, &dims, &orders, mirror, &class, classes);
     let depth = load.len();
     // Prefix sums over levels, per class.
     let mut prefix = vec![vec![0.0; classes]; depth + 1];
@@ -584,22 +553,10 @@ pub fn round_time_with(
         )
     };
     let total = |k: usize| gathers * pass(k, None, false).time_ns + reduces * pass(k, reduce_gbps, false).time_ns;
-    // Powers of two until two doublings in a row gain less than
-    // `PIECES_GAIN` each.
     let k = if pieces > 0 {
         pieces as usize
     } else {
-        let (mut best, mut best_t, mut flat) = (1usize, total(1), 0);
-        let mut k = 2usize;
-        while k <= MAX_ROUND_PIECES as usize && flat < 2 {
-            let t = total(k);
-            flat = if t < best_t * (1.0 - PIECES_GAIN) { 0 } else { flat + 1 };
-            if t < best_t {
-                (best, best_t) = (k, t);
-            }
-            k *= 2;
-        }
-        best
+        fastest_pieces(total)
     };
     let (mut alpha_ns, mut beta_ns, mut reduce_ns, mut time_ns) = (vec![0.0; nd], vec![0.0; nd], 0.0, 0.0);
     for (times, reduce) in [(gathers, None), (reduces, reduce_gbps)] {
@@ -632,6 +589,67 @@ pub fn round_time_with(
         reduce_ns,
         busiest_ns_per_dim,
     }))
+}
+
+/// Root 0's trees of every order and mirror image, level by level:
+/// `load[level][class]`, the share of a shard crossing one link of the
+/// class at that depth in links (summed over the trees, weighted), and
+/// `parents[level][class]`, the classes of the links that brought the data
+/// its hops at that level send (`classes` for a root's own).
+fn root_loads(
+    topo: &Topology,
+    dims: &[Dim],
+    orders: &[Order],
+    mirror: &[bool],
+    class: &[usize],
+    classes: usize,
+) -> (Vec<Vec<f64>>, Vec<Vec<Vec<usize>>>) {
+    let mut load: Vec<Vec<f64>> = Vec::new();
+    let mut parents: Vec<Vec<Vec<usize>>> = Vec::new();
+    for o in orders {
+        for &m in mirror {
+            let w = o.weight / mirror.len() as f64;
+            let hops = tree_hops(topo, dims, 0, &o.dims, m);
+            // Per NPU reached: its depth and the class that brought it.
+            let mut depth: HashMap<u32, (usize, usize)> = HashMap::with_capacity(hops.len() + 1);
+            depth.insert(0, (0, classes));
+            for (u, v, i, dir) in hops {
+                let (mut h, mut via) = depth[&u];
+                for e in hop_links(topo, &dims[i], u, v, dir).0 {
+                    h += 1;
+                    if load.len() < h {
+                        load.resize(h, vec![0.0; classes]);
+                        parents.resize(h, vec![Vec::new(); classes]);
+                    }
+                    let c = class[e as usize];
+                    load[h - 1][c] += w;
+                    if !parents[h - 1][c].contains(&via) {
+                        parents[h - 1][c].push(via);
+                    }
+                    via = c;
+                }
+                depth.insert(v, (h, via));
+            }
+        }
+    }
+    (load, parents)
+}
+
+/// The pieces per tree that time fastest by `total`: powers of two from 1
+/// up to [`MAX_ROUND_PIECES`], until two doublings in a row gain less than
+/// `PIECES_GAIN` each (the first of equal times kept).
+fn fastest_pieces(total: impl Fn(usize) -> f64) -> usize {
+    let (mut best, mut best_t, mut flat) = (1usize, total(1), 0);
+    let mut k = 2usize;
+    while k <= MAX_ROUND_PIECES as usize && flat < 2 {
+        let t = total(k);
+        flat = if t < best_t * (1.0 - PIECES_GAIN) { 0 } else { flat + 1 };
+        if t < best_t {
+            (best, best_t) = (k, t);
+        }
+        k *= 2;
+    }
+    best
 }
 
 /// One pass of a product's forest, per link class (`round_time_with`).

@@ -151,40 +151,12 @@ pub struct Relabel {
 /// coordinates number the NPUs one to one), so a network that is not a
 /// product is never taken for one.
 pub fn switch_product(topo: &Topology) -> Option<Relabel> {
-    let (n, npus) = (topo.npus as usize, topo.npus);
+    let n = topo.npus as usize;
     let s = topo.switches as usize;
     if !topo.dims.is_empty() || n < 2 || s == 0 || topo.npus > MAX_RELABEL_NPUS {
         return None;
     }
-    // Each switch's members (by its up links) and its links' (GB/s, ns).
-    let mut up: Vec<Vec<u32>> = vec![Vec::new(); s];
-    let mut down: Vec<Vec<u32>> = vec![Vec::new(); s];
-    let mut param: Vec<Option<(f64, f64)>> = vec![None; s];
-    for l in &topo.links {
-        if !(l.gbps > 0.0 && l.gbps.is_finite() && l.latency_ns.is_finite()) {
-            return None;
-        }
-        let (sw, npu, list) = match (l.src >= npus, l.dst >= npus) {
-            (false, true) => (l.dst - npus, l.src, &mut up),
-            (true, false) => (l.src - npus, l.dst, &mut down),
-            _ => return None,
-        };
-        let sw = sw as usize;
-        match param[sw] {
-            None => param[sw] = Some((l.gbps, l.latency_ns)),
-            Some(p) if p == (l.gbps, l.latency_ns) => {}
-            Some(_) => return None,
-        }
-        list[sw].push(npu);
-    }
-    for sw in 0..s {
-        up[sw].sort_unstable();
-        down[sw].sort_unstable();
-        if up[sw] != down[sw] || up[sw].len() < 2 || up[sw].windows(2).any(|w| w[0] == w[1]) {
-            return None;
-        }
-    }
-    let members = up;
+    let (members, param) = switch_members(topo)?;
     let mut of: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (sw, m) in members.iter().enumerate() {
         for &v in m {
@@ -203,37 +175,7 @@ pub fn switch_product(topo: &Topology) -> Option<Relabel> {
     if work > MAX_RELABEL_WORK {
         return None;
     }
-    let on = |sw: usize, v: u32| members[sw].binary_search(&v).is_ok();
-    // Whether `w` shares a switch other than `not` with a member of `t`.
-    let meets = |w: u32, not: usize, t: usize| {
-        of[w as usize]
-            .iter()
-            .any(|&x| x != not && members[t].iter().any(|&y| y != w && on(x, y)))
-    };
-    let mut class: Vec<usize> = (0..s).collect();
-    fn root(c: &mut [usize], mut x: usize) -> usize {
-        while c[x] != x {
-            c[x] = c[c[x]];
-            x = c[x];
-        }
-        x
-    }
-    for sw in 0..s {
-        let u = members[sw][0];
-        for &v in &members[sw][1..] {
-            for &t in &of[u as usize] {
-                if t == sw {
-                    continue;
-                }
-                let parallel = of[v as usize]
-                    .iter()
-                    .copied()
-                    .find(|&t2| t2 != sw && members[t2].iter().find(|&&w| w != v).is_some_and(|&w| meets(w, t2, t)))?;
-                let (a, b) = (root(&mut class, t), root(&mut class, parallel));
-                class[a] = b;
-            }
-        }
-    }
+    let mut class = parallel_switches(&members, &of)?;
     // Classes numbered as NPU 0's switches, innermost (holding the lowest
     // other NPU) first.
     let mut first: Vec<usize> = of[0].clone();
@@ -263,13 +205,114 @@ pub fn switch_product(topo: &Topology) -> Option<Relabel> {
             *slot = sw;
         }
     }
-    // Coordinates: along class j, the components of the other classes'
-    // switches, numbered as the members of NPU 0's class-j switch.
+    let npu = coordinates(n, &members, &first, &class_of, &sizes)?;
+    let dims: Vec<(String, DimKind, u32)> = (0..k)
+        .map(|j| (format!("switch{j}"), DimKind::Switch, sizes[j]))
+        .collect();
+    let gbps: Vec<f64> = params.iter().map(|p| p.0).collect();
+    let lat: Vec<f64> = params.iter().map(|p| p.1).collect();
+    let product = Topology::from_dims(&topo.name, &dims, &gbps, &lat);
+    let node = product_nodes(&product, &npu, &switch_in, k, s)?;
+    let link = product
+        .links
+        .iter()
+        .map(|l| topo.link_between(node[l.src as usize], node[l.dst as usize]))
+        .collect::<Option<Vec<u32>>>()?;
+    Some(Relabel { product, node, link })
+}
+
+/// Per switch of `topo` (an NPU-and-switch network), its members sorted
+/// (by its up links, which must match its down links, two or more and
+/// none twice) and its links' (GB/s, ns), alike on all of them; `None`
+/// when a link is not between an NPU and a switch or is not positive and
+/// finite.
+#[allow(clippy::type_complexity)]
+fn switch_members(topo: &Topology) -> Option<(Vec<Vec<u32>>, Vec<Option<(f64, f64)>>)> {
+    let (npus, s) = (topo.npus, topo.switches as usize);
+    // Each switch's members (by its up links) and its links' (GB/s, ns).
+    let mut up: Vec<Vec<u32>> = vec![Vec::new(); s];
+    let mut down: Vec<Vec<u32>> = vec![Vec::new(); s];
+    let mut param: Vec<Option<(f64, f64)>> = vec![None; s];
+    for l in &topo.links {
+        if !(l.gbps > 0.0 && l.gbps.is_finite() && l.latency_ns.is_finite()) {
+            return None;
+        }
+        let (sw, npu, list) = match (l.src >= npus, l.dst >= npus) {
+            (false, true) => (l.dst - npus, l.src, &mut up),
+            (true, false) => (l.src - npus, l.dst, &mut down),
+            _ => return None,
+        };
+        let sw = sw as usize;
+        match param[sw] {
+            None => param[sw] = Some((l.gbps, l.latency_ns)),
+            Some(p) if p == (l.gbps, l.latency_ns) => {}
+            Some(_) => return None,
+        }
+        list[sw].push(npu);
+    }
+    for sw in 0..s {
+        up[sw].sort_unstable();
+        down[sw].sort_unstable();
+        if up[sw] != down[sw] || up[sw].len() < 2 || up[sw].windows(2).any(|w| w[0] == w[1]) {
+            return None;
+        }
+    }
+    Some((up, param))
+}
+
+/// The representative of `x`'s set in the union-find forest `c` (paths
+/// halved on the way).
+fn root(c: &mut [usize], mut x: usize) -> usize {
+    while c[x] != x {
+        c[x] = c[c[x]];
+        x = c[x];
+    }
+    x
+}
+
+/// The switches joined into classes ([`switch_product`]'s doc): for each
+/// switch `sw`, its first member u and each other member v, and each other
+/// switch t of u, v's switch parallel to t is joined to t. A union-find
+/// forest over the switches (its roots name the classes), or `None` when
+/// some v has no parallel switch (not a product).
+fn parallel_switches(members: &[Vec<u32>], of: &[Vec<usize>]) -> Option<Vec<usize>> {
+    let on = |sw: usize, v: u32| members[sw].binary_search(&v).is_ok();
+    // Whether `w` shares a switch other than `not` with a member of `t`.
+    let meets = |w: u32, not: usize, t: usize| {
+        of[w as usize]
+            .iter()
+            .any(|&x| x != not && members[t].iter().any(|&y| y != w && on(x, y)))
+    };
+    let mut class: Vec<usize> = (0..members.len()).collect();
+    for sw in 0..members.len() {
+        let u = members[sw][0];
+        for &v in &members[sw][1..] {
+            for &t in &of[u as usize] {
+                if t == sw {
+                    continue;
+                }
+                let parallel = of[v as usize]
+                    .iter()
+                    .copied()
+                    .find(|&t2| t2 != sw && members[t2].iter().find(|&&w| w != v).is_some_and(|&w| meets(w, t2, t)))?;
+                let (a, b) = (root(&mut class, t), root(&mut class, parallel));
+                class[a] = b;
+            }
+        }
+    }
+    Some(class)
+}
+
+/// Per product rank, the original NPU (of `n`): along class j, the components of
+/// the other classes' switches, numbered as the members of NPU 0's class-j
+/// switch (`first[j]`), class 0 innermost. `None` unless the coordinates
+/// number the NPUs one to one.
+fn coordinates(n: usize, members: &[Vec<u32>], first: &[usize], class_of: &[usize], sizes: &[u32]) -> Option<Vec<u32>> {
     let mut rank = vec![0u32; n];
     let mut stride = 1u32;
-    for j in 0..k {
+    for j in 0..first.len() {
         let mut comp: Vec<usize> = (0..n).collect();
-        for sw in (0..s).filter(|&sw| class_of[sw] != j) {
+        for sw in (0..members.len()).filter(|&sw| class_of[sw] != j) {
             let a = members[sw][0] as usize;
             for &v in &members[sw][1..] {
                 let (x, y) = (root(&mut comp, a), root(&mut comp, v as usize));
@@ -299,16 +342,19 @@ pub fn switch_product(topo: &Topology) -> Option<Relabel> {
             return None;
         }
     }
-    let dims: Vec<(String, DimKind, u32)> = (0..k)
-        .map(|j| (format!("switch{j}"), DimKind::Switch, sizes[j]))
-        .collect();
-    let gbps: Vec<f64> = params.iter().map(|p| p.0).collect();
-    let lat: Vec<f64> = params.iter().map(|p| p.1).collect();
-    let product = Topology::from_dims(&topo.name, &dims, &gbps, &lat);
-    // Every product switch must be one original switch (which checks that
-    // each switch's members differ in its own coordinate alone).
+    Some(npu)
+}
+
+/// Per node of `product`, the original's: the NPUs by `npu`, and each
+/// product switch the original switch of its class that its NPUs are on
+/// (`switch_in`: per original NPU, its switch of each of the `k` classes).
+/// Every product switch must be one original switch (which checks that
+/// each switch's members differ in its own coordinate alone), and the
+/// `switches` of the original all named: else `None`.
+fn product_nodes(product: &Topology, npu: &[u32], switch_in: &[usize], k: usize, switches: usize) -> Option<Vec<u32>> {
+    let npus = npu.len() as u32;
     let mut node = vec![u32::MAX; product.nodes() as usize];
-    node[..n].copy_from_slice(&npu);
+    node[..npu.len()].copy_from_slice(npu);
     for r in 0..npus {
         for j in 0..k {
             let sw = npus + switch_in[npu[r as usize] as usize * k + j] as u32;
@@ -320,15 +366,10 @@ pub fn switch_product(topo: &Topology) -> Option<Relabel> {
             }
         }
     }
-    if product.switches as usize != s || node.contains(&u32::MAX) {
+    if product.switches as usize != switches || node.contains(&u32::MAX) {
         return None;
     }
-    let link = product
-        .links
-        .iter()
-        .map(|l| topo.link_between(node[l.src as usize], node[l.dst as usize]))
-        .collect::<Option<Vec<u32>>>()?;
-    Some(Relabel { product, node, link })
+    Some(node)
 }
 
 impl Relabel {
