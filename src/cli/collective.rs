@@ -161,7 +161,7 @@ pub fn schedule_of(
 
 /// `--best-tolerance`: a fraction (0.01) or a percentage (1%).
 pub fn tolerance(given: &str) -> Result<f64, InputError> {
-    algorithm::parse_tolerance(given).map_err(|m| InputError::arg("--best-tolerance", m))
+    algorithm::parse_tolerance(given).map_err(|e| InputError::arg("--best-tolerance", e.to_string()))
 }
 
 /// A forest on a product network, timed in rounds (too large to replay, or
@@ -221,7 +221,9 @@ pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
         None => None,
     };
     let size = match (&loaded, given) {
-        (Some(s), given) => s.size_to_use(given).map_err(|m| InputError::arg("--size", m))?,
+        (Some(s), given) => s
+            .size_to_use(given)
+            .map_err(|e| InputError::arg("--size", e.to_string()))?,
         (None, Some(v)) => v,
         (None, None) => {
             return Err(InputError::arg("--size", "give the collective's buffer, e.g. --size 64MiB").into());
