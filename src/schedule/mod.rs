@@ -233,13 +233,31 @@ pub struct Schedule {
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum NpuOp {
     /// Send transfer `transfer` to `peer`.
-    Send { transfer: u32, peer: u32 },
+    Send {
+        /// The transfer (index into [`Schedule::transfers`]).
+        transfer: u32,
+        /// The NPU it goes to.
+        peer: u32,
+    },
     /// Receive transfer `transfer` from `peer` into the buffer.
-    Recv { transfer: u32, peer: u32 },
+    Recv {
+        /// The transfer (index into [`Schedule::transfers`]).
+        transfer: u32,
+        /// The NPU it comes from.
+        peer: u32,
+    },
     /// Receive transfer `transfer` from `peer` and reduce it into the buffer.
-    RecvReduce { transfer: u32, peer: u32 },
+    RecvReduce {
+        /// The transfer (index into [`Schedule::transfers`]).
+        transfer: u32,
+        /// The NPU it comes from.
+        peer: u32,
+    },
     /// A local copy.
-    Copy { transfer: u32 },
+    Copy {
+        /// The transfer (index into [`Schedule::transfers`]).
+        transfer: u32,
+    },
 }
 
 /// A schedule that does not make sense on its own (before simulation).
