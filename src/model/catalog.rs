@@ -282,6 +282,17 @@ struct RawServer {
 
 impl Catalog {
     /// The built-in catalog.
+    ///
+    /// ```
+    /// use dimsum::model::catalog::{Catalog, KINDS};
+    /// let c = Catalog::builtin();
+    /// assert!(!c.ports.is_empty() && !c.switches.is_empty() && !c.cables.is_empty());
+    /// // Every part says where its figures come from, and is of a known kind.
+    /// assert!(c.ports.iter().all(|p| !p.source.trim().is_empty() && KINDS.contains(&p.kind.as_str())));
+    /// // Names are unique, so a part is found by its name.
+    /// let first = &c.ports[0];
+    /// assert_eq!(c.port(&first.name), Some(first));
+    /// ```
     pub fn builtin() -> Catalog {
         // The built-in text is compiled in and a test parses it: a broken one
         // is a bug of this build, not something a user can type.

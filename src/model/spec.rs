@@ -8,6 +8,43 @@
 use serde::{Deserialize, Serialize};
 
 /// A transformer model and its training batch.
+///
+/// ```
+/// use dimsum::model::transformer::{ModelSpec, Recompute};
+/// // GPT-3 175B (Brown et al., 2020): 96 layers of h = 12288, a GELU FFN
+/// // of 4h, vocabulary 50257, tied embeddings.
+/// let h = 12288;
+/// let gpt3 = ModelSpec {
+///     name: "gpt3-175b".into(),
+///     layers: 96,
+///     hidden: h,
+///     heads: 96,
+///     kv_heads: 96,
+///     ffn: 4 * h,
+///     ffn_matrices: 2,
+///     seq: 2048,
+///     vocab: 50257,
+///     global_batch: 1536,
+///     micro_batch: 1,
+///     bytes_weight: 2.0,
+///     bytes_grad: 4.0,
+///     bytes_optimizer: 12.0,
+///     moe: None,
+///     head_dim: None,
+///     mla: None,
+///     tied_embeddings: true,
+///     mtp_layers: 0,
+/// };
+/// // 12 h^2 per layer and V h: 96 x 1.812e9 + 0.618e9 = 174.6e9.
+/// assert!((gpt3.params() / 175e9 - 1.0).abs() < 0.01);
+/// assert!((gpt3.active_params() - gpt3.params()).abs() < 1.0); // dense
+/// // Megatron-LM's count with full recomputation (SC'21, eq. 3):
+/// // 96 B s l h^2 (1 + s / (6 h) + V / (16 l h)).
+/// let (b, s, l, v) = (1536.0, 2048.0, 96.0, 50257.0);
+/// let hf = h as f64;
+/// let eq3 = 96.0 * b * s * l * hf * hf * (1.0 + s / (6.0 * hf) + v / (16.0 * l * hf));
+/// assert!((gpt3.iteration_flops(Recompute::Full) / eq3 - 1.0).abs() < 1e-9);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelSpec {
     /// Name.

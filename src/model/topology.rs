@@ -350,6 +350,19 @@ impl Topology {
     }
 
     /// A k-ary n-dimensional torus (`wrap`) or mesh.
+    ///
+    /// ```
+    /// use dimsum::model::topology::Topology;
+    /// // A 4x4 torus: 16 NPUs, each with a link to both neighbours in
+    /// // both dimensions: 16 x 4 = 64 directed links.
+    /// let t = Topology::torus(&[4, 4], true, &[50.0, 50.0], &[500.0, 500.0]);
+    /// assert_eq!((t.npus, t.switches, t.links.len()), (16, 0, 64));
+    /// assert_eq!(t.coords(6), vec![2, 1]);
+    /// // The mesh drops the wrap-around links: 4 lines of 3 links each
+    /// // way per dimension, 2 x 4 x 3 x 2 = 48.
+    /// let m = Topology::torus(&[4, 4], false, &[50.0, 50.0], &[500.0, 500.0]);
+    /// assert_eq!(m.links.len(), 48);
+    /// ```
     pub fn torus(sizes: &[u32], wrap: bool, gbps: &[f64], latency_ns: &[f64]) -> Topology {
         let kind = if wrap { DimKind::Ring } else { DimKind::Line };
         let names = ["x", "y", "z", "w", "v", "u"];

@@ -383,6 +383,20 @@ impl Relabel {
 
 /// The all-gather cut of a product network: ns per byte of one NPU's shard,
 /// and the dimensions D (positions in `dims`) whose sub-product attains it.
+///
+/// ```
+/// use dimsum::model::topology::Topology;
+/// use dimsum::schedule::shape::{dims, gather_cut};
+///
+/// // A 4x4 torus of 50 GB/s links: each NPU has 100 GB/s per dimension.
+/// // D = one dimension: (4 - 1) / 100; D = both: (16 - 1) / 200, the larger.
+/// let t = Topology::torus(&[4, 4], true, &[50.0, 50.0], &[0.0, 0.0]);
+/// let d = dims(&t).ok_or("a torus is a product network")?;
+/// let (ns_per_byte, set) = gather_cut(&d);
+/// assert!((ns_per_byte - 0.075).abs() < 1e-12);
+/// assert_eq!(set, vec![0, 1]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn gather_cut(dims: &[Dim]) -> (f64, Vec<usize>) {
     let mut best = (0.0, Vec::new());
     for mask in 1u32..(1 << dims.len()) {
