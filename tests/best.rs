@@ -141,7 +141,12 @@ fn best_is_refused_with_options_it_cannot_pass_on() {
     );
     assert_eq!(algorithm::parse_tolerance("1%"), Ok(0.01));
     assert_eq!(algorithm::parse_tolerance("0.5"), Ok(0.5));
-    assert!(algorithm::parse_tolerance("-1%").unwrap_err().contains("0.01 or 1%"));
+    assert!(
+        algorithm::parse_tolerance("-1%")
+            .unwrap_err()
+            .to_string()
+            .contains("0.01 or 1%")
+    );
 }
 
 #[test]

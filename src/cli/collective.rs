@@ -160,7 +160,7 @@ fn spec_error(e: SpecError) -> InputError {
 
 /// `--best-tolerance`: a fraction (0.01) or a percentage (1%).
 pub fn tolerance(given: &str) -> Result<f64, InputError> {
-    algorithm::parse_tolerance(given).map_err(|m| InputError::arg("--best-tolerance", m))
+    algorithm::parse_tolerance(given).map_err(|e| InputError::arg("--best-tolerance", e.to_string()))
 }
 
 /// A forest on a product network, timed in rounds (too large to replay, or

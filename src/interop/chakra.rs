@@ -372,12 +372,12 @@ impl Trace {
     pub fn decode(bytes: &[u8], path: &Path) -> Result<Trace, TraceError> {
         let mut pos = 0usize;
         let meta = next_message(bytes, &mut pos, "the metadata")
-            .map_err(|m| err(path, m))?
+            .map_err(|e| err(path, e.to_string()))?
             .ok_or_else(|| err(path, "empty file: no GlobalMetadata"))?;
         let metadata = GlobalMetadata::decode(meta).map_err(|e| err(path, format!("GlobalMetadata: {e}")))?;
         let mut nodes = Vec::new();
-        while let Some(msg) =
-            next_message(bytes, &mut pos, &format!("node {} (in file order)", nodes.len())).map_err(|m| err(path, m))?
+        while let Some(msg) = next_message(bytes, &mut pos, &format!("node {} (in file order)", nodes.len()))
+            .map_err(|e| err(path, e.to_string()))?
         {
             let node =
                 Node::decode(msg).map_err(|e| err(path, format!("node {} (in file order): {e}", nodes.len())))?;
@@ -387,22 +387,54 @@ impl Trace {
     }
 }
 
+/// Why a length-delimited message cannot be framed ([`next_message`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum FrameError {
+    /// The length prefix does not decode.
+    #[error("byte {at}: {what}: the length prefix is not a varint ({cause})")]
+    Varint {
+        /// Where the message starts.
+        at: usize,
+        /// Which message (the metadata, node i).
+        what: String,
+        /// The decoder's complaint.
+        cause: prost::DecodeError,
+    },
+    /// The message runs past the end of the file.
+    #[error("byte {at}: {what} is {len} bytes long but the file has {left} left (truncated)")]
+    Truncated {
+        /// Where the message starts.
+        at: usize,
+        /// Which message (the metadata, node i).
+        what: String,
+        /// Its length, bytes.
+        len: usize,
+        /// The bytes after its prefix.
+        left: usize,
+    },
+}
+
 /// The next length-delimited message of `bytes` from `pos`, if any.
-fn next_message<'a>(bytes: &'a [u8], pos: &mut usize, what: &str) -> Result<Option<&'a [u8]>, String> {
+fn next_message<'a>(bytes: &'a [u8], pos: &mut usize, what: &str) -> Result<Option<&'a [u8]>, FrameError> {
     if *pos >= bytes.len() {
         return Ok(None);
     }
     let at = *pos;
     let mut rest = &bytes[at..];
-    let len = prost::encoding::decode_varint(&mut rest)
-        .map_err(|e| format!("byte {at}: {what}: the length prefix is not a varint ({e})"))?;
+    let len = prost::encoding::decode_varint(&mut rest).map_err(|cause| FrameError::Varint {
+        at,
+        what: what.into(),
+        cause,
+    })?;
     let start = bytes.len() - rest.len();
     let len = usize::try_from(len).unwrap_or(usize::MAX);
     if len > rest.len() {
-        return Err(format!(
-            "byte {at}: {what} is {len} bytes long but the file has {} left (truncated)",
-            rest.len()
-        ));
+        return Err(FrameError::Truncated {
+            at,
+            what: what.into(),
+            len,
+            left: rest.len(),
+        });
     }
     *pos = start + len;
     Ok(Some(&bytes[start..start + len]))
@@ -1201,7 +1233,7 @@ fn own_transfers(traces: &[Trace], prefix: &Path, npus: i64, count: usize) -> Re
         let path = rank_path(prefix, rank as u32);
         for node in &tr.nodes {
             let at = |m: String| err(&path, format!("rank {rank}, node {} (`{}`): {m}", node.id, node.name));
-            match own_node(node, rank, npus, count).map_err(at)? {
+            match own_node(node, rank, npus, count).map_err(|e| at(e.to_string()))? {
                 OwnNode::Recv(idx, src) => {
                     found.received.insert(idx, src);
                 }
@@ -1218,32 +1250,94 @@ fn own_transfers(traces: &[Trace], prefix: &Path, npus: i64, count: usize) -> Re
     Ok(found)
 }
 
+/// What is wrong with one node of a trace ([`own_node`],
+/// [`Foreign::add_node`]); the caller names the rank and the node.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum NodeError {
+    /// A node type Chakra does not define.
+    #[error("unknown node type {0}")]
+    UnknownType(i32),
+    /// A node of dimsum's trace without its transfer.
+    #[error("no dimsum_transfer attribute")]
+    NoTransfer,
+    /// A transfer index beyond the schedule's transfers.
+    #[error("dimsum_transfer {idx} is not below {count}")]
+    TransferRange {
+        /// The index given.
+        idx: i64,
+        /// The schedule's transfers.
+        count: usize,
+    },
+    /// A receive without its sender.
+    #[error("a receive without comm_src")]
+    NoCommSrc,
+    /// A send without its receiver.
+    #[error("a send without comm_dst")]
+    NoCommDst,
+    /// A send without its size.
+    #[error("a send without comm_size")]
+    NoCommSize,
+    /// A node type dimsum's traces do not hold.
+    #[error("a {0:?} in a schedule's trace")]
+    InSchedule(NodeType),
+    /// A node type that has no place in a schedule (foreign traces).
+    #[error("a {0:?} node has no place in a schedule")]
+    NoPlace(Option<NodeType>),
+    /// A collective node: a workload trace, not a schedule's.
+    #[error("a collective node: this is a workload trace; import takes traces of point-to-point sends and receives")]
+    Collective,
+    /// `dimsum_chunks` is not whole runs of u32 values.
+    #[error("dimsum_chunks is not a list of start, count, stride triples")]
+    Chunks,
+    /// `dimsum_op` is absent or not one of the three.
+    #[error("dimsum_op is not send, reduce or copy")]
+    Op,
+    /// A receiver outside the ranks.
+    #[error("comm_dst {dst} is not a rank (0..{npus})")]
+    DstRange {
+        /// The receiver given.
+        dst: i64,
+        /// The ranks.
+        npus: i64,
+    },
+    /// A receiver outside the other ranks (foreign traces).
+    #[error("comm_dst {dst} is not another rank (0..{n})")]
+    DstNotOther {
+        /// The receiver given.
+        dst: i64,
+        /// The ranks.
+        n: u32,
+    },
+    /// A sender outside the other ranks (foreign traces).
+    #[error("comm_src {src} is not another rank (0..{n})")]
+    SrcNotOther {
+        /// The sender given.
+        src: i64,
+        /// The ranks.
+        n: u32,
+    },
+}
+
 /// What `node`, on `rank`, stands for; the error names what is wrong.
-fn own_node(node: &Node, rank: usize, npus: i64, count: usize) -> Result<OwnNode, String> {
-    let kind = node
-        .kind()
-        .ok_or_else(|| format!("unknown node type {}", node.r#type))?;
-    let idx = node
-        .int("dimsum_transfer")
-        .ok_or_else(|| "no dimsum_transfer attribute".to_string())?;
+fn own_node(node: &Node, rank: usize, npus: i64, count: usize) -> Result<OwnNode, NodeError> {
+    let kind = node.kind().ok_or(NodeError::UnknownType(node.r#type))?;
+    let idx = node.int("dimsum_transfer").ok_or(NodeError::NoTransfer)?;
     let idx = usize::try_from(idx)
         .ok()
         .filter(|&i| i < count)
-        .ok_or_else(|| format!("dimsum_transfer {idx} is not below {count}"))?;
+        .ok_or(NodeError::TransferRange { idx, count })?;
     match kind {
         NodeType::CommRecvNode => {
-            let src = node
-                .int("comm_src")
-                .ok_or_else(|| "a receive without comm_src".to_string())?;
+            let src = node.int("comm_src").ok_or(NodeError::NoCommSrc)?;
             return Ok(OwnNode::Recv(idx, src as u32));
         }
         NodeType::CommSendNode | NodeType::CompNode if node.get("dimsum_chunks").is_some() => {}
         NodeType::CompNode => return Ok(OwnNode::Other),
-        other => return Err(format!("a {other:?} in a schedule's trace")),
+        other => return Err(NodeError::InSchedule(other)),
     }
     let runs = node.ints("dimsum_chunks").unwrap_or_default();
     if !runs.len().is_multiple_of(3) || runs.iter().any(|&v| !(0..=i64::from(u32::MAX)).contains(&v)) {
-        return Err("dimsum_chunks is not a list of start, count, stride triples".into());
+        return Err(NodeError::Chunks);
     }
     let list = |name: &str| -> Vec<u32> {
         node.ints(name)
@@ -1256,16 +1350,15 @@ fn own_node(node: &Node, rank: usize, npus: i64, count: usize) -> Result<OwnNode
         Some(Value::StringVal(o)) if o == "send" => Op::Send,
         Some(Value::StringVal(o)) if o == "reduce" => Op::Reduce,
         Some(Value::StringVal(o)) if o == "copy" => Op::Copy,
-        _ => return Err("dimsum_op is not send, reduce or copy".into()),
+        _ => return Err(NodeError::Op),
     };
     let dst = if op == Op::Copy {
         rank as i64
     } else {
-        node.int("comm_dst")
-            .ok_or_else(|| "a send without comm_dst".to_string())?
+        node.int("comm_dst").ok_or(NodeError::NoCommDst)?
     };
     if !(0..npus).contains(&dst) {
-        return Err(format!("comm_dst {dst} is not a rank (0..{npus})"));
+        return Err(NodeError::DstRange { dst, npus });
     }
     Ok(OwnNode::Send(
         idx,
@@ -1347,7 +1440,7 @@ fn foreign(traces: &[Trace], prefix: &Path) -> Result<Schedule, TraceError> {
         let path = rank_path(prefix, r as u32);
         for node in &tr.nodes {
             f.add_node(&mut s, r, node)
-                .map_err(|m| err(&path, format!("rank {r}, node {} (`{}`): {m}", node.id, node.name)))?;
+                .map_err(|e| err(&path, format!("rank {r}, node {} (`{}`): {e}", node.id, node.name)))?;
         }
     }
     f.match_receives(prefix)?;
@@ -1386,7 +1479,7 @@ struct Foreign {
 impl Foreign {
     /// Rank `r`'s `node`: a send or a compute node becomes a transfer of
     /// `s`, a receive waits for its send; the error names what is wrong.
-    fn add_node(&mut self, s: &mut Schedule, r: usize, node: &Node) -> Result<(), String> {
+    fn add_node(&mut self, s: &mut Schedule, r: usize, node: &Node) -> Result<(), NodeError> {
         let n = self.of.len() as u32;
         let local = |dst: u32, op: Op, bytes: Option<f64>, duration_ns: f64| Transfer {
             src: r as u32,
@@ -1401,15 +1494,11 @@ impl Foreign {
         };
         match node.kind() {
             Some(NodeType::CommSendNode) => {
-                let dst = node
-                    .int("comm_dst")
-                    .ok_or_else(|| "a send without comm_dst".to_string())?;
+                let dst = node.int("comm_dst").ok_or(NodeError::NoCommDst)?;
                 if !(0..i64::from(n)).contains(&dst) || dst == r as i64 {
-                    return Err(format!("comm_dst {dst} is not another rank (0..{n})"));
+                    return Err(NodeError::DstNotOther { dst, n });
                 }
-                let size = node
-                    .int("comm_size")
-                    .ok_or_else(|| "a send without comm_size".to_string())?;
+                let size = node.int("comm_size").ok_or(NodeError::NoCommSize)?;
                 let id = s.transfers.len() as u32;
                 s.transfers
                     .push(local(dst as u32, Op::Send, Some(size.max(0) as f64), 0.0));
@@ -1418,11 +1507,9 @@ impl Foreign {
                 self.sends.entry((r as u32, dst as u32, tag)).or_default().push_back(id);
             }
             Some(NodeType::CommRecvNode) => {
-                let src = node
-                    .int("comm_src")
-                    .ok_or_else(|| "a receive without comm_src".to_string())?;
+                let src = node.int("comm_src").ok_or(NodeError::NoCommSrc)?;
                 if !(0..i64::from(n)).contains(&src) || src == r as i64 {
-                    return Err(format!("comm_src {src} is not another rank (0..{n})"));
+                    return Err(NodeError::SrcNotOther { src, n });
                 }
                 let tag = node.int("comm_tag").unwrap_or(0);
                 self.recvs
@@ -1437,11 +1524,9 @@ impl Foreign {
                 self.of[r].insert(node.id, id);
             }
             Some(NodeType::CommCollNode) => {
-                return Err(
-                    "a collective node: this is a workload trace; import takes traces of point-to-point sends and receives".into(),
-                );
+                return Err(NodeError::Collective);
             }
-            other => return Err(format!("a {other:?} node has no place in a schedule")),
+            other => return Err(NodeError::NoPlace(other)),
         }
         Ok(())
     }

@@ -74,24 +74,41 @@ fn list(text: Option<&str>) -> Option<Vec<u32>> {
     }
 }
 
-fn exact_of(st: roxmltree::Node) -> Result<Option<Exact>, String> {
+/// Why a step's dimsum attributes (`dimsum_transfer`, `dimsum_op`, ...)
+/// cannot be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum ExactError {
+    /// `dimsum_transfer` is not a whole number.
+    #[error("dimsum_transfer `{0}` is not an index")]
+    Index(String),
+    /// `dimsum_op` is absent or not one of the three.
+    #[error("dimsum_op {0:?} is not send, reduce or copy")]
+    Op(Option<String>),
+    /// The attribute is not a comma-separated list of numbers.
+    #[error("{0} is not a list of numbers")]
+    List(&'static str),
+    /// `dimsum_chunks` does not hold whole runs.
+    #[error("dimsum_chunks is not start, count, stride triples")]
+    Triples,
+}
+
+/// The transfer dimsum wrote on step `st`, if it carries one.
+fn exact_of(st: roxmltree::Node) -> Result<Option<Exact>, ExactError> {
     let Some(index) = st.attribute("dimsum_transfer") else {
         return Ok(None);
     };
-    let index = index
-        .parse()
-        .map_err(|_| format!("dimsum_transfer `{index}` is not an index"))?;
+    let index = index.parse().map_err(|_| ExactError::Index(index.into()))?;
     let op = match st.attribute("dimsum_op") {
         Some("send") => Op::Send,
         Some("reduce") => Op::Reduce,
         Some("copy") => Op::Copy,
-        other => return Err(format!("dimsum_op {other:?} is not send, reduce or copy")),
+        other => return Err(ExactError::Op(other.map(str::to_string))),
     };
-    let runs = list(st.attribute("dimsum_chunks")).ok_or("dimsum_chunks is not a list of numbers")?;
+    let runs = list(st.attribute("dimsum_chunks")).ok_or(ExactError::List("dimsum_chunks"))?;
     if runs.len() % 3 != 0 {
-        return Err("dimsum_chunks is not start, count, stride triples".into());
+        return Err(ExactError::Triples);
     }
-    let field = |a: &str| list(st.attribute(a)).ok_or(format!("{a} is not a list of numbers"));
+    let field = |a: &'static str| list(st.attribute(a)).ok_or(ExactError::List(a));
     Ok(Some(Exact {
         index,
         op,

@@ -282,6 +282,17 @@ struct RawServer {
 
 impl Catalog {
     /// The built-in catalog.
+    ///
+    /// ```
+    /// use dimsum::model::catalog::{Catalog, KINDS};
+    /// let c = Catalog::builtin();
+    /// assert!(!c.ports.is_empty() && !c.switches.is_empty() && !c.cables.is_empty());
+    /// // Every part says where its figures come from, and is of a known kind.
+    /// assert!(c.ports.iter().all(|p| !p.source.trim().is_empty() && KINDS.contains(&p.kind.as_str())));
+    /// // Names are unique, so a part is found by its name.
+    /// let first = &c.ports[0];
+    /// assert_eq!(c.port(&first.name), Some(first));
+    /// ```
     pub fn builtin() -> Catalog {
         // The built-in text is compiled in and a test parses it: a broken one
         // is a bug of this build, not something a user can type.
@@ -299,164 +310,35 @@ impl Catalog {
     /// Parses and checks a catalog.
     pub fn parse(text: &str, path: &Path) -> Result<Catalog, InputError> {
         let raw: RawCatalog = toml::from_str(text).map_err(|e| crate::error::toml_error(text, path, &e))?;
-        let at = |span: std::ops::Range<usize>, field: String, msg: String| {
-            InputError::at(path, Some(line_of_offset(text, span.start)), field, msg)
+        let mut c = Check {
+            text,
+            path,
+            names: Vec::new(),
         };
-        let positive = |v: &Spanned<f64>, field: String, zero_ok: bool| -> Result<f64, InputError> {
-            let x = *v.get_ref();
-            let max = limit(&field);
-            if x.is_finite() && (x > 0.0 || (zero_ok && x == 0.0)) && x <= max {
-                Ok(x)
-            } else {
-                Err(at(
-                    v.span(),
-                    field,
-                    format!(
-                        "{x} is not allowed: use a number {} and at most {max:e}",
-                        if zero_ok { ">= 0" } else { "> 0" }
-                    ),
-                ))
-            }
-        };
-        let kind = |k: &Spanned<String>, field: String| -> Result<String, InputError> {
-            if KINDS.contains(&k.get_ref().as_str()) {
-                Ok(k.get_ref().clone())
-            } else {
-                Err(at(
-                    k.span(),
-                    field,
-                    format!("`{}` is not a kind; allowed: {}", k.get_ref(), one_of(&KINDS)),
-                ))
-            }
-        };
-        let cited = |s: &Spanned<String>, field: String| -> Result<String, InputError> {
-            if s.get_ref().trim().is_empty() {
-                Err(at(s.span(), field, "say where the figures come from".into()))
-            } else {
-                Ok(s.get_ref().clone())
-            }
-        };
-        let mut names: Vec<String> = Vec::new();
-        let mut unique = |name: &str, span: std::ops::Range<usize>, field: String| -> Result<(), InputError> {
-            if names.iter().any(|n| n == name) {
-                return Err(at(
-                    span,
-                    field,
-                    format!("`{name}` names two parts: names must be unique"),
-                ));
-            }
-            names.push(name.to_string());
-            Ok(())
-        };
-        let mut ports = Vec::new();
-        for (i, sp) in raw.port.iter().enumerate() {
-            let p = sp.get_ref();
-            let f = |x: &str| format!("port[{i}].{x}");
-            unique(&p.name, sp.span(), f("name"))?;
-            if p.blocks.is_empty() {
-                return Err(at(sp.span(), f("blocks"), "list the blocks the port can build".into()));
-            }
-            ports.push(Port {
-                name: p.name.clone(),
-                kind: kind(&p.kind, f("kind"))?,
-                blocks: p.blocks.clone(),
-                gbits: positive(&p.gbits, f("gbits"), false)?,
-                usd: positive(&p.usd, f("usd"), true)?,
-                watts: positive(&p.watts, f("watts"), true)?,
-                source: cited(&p.source, f("source"))?,
-                date: p.date.clone(),
-            });
-        }
-        let mut switches = Vec::new();
-        for (i, ss) in raw.switch.iter().enumerate() {
-            let s = ss.get_ref();
-            let f = |x: &str| format!("switch[{i}].{x}");
-            unique(&s.name, ss.span(), f("name"))?;
-            let radix = *s.ports.get_ref();
-            if !(2..=100_000).contains(&radix) {
-                return Err(at(
-                    s.ports.span(),
-                    f("ports"),
-                    format!("{radix} is not allowed: a switch has 2 to 100000 ports"),
-                ));
-            }
-            switches.push(Switch {
-                name: s.name.clone(),
-                kind: kind(&s.kind, f("kind"))?,
-                ports: radix as u32,
-                gbits: positive(&s.gbits, f("gbits"), false)?,
-                usd: positive(&s.usd, f("usd"), true)?,
-                watts: positive(&s.watts, f("watts"), true)?,
-                source: cited(&s.source, f("source"))?,
-                date: s.date.clone(),
-            });
-        }
-        let mut cables = Vec::new();
-        for (i, sc) in raw.cable.iter().enumerate() {
-            let c = sc.get_ref();
-            let f = |x: &str| format!("cable[{i}].{x}");
-            unique(&c.name, sc.span(), f("name"))?;
-            if !MEDIA.contains(&c.medium.get_ref().as_str()) {
-                return Err(at(
-                    c.medium.span(),
-                    f("medium"),
-                    format!("`{}` is not a medium; allowed: {}", c.medium.get_ref(), one_of(&MEDIA)),
-                ));
-            }
-            cables.push(Cable {
-                name: c.name.clone(),
-                medium: c.medium.get_ref().clone(),
-                gbits: positive(&c.gbits, f("gbits"), false)?,
-                reach_m: positive(&c.reach_m, f("reach_m"), false)?,
-                usd: positive(&c.usd, f("usd"), true)?,
-                watts: positive(&c.watts, f("watts"), true)?,
-                kinds: c.kinds.iter().map(|k| kind(k, f("kinds"))).collect::<Result<_, _>>()?,
-                source: cited(&c.source, f("source"))?,
-                date: c.date.clone(),
-            });
-        }
-        let mut servers = Vec::new();
-        for (i, ss) in raw.server.iter().enumerate() {
-            let s = ss.get_ref();
-            let f = |x: &str| format!("server[{i}].{x}");
-            unique(&s.name, ss.span(), f("name"))?;
-            let count = |v: &Spanned<i64>, field: String| -> Result<u32, InputError> {
-                let x = *v.get_ref();
-                if (1..=100_000).contains(&x) {
-                    Ok(x as u32)
-                } else {
-                    Err(at(v.span(), field, format!("{x} is not allowed: use 1 to 100000 GPUs")))
-                }
-            };
-            let gpus = count(&s.gpus, f("gpus"))?;
-            let domain = match &s.domain {
-                None => gpus,
-                Some(d) => count(d, f("domain"))?,
-            };
-            if domain % gpus != 0 {
-                return Err(at(
-                    ss.span(),
-                    f("domain"),
-                    format!("a domain of {domain} GPUs is not whole servers of {gpus}"),
-                ));
-            }
-            let gbits = positive(&s.scale_up_gbits, f("scale_up_gbits"), false)?;
-            servers.push(Server {
-                name: s.name.clone(),
-                gpus,
-                domain,
-                link: s.link.clone(),
-                scale_up_gbits: gbits,
-                latency_ns: positive(&s.latency_ns, f("latency_ns"), true)?,
-                usd: match &s.usd {
-                    None => None,
-                    Some(u) => Some(positive(u, f("usd"), true)?),
-                },
-                watts: positive(&s.watts, f("watts"), true)?,
-                source: cited(&s.source, f("source"))?,
-                date: s.date.clone(),
-            });
-        }
+        let ports = raw
+            .port
+            .iter()
+            .enumerate()
+            .map(|(i, p)| c.port(i, p))
+            .collect::<Result<_, _>>()?;
+        let switches = raw
+            .switch
+            .iter()
+            .enumerate()
+            .map(|(i, s)| c.switch(i, s))
+            .collect::<Result<_, _>>()?;
+        let cables = raw
+            .cable
+            .iter()
+            .enumerate()
+            .map(|(i, x)| c.cable(i, x))
+            .collect::<Result<_, _>>()?;
+        let servers = raw
+            .server
+            .iter()
+            .enumerate()
+            .map(|(i, s)| c.server(i, s))
+            .collect::<Result<_, _>>()?;
         Ok(Catalog {
             name: raw.meta.name,
             date: raw.meta.date,
@@ -476,6 +358,190 @@ impl Catalog {
     /// The server called `name`.
     pub fn server(&self, name: &str) -> Option<&Server> {
         self.servers.iter().find(|s| s.name == name)
+    }
+}
+
+/// The checks of a catalog's parts ([`Catalog::parse`]), each error at the
+/// line of the value it is about; the part names seen so far.
+struct Check<'a> {
+    text: &'a str,
+    path: &'a Path,
+    names: Vec<String>,
+}
+
+impl Check<'_> {
+    /// An error about `field` at the line where `span` starts.
+    fn at(&self, span: std::ops::Range<usize>, field: String, msg: String) -> InputError {
+        InputError::at(self.path, Some(line_of_offset(self.text, span.start)), field, msg)
+    }
+
+    /// A finite figure above 0 (or 0, when `zero_ok`) and at most the
+    /// field's [`limit`].
+    fn positive(&self, v: &Spanned<f64>, field: String, zero_ok: bool) -> Result<f64, InputError> {
+        let x = *v.get_ref();
+        let max = limit(&field);
+        if x.is_finite() && (x > 0.0 || (zero_ok && x == 0.0)) && x <= max {
+            Ok(x)
+        } else {
+            Err(self.at(
+                v.span(),
+                field,
+                format!(
+                    "{x} is not allowed: use a number {} and at most {max:e}",
+                    if zero_ok { ">= 0" } else { "> 0" }
+                ),
+            ))
+        }
+    }
+
+    /// One of [`KINDS`].
+    fn kind(&self, k: &Spanned<String>, field: String) -> Result<String, InputError> {
+        if KINDS.contains(&k.get_ref().as_str()) {
+            Ok(k.get_ref().clone())
+        } else {
+            Err(self.at(
+                k.span(),
+                field,
+                format!("`{}` is not a kind; allowed: {}", k.get_ref(), one_of(&KINDS)),
+            ))
+        }
+    }
+
+    /// A source that says something.
+    fn cited(&self, s: &Spanned<String>, field: String) -> Result<String, InputError> {
+        if s.get_ref().trim().is_empty() {
+            Err(self.at(s.span(), field, "say where the figures come from".into()))
+        } else {
+            Ok(s.get_ref().clone())
+        }
+    }
+
+    /// A part name no other part has taken (every kind of part counted).
+    fn unique(&mut self, name: &str, span: std::ops::Range<usize>, field: String) -> Result<(), InputError> {
+        if self.names.iter().any(|n| n == name) {
+            return Err(self.at(span, field, format!("`{name}` names two parts: names must be unique")));
+        }
+        self.names.push(name.to_string());
+        Ok(())
+    }
+
+    /// Port `i`, checked.
+    fn port(&mut self, i: usize, sp: &Spanned<RawPort>) -> Result<Port, InputError> {
+        let p = sp.get_ref();
+        let f = |x: &str| format!("port[{i}].{x}");
+        self.unique(&p.name, sp.span(), f("name"))?;
+        if p.blocks.is_empty() {
+            return Err(self.at(sp.span(), f("blocks"), "list the blocks the port can build".into()));
+        }
+        Ok(Port {
+            name: p.name.clone(),
+            kind: self.kind(&p.kind, f("kind"))?,
+            blocks: p.blocks.clone(),
+            gbits: self.positive(&p.gbits, f("gbits"), false)?,
+            usd: self.positive(&p.usd, f("usd"), true)?,
+            watts: self.positive(&p.watts, f("watts"), true)?,
+            source: self.cited(&p.source, f("source"))?,
+            date: p.date.clone(),
+        })
+    }
+
+    /// Switch `i`, checked: 2 to 100,000 ports.
+    fn switch(&mut self, i: usize, ss: &Spanned<RawSwitch>) -> Result<Switch, InputError> {
+        let s = ss.get_ref();
+        let f = |x: &str| format!("switch[{i}].{x}");
+        self.unique(&s.name, ss.span(), f("name"))?;
+        let radix = *s.ports.get_ref();
+        if !(2..=100_000).contains(&radix) {
+            return Err(self.at(
+                s.ports.span(),
+                f("ports"),
+                format!("{radix} is not allowed: a switch has 2 to 100000 ports"),
+            ));
+        }
+        Ok(Switch {
+            name: s.name.clone(),
+            kind: self.kind(&s.kind, f("kind"))?,
+            ports: radix as u32,
+            gbits: self.positive(&s.gbits, f("gbits"), false)?,
+            usd: self.positive(&s.usd, f("usd"), true)?,
+            watts: self.positive(&s.watts, f("watts"), true)?,
+            source: self.cited(&s.source, f("source"))?,
+            date: s.date.clone(),
+        })
+    }
+
+    /// Cable `i`, checked: one of the [`MEDIA`].
+    fn cable(&mut self, i: usize, sc: &Spanned<RawCable>) -> Result<Cable, InputError> {
+        let c = sc.get_ref();
+        let f = |x: &str| format!("cable[{i}].{x}");
+        self.unique(&c.name, sc.span(), f("name"))?;
+        if !MEDIA.contains(&c.medium.get_ref().as_str()) {
+            return Err(self.at(
+                c.medium.span(),
+                f("medium"),
+                format!("`{}` is not a medium; allowed: {}", c.medium.get_ref(), one_of(&MEDIA)),
+            ));
+        }
+        Ok(Cable {
+            name: c.name.clone(),
+            medium: c.medium.get_ref().clone(),
+            gbits: self.positive(&c.gbits, f("gbits"), false)?,
+            reach_m: self.positive(&c.reach_m, f("reach_m"), false)?,
+            usd: self.positive(&c.usd, f("usd"), true)?,
+            watts: self.positive(&c.watts, f("watts"), true)?,
+            kinds: c
+                .kinds
+                .iter()
+                .map(|k| self.kind(k, f("kinds")))
+                .collect::<Result<_, _>>()?,
+            source: self.cited(&c.source, f("source"))?,
+            date: c.date.clone(),
+        })
+    }
+
+    /// A count of 1 to 100,000 GPUs.
+    fn gpus(&self, v: &Spanned<i64>, field: String) -> Result<u32, InputError> {
+        let x = *v.get_ref();
+        if (1..=100_000).contains(&x) {
+            Ok(x as u32)
+        } else {
+            Err(self.at(v.span(), field, format!("{x} is not allowed: use 1 to 100000 GPUs")))
+        }
+    }
+
+    /// Server `i`, checked: its domain whole servers.
+    fn server(&mut self, i: usize, ss: &Spanned<RawServer>) -> Result<Server, InputError> {
+        let s = ss.get_ref();
+        let f = |x: &str| format!("server[{i}].{x}");
+        self.unique(&s.name, ss.span(), f("name"))?;
+        let gpus = self.gpus(&s.gpus, f("gpus"))?;
+        let domain = match &s.domain {
+            None => gpus,
+            Some(d) => self.gpus(d, f("domain"))?,
+        };
+        if domain % gpus != 0 {
+            return Err(self.at(
+                ss.span(),
+                f("domain"),
+                format!("a domain of {domain} GPUs is not whole servers of {gpus}"),
+            ));
+        }
+        let gbits = self.positive(&s.scale_up_gbits, f("scale_up_gbits"), false)?;
+        Ok(Server {
+            name: s.name.clone(),
+            gpus,
+            domain,
+            link: s.link.clone(),
+            scale_up_gbits: gbits,
+            latency_ns: self.positive(&s.latency_ns, f("latency_ns"), true)?,
+            usd: match &s.usd {
+                None => None,
+                Some(u) => Some(self.positive(u, f("usd"), true)?),
+            },
+            watts: self.positive(&s.watts, f("watts"), true)?,
+            source: self.cited(&s.source, f("source"))?,
+            date: s.date.clone(),
+        })
     }
 }
 

@@ -358,6 +358,19 @@ impl Coefficients {
 
 /// Bytes one NPU moves over each dimension for a hierarchical collective of
 /// `size` bytes over `group` (LIBRA's model; see the module doc).
+///
+/// ```
+/// use dimsum::model::collective::bytes_per_dim;
+/// use dimsum::model::workload::{place, CollectiveKind};
+///
+/// // An all-reduce of 64 MB over 32 NPUs, 4 on a ring times 8 on a switch:
+/// // 2 (4 - 1) / 4 of it on the ring, then 2 (8 - 1) / 8 of the quarter
+/// // left on the switch.
+/// let group = place(1, 32, &[4, 8]).ok_or("32 ranks tile 4 x 8")?;
+/// let bytes = bytes_per_dim(CollectiveKind::AllReduce, 64e6, &group);
+/// assert!((bytes[0] - 96e6).abs() < 1e-3 && (bytes[1] - 28e6).abs() < 1e-3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn bytes_per_dim(kind: CollectiveKind, size: f64, group: &Group) -> Vec<f64> {
     let mut out = vec![0.0; group.0.len()];
     let mut s = size;

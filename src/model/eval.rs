@@ -94,6 +94,47 @@ pub struct CollectiveFigures {
 }
 
 /// Evaluates `bw` (one value per dimension, checked by the caller).
+///
+/// ```
+/// use dimsum::model::eval::evaluate;
+/// // The study of `training::IterationModel`'s example.
+/// # let study = dimsum::study::Study::parse(r#"
+/// # name = "tiny"
+/// # [[fabric.dims]]
+/// # name = "package"
+/// # block = "ring"
+/// # npus = 4
+/// # [[fabric.dims]]
+/// # name = "pod"
+/// # block = "switch"
+/// # npus = 8
+/// # [cost.tiers.package]
+/// # link_usd_per_gbps = 2.0
+/// # [cost.tiers.pod]
+/// # link_usd_per_gbps = 8.0
+/// # switch_usd_per_gbps = 10.0
+/// # nic_usd_per_gbps = 20.0
+/// # [workload]
+/// # communicator = { forward = [4, -1], input_grad = [4, -1], weight_grad = [-1, 8] }
+/// # [[workload.layers]]
+/// # name = "l0"
+/// # forward = { compute_ns = 1000 }
+/// # input_grad = { compute_ns = 2000, collective = "all-reduce", bytes = 64e6 }
+/// # weight_grad = { compute_ns = 3000, collective = "all-reduce", bytes = 64e6 }
+/// # "#, std::path::Path::new("tiny.toml"))?;
+/// let e = evaluate(&study.fabric, &study.iteration_model(), &study.linear_cost(), &[100.0, 50.0]);
+/// assert_eq!(e.npus, 32);
+/// assert_eq!(e.collectives, 2);
+/// // 6 us of compute; the rest is the two all-reduces, nothing hidden.
+/// assert!((e.compute_time_ms - 0.006).abs() < 1e-12);
+/// assert!((e.iteration_time_ms - (0.006 + 0.96 + 2.24)).abs() < 1e-9);
+/// assert!((e.comm_time_ms - e.total_collective_time_ms).abs() < 1e-9);
+/// assert!(e.iteration_lower_bound_ms <= e.iteration_time_ms);
+/// // Cost: 32 NPUs x ($2 x 100 GB/s on the ring + ($8 + $10 + $20) x 50
+/// // GB/s of links, switch ports and NICs on the switch).
+/// assert!((e.network_cost_usd - 32.0 * (2.0 * 100.0 + 38.0 * 50.0)).abs() < 1e-6);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn evaluate(fabric: &Fabric, iteration: &IterationModel, cost: &Linear, bw: &[f64]) -> Evaluation {
     let times = iteration.collective_times(bw);
     let iteration_ns = iteration.iteration_ns_from(&times);

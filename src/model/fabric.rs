@@ -76,6 +76,29 @@ pub struct Dim {
 }
 
 /// A multi-dimensional fabric.
+///
+/// ```
+/// use dimsum::model::fabric::{Block, Dim, Fabric};
+/// let dim = |name: &str, block, npus| Dim {
+///     name: name.into(),
+///     block,
+///     npus,
+///     latency_ns: 500.0,
+///     min_gbps: None,
+///     max_gbps: None,
+///     tier: name.into(),
+///     options_gbps: None,
+/// };
+/// // 4 NPUs on a ring in each of 8 nodes on a switch: 32 NPUs.
+/// let f = Fabric { dims: vec![dim("node", Block::Ring, 4), dim("pod", Block::Switch, 8)] };
+/// assert_eq!(f.npus(), 32);
+/// assert_eq!(f.shape(), "Ring(4) x Switch(8)");
+/// // Dimension 0 varies fastest: rank 13 = 1 + 4 x 3.
+/// assert_eq!(f.coords(13), Some(vec![1, 3]));
+/// assert_eq!(f.rank(&[1, 3]), Some(13));
+/// assert_eq!(f.coords(32), None);
+/// assert_eq!(f.rank(&[4, 0]), None);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fabric {
     /// Dimensions, innermost (fastest varying) first.

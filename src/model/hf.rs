@@ -33,7 +33,7 @@
 //! window (its attention is timed as full), attention sinks and biases, and
 //! the routers' bias terms (under 0.01% of the parameters).
 
-use super::transformer::{Mla, ModelSpec, Moe};
+use super::spec::{Mla, ModelSpec, Moe};
 use crate::error::{InputError, line_of_offset, one_of};
 use serde_json::{Map, Value};
 use std::path::Path;

@@ -56,21 +56,31 @@ pub fn links_needed(dims: &[(DimKind, u32)]) -> u128 {
         .sum()
 }
 
+/// Dimensions whose topology would have more than [`MAX_LINKS`] links
+/// ([`check_links`]); the message gives the count and the limit.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "{links} links (about {gb:.1} GB to build), more than a topology may hold ({MAX_LINKS}): use fewer NPUs{hint}",
+    gb = *.links as f64 * 70.0 / 1e9,
+    hint = if *.fully_connected { " or a switch instead of a fully-connected dimension" } else { "" }
+)]
+pub struct TooManyLinks {
+    /// The directed links the dimensions would have.
+    pub links: u128,
+    /// Whether one of them is a fully-connected group of more than two NPUs
+    /// (a switch would need fewer links).
+    pub fully_connected: bool,
+}
+
 /// Refuses dimensions whose topology would exceed [`MAX_LINKS`], before
-/// anything is built; the message gives the count and the limit.
-pub fn check_links(dims: &[(DimKind, u32)]) -> Result<(), String> {
+/// anything is built.
+pub fn check_links(dims: &[(DimKind, u32)]) -> Result<(), TooManyLinks> {
     let links = links_needed(dims);
     if links > u128::from(MAX_LINKS) {
-        let fc = dims.iter().any(|d| d.0 == DimKind::FullyConnected && d.1 > 2);
-        return Err(format!(
-            "{links} links (about {:.1} GB to build), more than a topology may hold ({MAX_LINKS}): use fewer NPUs{}",
-            links as f64 * 70.0 / 1e9,
-            if fc {
-                " or a switch instead of a fully-connected dimension"
-            } else {
-                ""
-            }
-        ));
+        return Err(TooManyLinks {
+            links,
+            fully_connected: dims.iter().any(|d| d.0 == DimKind::FullyConnected && d.1 > 2),
+        });
     }
     Ok(())
 }
@@ -340,6 +350,19 @@ impl Topology {
     }
 
     /// A k-ary n-dimensional torus (`wrap`) or mesh.
+    ///
+    /// ```
+    /// use dimsum::model::topology::Topology;
+    /// // A 4x4 torus: 16 NPUs, each with a link to both neighbours in
+    /// // both dimensions: 16 x 4 = 64 directed links.
+    /// let t = Topology::torus(&[4, 4], true, &[50.0, 50.0], &[500.0, 500.0]);
+    /// assert_eq!((t.npus, t.switches, t.links.len()), (16, 0, 64));
+    /// assert_eq!(t.coords(6), vec![2, 1]);
+    /// // The mesh drops the wrap-around links: 4 lines of 3 links each
+    /// // way per dimension, 2 x 4 x 3 x 2 = 48.
+    /// let m = Topology::torus(&[4, 4], false, &[50.0, 50.0], &[500.0, 500.0]);
+    /// assert_eq!(m.links.len(), 48);
+    /// ```
     pub fn torus(sizes: &[u32], wrap: bool, gbps: &[f64], latency_ns: &[f64]) -> Topology {
         let kind = if wrap { DimKind::Ring } else { DimKind::Line };
         let names = ["x", "y", "z", "w", "v", "u"];
@@ -767,7 +790,7 @@ impl Topology {
             ));
         }
         let kinds: Vec<(DimKind, u32)> = dims.iter().map(|d| (d.1, d.2)).collect();
-        check_links(&kinds).map_err(|m| InputError::at(path, line_of("npus_count"), "npus_count", m))?;
+        check_links(&kinds).map_err(|e| InputError::at(path, line_of("npus_count"), "npus_count", e.to_string()))?;
         let gbps: Vec<f64> = net
             .bandwidth
             .iter()
@@ -860,7 +883,7 @@ pub fn from_spec(spec: &str, gbps: &[f64], latency_ns: &[f64]) -> Result<Topolog
                     _ => (DimKind::Ring, s),
                 })
                 .collect();
-            check_links(&kinds).map_err(|m| InputError::arg("--topology", format!("`{spec}`: {m}")))?;
+            check_links(&kinds).map_err(|e| InputError::arg("--topology", format!("`{spec}`: {e}")))?;
             let n = sizes.len();
             let g = per_dim(gbps, n, "--link-gbps")?;
             let l = per_dim(latency_ns, n, "--link-latency-us")?;
@@ -914,12 +937,14 @@ mod tests {
         use DimKind::*;
         assert_eq!(links_needed(&[(FullyConnected, 4096)]), 16_773_120);
         assert!(check_links(&[(FullyConnected, 4096)]).is_ok());
-        let e = check_links(&[(FullyConnected, 4097)]).unwrap_err();
+        let e = check_links(&[(FullyConnected, 4097)]).unwrap_err().to_string();
         assert!(
             e.contains("16781312 links") && e.contains("16777216") && e.contains("switch"),
             "{e}"
         );
-        let e = check_links(&[(Ring, 1 << 12), (Ring, 1 << 12)]).unwrap_err();
+        let e = check_links(&[(Ring, 1 << 12), (Ring, 1 << 12)])
+            .unwrap_err()
+            .to_string();
         assert!(!e.contains("switch"), "{e}");
         assert_eq!(links_needed(&[(Ring, 4), (Ring, 4)]), 64);
         let dims = [(Ring, 4), (FullyConnected, 8), (Switch, 16)];

@@ -85,6 +85,46 @@ pub struct Path {
 }
 
 /// Iteration time as `max_p (constant_p + sum_{c in p} t_c(B))`.
+///
+/// ```
+/// use dimsum::model::training::{IterationModel, Loop};
+/// // One layer on 4 NPUs on a ring x 8 on a switch, latency 0: 6 us of
+/// // compute, a 64 MB all-reduce over the ring (input gradients) and one
+/// // over the switch (weight gradients); the study file is LIBRA's
+/// // format (see README.md).
+/// # let study = dimsum::study::Study::parse(r#"
+/// # name = "tiny"
+/// # [[fabric.dims]]
+/// # name = "package"
+/// # block = "ring"
+/// # npus = 4
+/// # [[fabric.dims]]
+/// # name = "pod"
+/// # block = "switch"
+/// # npus = 8
+/// # [cost.tiers.package]
+/// # link_usd_per_gbps = 2.0
+/// # [cost.tiers.pod]
+/// # link_usd_per_gbps = 8.0
+/// # switch_usd_per_gbps = 10.0
+/// # nic_usd_per_gbps = 20.0
+/// # [workload]
+/// # communicator = { forward = [4, -1], input_grad = [4, -1], weight_grad = [-1, 8] }
+/// # [[workload.layers]]
+/// # name = "l0"
+/// # forward = { compute_ns = 1000 }
+/// # input_grad = { compute_ns = 2000, collective = "all-reduce", bytes = 64e6 }
+/// # weight_grad = { compute_ns = 3000, collective = "all-reduce", bytes = 64e6 }
+/// # "#, std::path::Path::new("tiny.toml"))?;
+/// let m = IterationModel::new(&study.workload, &study.fabric, &study.collective, Loop::NoOverlap);
+/// // Nothing overlaps: 6 us + 2 (3/4) 64 MB / B0 + 2 (7/8) 64 MB / B1.
+/// let t = m.iteration_ns(&[100.0, 50.0]);
+/// assert!((t - (6_000.0 + 96e6 / 100.0 + 112e6 / 50.0)).abs() < 1e-6 * t);
+/// assert!(m.lower_bound_ns(&[100.0, 50.0]) <= t);
+/// // More bandwidth is never slower.
+/// assert!(m.iteration_ns(&[200.0, 100.0]) < t);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IterationModel {
     /// Every collective of the iteration.

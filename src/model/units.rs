@@ -74,6 +74,14 @@ pub fn flops_per_ns(peak_tflops: f64, efficiency: f64) -> f64 {
 /// Time in ns to move `bytes` at `gbps` GB/s: bytes / (GB/s) = ns.
 /// Zero bytes take no time even on a zero-bandwidth dimension; positive bytes
 /// on zero bandwidth take forever (`f64::INFINITY`).
+///
+/// ```
+/// use dimsum::model::units::transfer_ns;
+/// // 1 GB at 100 GB/s: 1e9 B / 100 B/ns = 1e7 ns (10 ms).
+/// assert!((transfer_ns(1e9, 100.0) - 1e7).abs() < 1e-6);
+/// assert!(transfer_ns(0.0, 0.0).abs() < f64::EPSILON);
+/// assert!(transfer_ns(1.0, 0.0).is_infinite());
+/// ```
 pub fn transfer_ns(bytes: f64, gbps: f64) -> f64 {
     if bytes <= 0.0 {
         0.0

@@ -593,10 +593,10 @@ impl Backed {
                     Some((DimKind::of(dim.block), p))
                 })
                 .collect();
-            crate::model::topology::check_links(&kinds).map_err(|message| ScheduledError::Build {
+            crate::model::topology::check_links(&kinds).map_err(|e| ScheduledError::Build {
                 algorithm: "any".into(),
                 collective: describe(comm),
-                message,
+                message: e.to_string(),
             })?;
             let topo_at = |b: &[f64]| group_topology(&self.fabric, &comm.group, b).0;
             let topo = topo_at(bw);
@@ -656,10 +656,10 @@ impl Backed {
             return Ok(t.clone());
         }
         let b =
-            crate::schedule::algorithm::best_with(topo, comm.kind, &opt, true).map_err(|m| ScheduledError::Build {
+            crate::schedule::algorithm::best_with(topo, comm.kind, &opt, true).map_err(|e| ScheduledError::Build {
                 algorithm: "best".into(),
                 collective: describe(comm),
-                message: m,
+                message: e.to_string(),
             })?;
         let t = Arc::new(match &b.won {
             Won::Schedule(_, r) => Timing::of_replay(r, topo, b.label.clone(), b.bounds.bound_ns),

@@ -48,7 +48,9 @@ pub struct Traces {
 /// as one Chakra ET trace per rank, `PREFIX.RANK.et`.
 pub fn export_chakra(schedule: &Path, prefix: &Path, size_bytes: Option<f64>) -> Result<Traces, RunError> {
     let s = Schedule::load(schedule)?;
-    let size_bytes = s.size_to_use(size_bytes).map_err(|m| InputError::arg("--size", m))?;
+    let size_bytes = s
+        .size_to_use(size_bytes)
+        .map_err(|e| InputError::arg("--size", e.to_string()))?;
     let traces = chakra::encode_schedule(&s, s.chunk_bytes(size_bytes))
         .map_err(|e| InputError::at(schedule, None, "", e.to_string()))?;
     // Every rank's trace lands together, or none does.

@@ -40,7 +40,7 @@
 //! let best = ex.run(Optimize { problem: &problem, objective: Objective::Perf })?;
 //! // The optimum spends no more than the constraint allows, certified.
 //! assert!(best.bw_gbps.iter().sum::<f64>() <= 300.0 + 1e-6);
-//! assert!(best.gap <= 1e-6 && best.lower_bound <= best.iteration_time_ms + 1e-12);
+//! assert!(best.gap <= 1e-6);
 //! let f = ex.run(Frontier { problem: &problem, axis: Axis::Cost, points: 5 })?;
 //! assert_eq!(f.points.len(), 5);
 //! // More money never makes the iteration slower.

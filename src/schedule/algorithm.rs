@@ -193,9 +193,18 @@ pub const DEFAULT_TOLERANCE: f64 = 0.01;
 /// Most `best` accepts as a tolerance (a schedule twice the bound).
 pub const MAX_TOLERANCE: f64 = 1.0;
 
+/// A tolerance that is neither a fraction from 0 to [`MAX_TOLERANCE`] nor
+/// such a percentage ([`parse_tolerance`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("`{given}`: give a fraction from 0 to {MAX_TOLERANCE} or a percentage (0.01 or 1%)")]
+pub struct ToleranceError {
+    /// The tolerance as written.
+    pub given: String,
+}
+
 /// A tolerance as written: a fraction (`0.01`) or a percentage (`1%`),
 /// from 0 to [`MAX_TOLERANCE`].
-pub fn parse_tolerance(given: &str) -> Result<f64, String> {
+pub fn parse_tolerance(given: &str) -> Result<f64, ToleranceError> {
     let t = given.trim();
     let v = match t.strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
@@ -203,9 +212,7 @@ pub fn parse_tolerance(given: &str) -> Result<f64, String> {
     };
     match v {
         Ok(x) if (0.0..=MAX_TOLERANCE).contains(&x) => Ok(x),
-        _ => Err(format!(
-            "`{given}`: give a fraction from 0 to {MAX_TOLERANCE} or a percentage (0.01 or 1%)"
-        )),
+        _ => Err(ToleranceError { given: given.into() }),
     }
 }
 
@@ -236,6 +243,25 @@ pub enum SpecError {
 }
 
 /// Builds `algorithm`'s schedule of `kind` on `topo`.
+///
+/// ```
+/// use dimsum::model::topology;
+/// use dimsum::model::workload::CollectiveKind;
+/// use dimsum::schedule::algorithm::{self, Algorithm, Options};
+/// use dimsum::schedule::bounds::lower_bounds;
+/// use dimsum::schedule::simulate::{simulate, LinkModel, SimOptions};
+///
+/// // A ring all-reduce on 4 NPUs: 2 (p - 1) = 6 steps of 4 sends.
+/// let topo = topology::from_spec("ring:4", &[50.0], &[0.0])?;
+/// let s = algorithm::build(&topo, CollectiveKind::AllReduce, Algorithm::Ring, &Options::default())?;
+/// assert_eq!(s.transfers.len(), 24);
+/// let opt = SimOptions { size_bytes: 4e6, model: LinkModel::AlphaBeta, record: false, reduce_gbps: None };
+/// let r = simulate(&s, &topo, &opt)?;
+/// // Each step moves a 1 MB chunk at 50 GB/s: 6 x 20 us.
+/// assert!(r.valid && (r.time_ns - 120_000.0).abs() < 1e-6);
+/// assert!(r.time_ns >= lower_bounds(&topo, CollectiveKind::AllReduce, 4e6).bound_ns);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn build(
     topo: &Topology,
     kind: CollectiveKind,
@@ -257,10 +283,12 @@ pub fn build(
             if !(0.0..=MAX_TOLERANCE).contains(&opt.tolerance) {
                 return Err(SpecError::Tolerance);
             }
-            best(topo, kind, opt).and_then(|b| match b.won {
-                Won::Schedule(s, _) => Ok(*s),
-                Won::Rounds(_) => Err("best timed rounds where a schedule was asked for".into()),
-            })
+            best(topo, kind, opt)
+                .map_err(|e| e.to_string())
+                .and_then(|b| match b.won {
+                    Won::Schedule(s, _) => Ok(*s),
+                    Won::Rounds(_) => Err("best timed rounds where a schedule was asked for".into()),
+                })
         }
         // As forest: the default (1) lets flow choose.
         Algorithm::Flow => flow::build(topo, kind, if k > 1 { k } else { 0 }).map_err(|e| e.to_string()),
@@ -534,8 +562,19 @@ fn cost_rank(a: Algorithm) -> u8 {
     }
 }
 
+/// Why [`best_with`] kept no schedule: no candidate built one that
+/// replayed valid.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("no algorithm builds a valid {collective} on {topology}")]
+pub struct BestError {
+    /// The collective's name.
+    pub collective: &'static str,
+    /// The topology's name.
+    pub topology: String,
+}
+
 /// [`best_with`] without rounds: the winner is always a schedule.
-pub fn best(topo: &Topology, kind: CollectiveKind, opt: &Options) -> Result<Best, String> {
+pub fn best(topo: &Topology, kind: CollectiveKind, opt: &Options) -> Result<Best, BestError> {
     best_with(topo, kind, opt, false)
 }
 
@@ -551,7 +590,7 @@ pub fn best(topo: &Topology, kind: CollectiveKind, opt: &Options) -> Result<Best
 /// cannot win by more), else built and replayed. Ties keep the first. The per-dimension algorithms and
 /// the ports are each candidate's own defaults; `opt.chunks_per_npu` goes to
 /// every candidate.
-pub fn best_with(topo: &Topology, kind: CollectiveKind, opt: &Options, rounds: bool) -> Result<Best, String> {
+pub fn best_with(topo: &Topology, kind: CollectiveKind, opt: &Options, rounds: bool) -> Result<Best, BestError> {
     let size = opt.size_bytes;
     let bounds = lower_bounds(topo, kind, size);
     let certified = bounds.bound_ns;
@@ -661,7 +700,10 @@ pub fn best_with(topo: &Topology, kind: CollectiveKind, opt: &Options, rounds: b
         });
     }
     let Some((time_ns, mut won, name)) = winner else {
-        return Err(format!("no algorithm builds a valid {} on {}", kind.name(), topo.name));
+        return Err(BestError {
+            collective: kind.name(),
+            topology: topo.name.clone(),
+        });
     };
     let label = best_label(&name, &tried);
     if let Won::Schedule(s, _) = &mut won {

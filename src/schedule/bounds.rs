@@ -126,6 +126,20 @@ fn crossing(topo: &Topology, side: &[bool]) -> (f64, f64) {
 }
 
 /// The lower bounds for `kind` of `size` bytes on `topo`.
+///
+/// ```
+/// use dimsum::model::topology;
+/// use dimsum::model::workload::CollectiveKind;
+/// use dimsum::schedule::bounds::lower_bounds;
+///
+/// // An all-gather of 8 MB on a ring of 8 NPUs, 50 GB/s links: every NPU
+/// // receives the 7 MB it lacks over its two links, 100 GB/s: 70 us.
+/// let topo = topology::from_spec("ring:8", &[50.0], &[0.0])?;
+/// let b = lower_bounds(&topo, CollectiveKind::AllGather, 8e6);
+/// assert!((b.injection_ns - 70_000.0).abs() < 1e-6);
+/// assert!(b.bound_ns >= b.injection_ns && b.bound_ns >= b.cut_ns);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn lower_bounds(topo: &Topology, kind: CollectiveKind, size: f64) -> Bounds {
     lower_bounds_with(topo, kind, size, exact_cut(topo, kind).as_ref())
 }

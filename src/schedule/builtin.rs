@@ -666,75 +666,9 @@ pub fn build(
         .any(|l| l.algo == Algo::BidirectionalRing && n / (l.lower * l.p) < 2)
         && kind != CollectiveKind::AllToAll;
     let lanes = k * if bidir { 2 } else { 1 };
-    let chunks = match kind {
-        CollectiveKind::AllToAll => u64::from(n) * u64::from(n) * u64::from(lanes),
-        _ => u64::from(n) * u64::from(lanes),
-    };
-    // The simulator tracks every NPU's copy of every chunk it can receive.
-    let state = u64::from(n)
-        * if kind == CollectiveKind::AllToAll {
-            chunks / u64::from(n)
-        } else {
-            chunks
-        };
-    if chunks > MAX_CHUNKS || state > super::MAX_STATE {
-        return Err(BuildError::Unsupported(format!(
-            "{n} NPUs x {chunks} chunks is more than the simulator tracks ({} NPU-chunk pairs): use fewer chunks per NPU (or NPUs)",
-            super::MAX_STATE
-        )));
-    }
-    // Transfers per lane and phase: every NPU sends once per step of each
-    // level (twice on a bidirectional ring; halving-doubling's fold for
-    // sizes off powers of two adds at most two steps).
-    let steps: u64 = levels
-        .iter()
-        .map(|l| {
-            let p = u64::from(l.p);
-            match l.algo {
-                Algo::HalvingDoubling => u64::from(p.next_power_of_two().trailing_zeros()) + 2,
-                // Each lane goes one way when the block was split in two
-                // lanes (`bidir`), both ways otherwise.
-                Algo::BidirectionalRing if n / (l.lower * l.p) < 2 => p - 1,
-                Algo::BidirectionalRing => 2 * (p - 1),
-                Algo::Ring | Algo::Direct => p - 1,
-            }
-        })
-        .sum();
-    let phases = if kind == CollectiveKind::AllReduce { 2 } else { 1 };
-    let transfers = u64::from(n) * u64::from(lanes) * steps * phases;
-    // Dependencies: a direct level's transfers each wait for the p - 1
-    // receives of the step before; elsewhere a transfer waits for a few.
-    let deps: u64 = levels
-        .iter()
-        .map(|l| {
-            let p = u64::from(l.p);
-            if l.algo == Algo::Direct { (p - 1) * p } else { 0 }
-        })
-        .sum::<u64>()
-        * u64::from(n)
-        * u64::from(lanes)
-        * phases
-        + 2 * transfers;
+    check_chunks(n, kind, lanes)?;
     let what = if algos.is_some() { "hierarchical" } else { flat.name() };
-    if transfers > super::MAX_TRANSFERS {
-        return Err(BuildError::Unsupported(format!(
-            "{what} on {n} NPUs is about {transfers} transfers, more than a schedule may hold ({}): use a hierarchical or halving-doubling schedule, fewer chunks per NPU or fewer NPUs",
-            super::MAX_TRANSFERS
-        )));
-    }
-    if deps > super::MAX_DEPS {
-        // About 4.5 bytes an entry with its share of the replay (MAX_DEPS).
-        let gb = deps as f64 * 4.5 / 1e9;
-        let fix = if kind == CollectiveKind::AllToAll {
-            "a direct all-to-all level of p NPUs holds about n p^2 of them: use fewer NPUs or a topology of several dimensions"
-        } else {
-            "use a ring or halving-doubling schedule (or a hierarchical one over smaller levels), fewer chunks per NPU or fewer NPUs"
-        };
-        return Err(BuildError::Unsupported(format!(
-            "{what} on {n} NPUs is about {deps} dependency entries (~{gb:.0} GB), more than a schedule may hold ({}): {fix}",
-            super::MAX_DEPS
-        )));
-    }
+    check_transfers(n, kind, &levels, lanes, what)?;
     let name = match algos {
         None => flat.name().to_string(),
         Some(a) => format!(
@@ -771,52 +705,14 @@ pub fn build(
                         true,
                         true,
                     )?;
-                    continue;
-                }
-                if up {
-                    for l in &levels {
-                        for g in &l.groups {
-                            let bl = blocks(n, lane, g[0] % l.lower, l.lower, l.p);
-                            b.reduce_scatter(&Group { m: g, dim: l.dim }, &bl, lane, l.algo)?;
-                        }
-                    }
-                }
-                if down {
-                    for l in levels.iter().rev() {
-                        for g in &l.groups {
-                            let bl = blocks(n, lane, g[0] % l.lower, l.lower, l.p);
-                            b.all_gather(&Group { m: g, dim: l.dim }, &bl, lane, l.algo)?;
-                        }
-                    }
+                } else {
+                    b.by_levels(&levels, lane, up, down)?;
                 }
             }
         }
         CollectiveKind::AllToAll => {
-            let k = lanes;
             for lane in 0..lanes {
-                for l in &levels {
-                    let upper = l.lower * l.p;
-                    for g in &l.groups {
-                        let hold: Vec<Vec<Vec<Run>>> = g
-                            .iter()
-                            .map(|&r| {
-                                let s0 = r - r % l.lower;
-                                (0..l.p)
-                                    .map(|j| {
-                                        (0..l.lower)
-                                            .map(|sl| Run {
-                                                start: ((s0 + sl) * n + r % l.lower + l.lower * j) * k + lane,
-                                                count: n / upper,
-                                                stride: upper * k,
-                                            })
-                                            .collect()
-                                    })
-                                    .collect()
-                            })
-                            .collect();
-                        b.all_to_all(&Group { m: g, dim: l.dim }, hold, lane, l.algo)?;
-                    }
-                }
+                b.all_to_all_levels(&levels, lane)?;
             }
         }
         CollectiveKind::SendRecv => {
@@ -829,4 +725,144 @@ pub fn build(
     s.topology = topo.name.clone();
     s.transfers = b.out;
     Ok(s)
+}
+
+/// Refuses `kind` on `n` NPUs in `lanes` lanes when its chunks, or the
+/// NPU-chunk pairs the simulator tracks (every NPU's copy of every chunk
+/// it can receive), are more than it takes.
+fn check_chunks(n: u32, kind: CollectiveKind, lanes: u32) -> Result<(), BuildError> {
+    let chunks = match kind {
+        CollectiveKind::AllToAll => u64::from(n) * u64::from(n) * u64::from(lanes),
+        _ => u64::from(n) * u64::from(lanes),
+    };
+    // The simulator tracks every NPU's copy of every chunk it can receive.
+    let state = u64::from(n)
+        * if kind == CollectiveKind::AllToAll {
+            chunks / u64::from(n)
+        } else {
+            chunks
+        };
+    if chunks > MAX_CHUNKS || state > super::MAX_STATE {
+        return Err(BuildError::Unsupported(format!(
+            "{n} NPUs x {chunks} chunks is more than the simulator tracks ({} NPU-chunk pairs): use fewer chunks per NPU (or NPUs)",
+            super::MAX_STATE
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a schedule (`what`: its algorithm's name) of `kind` on `n` NPUs
+/// over `levels` in `lanes` lanes whose transfers or dependency entries,
+/// estimated before they are built, are more than a schedule may hold.
+fn check_transfers(n: u32, kind: CollectiveKind, levels: &[Level], lanes: u32, what: &str) -> Result<(), BuildError> {
+    // Transfers per lane and phase: every NPU sends once per step of each
+    // level (twice on a bidirectional ring; halving-doubling's fold for
+    // sizes off powers of two adds at most two steps).
+    let steps: u64 = levels
+        .iter()
+        .map(|l| {
+            let p = u64::from(l.p);
+            match l.algo {
+                Algo::HalvingDoubling => u64::from(p.next_power_of_two().trailing_zeros()) + 2,
+                // Each lane goes one way when the block was split in two
+                // lanes (`bidir`), both ways otherwise.
+                Algo::BidirectionalRing if n / (l.lower * l.p) < 2 => p - 1,
+                Algo::BidirectionalRing => 2 * (p - 1),
+                Algo::Ring | Algo::Direct => p - 1,
+            }
+        })
+        .sum();
+    let phases = if kind == CollectiveKind::AllReduce { 2 } else { 1 };
+    let transfers = u64::from(n) * u64::from(lanes) * steps * phases;
+    // Dependencies: a direct level's transfers each wait for the p - 1
+    // receives of the step before; elsewhere a transfer waits for a few.
+    let deps: u64 = levels
+        .iter()
+        .map(|l| {
+            let p = u64::from(l.p);
+            if l.algo == Algo::Direct { (p - 1) * p } else { 0 }
+        })
+        .sum::<u64>()
+        * u64::from(n)
+        * u64::from(lanes)
+        * phases
+        + 2 * transfers;
+    if transfers > super::MAX_TRANSFERS {
+        return Err(BuildError::Unsupported(format!(
+            "{what} on {n} NPUs is about {transfers} transfers, more than a schedule may hold ({}): use a hierarchical or halving-doubling schedule, fewer chunks per NPU or fewer NPUs",
+            super::MAX_TRANSFERS
+        )));
+    }
+    if deps > super::MAX_DEPS {
+        // About 4.5 bytes an entry with its share of the replay (MAX_DEPS).
+        let gb = deps as f64 * 4.5 / 1e9;
+        let fix = if kind == CollectiveKind::AllToAll {
+            "a direct all-to-all level of p NPUs holds about n p^2 of them: use fewer NPUs or a topology of several dimensions"
+        } else {
+            "use a ring or halving-doubling schedule (or a hierarchical one over smaller levels), fewer chunks per NPU or fewer NPUs"
+        };
+        return Err(BuildError::Unsupported(format!(
+            "{what} on {n} NPUs is about {deps} dependency entries (~{gb:.0} GB), more than a schedule may hold ({}): {fix}",
+            super::MAX_DEPS
+        )));
+    }
+    Ok(())
+}
+
+impl Builder<'_> {
+    /// One lane of a reduce-scatter (`up`: each level's groups, innermost
+    /// first), an all-gather (`down`: outermost first) or both in turn (an
+    /// all-reduce), each group with its level's algorithm on its blocks.
+    fn by_levels(&mut self, levels: &[Level], lane: u32, up: bool, down: bool) -> Result<(), BuildError> {
+        let n = self.topo.npus;
+        if up {
+            for l in levels {
+                for g in &l.groups {
+                    let bl = blocks(n, lane, g[0] % l.lower, l.lower, l.p);
+                    self.reduce_scatter(&Group { m: g, dim: l.dim }, &bl, lane, l.algo)?;
+                }
+            }
+        }
+        if down {
+            for l in levels.iter().rev() {
+                for g in &l.groups {
+                    let bl = blocks(n, lane, g[0] % l.lower, l.lower, l.p);
+                    self.all_gather(&Group { m: g, dim: l.dim }, &bl, lane, l.algo)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One lane of an all-to-all, level by level (innermost first): each
+    /// member of a group holds, per position j in the group, the pieces
+    /// sent by the NPUs of its block on the levels below to the
+    /// destinations that agree with it below this level and are j on it.
+    fn all_to_all_levels(&mut self, levels: &[Level], lane: u32) -> Result<(), BuildError> {
+        let (n, k) = (self.topo.npus, self.lanes);
+        for l in levels {
+            let upper = l.lower * l.p;
+            for g in &l.groups {
+                let hold: Vec<Vec<Vec<Run>>> = g
+                    .iter()
+                    .map(|&r| {
+                        let s0 = r - r % l.lower;
+                        (0..l.p)
+                            .map(|j| {
+                                (0..l.lower)
+                                    .map(|sl| Run {
+                                        start: ((s0 + sl) * n + r % l.lower + l.lower * j) * k + lane,
+                                        count: n / upper,
+                                        stride: upper * k,
+                                    })
+                                    .collect()
+                            })
+                            .collect()
+                    })
+                    .collect();
+                self.all_to_all(&Group { m: g, dim: l.dim }, hold, lane, l.algo)?;
+            }
+        }
+        Ok(())
+    }
 }

@@ -303,26 +303,26 @@ pub fn exact_cut(topo: &Topology, kind: CollectiveKind) -> Option<ExactCut> {
         });
     }
     if matches!(kind, CollectiveKind::AllGather | CollectiveKind::ReduceScatter)
-        && let Some(dims) = super::product::dims(topo)
+        && let Some(dims) = super::shape::dims(topo)
     {
         // A product network: the closed form (schedule::product), at any
         // size; a reduce-scatter's reversed network is the same product.
-        let (t, d) = super::product::gather_cut(&dims);
+        let (t, d) = super::shape::gather_cut(&dims);
         return Some(ExactCut {
             ns_per_byte: t / f64::from(topo.npus),
-            set: super::product::cut_set(topo, &dims, &d),
+            set: super::shape::cut_set(topo, &dims, &d),
         });
     }
     if matches!(kind, CollectiveKind::AllGather | CollectiveKind::ReduceScatter)
-        && let Some(r) = super::product::switch_product(topo)
-        && let Some(dims) = super::product::dims(&r.product)
+        && let Some(r) = super::shape::switch_product(topo)
+        && let Some(dims) = super::shape::dims(&r.product)
     {
         // A product of switches under another numbering (an edge list):
         // the same closed form, its node set renamed.
-        let (t, d) = super::product::gather_cut(&dims);
+        let (t, d) = super::shape::gather_cut(&dims);
         return Some(ExactCut {
             ns_per_byte: t / f64::from(topo.npus),
-            set: r.nodes(&super::product::cut_set(&r.product, &dims, &d)),
+            set: r.nodes(&super::shape::cut_set(&r.product, &dims, &d)),
         });
     }
     if topo.npus > MAX_NPUS {

@@ -34,7 +34,7 @@
 //! transfer along its path's links, all issued at once, so a path's chunks
 //! pipeline over its hops; the simulator times and checks it.
 
-use super::product::{self, LinkClasses};
+use super::shape::{self, LinkClasses};
 use super::{MAX_STATE, Op, Run, Schedule, SmallVec, Transfer, smallvec};
 use crate::model::topology::{DimKind, Topology};
 use crate::model::workload::CollectiveKind;
@@ -105,7 +105,7 @@ pub fn bound_ns_per_byte(topo: &Topology) -> Result<f64, FlowError> {
 /// bandwidth scale, or why the program is refused.
 fn setup(topo: &Topology) -> Result<(Option<LinkClasses>, Vec<u32>, f64), FlowError> {
     let n = topo.npus;
-    let sym = product::link_classes(topo);
+    let sym = shape::link_classes(topo);
     let sources: Vec<u32> = if sym.is_some() { vec![0] } else { (0..n).collect() };
     let links = topo.links.len() as u64;
     let vars = sources.len() as u64 * links;

@@ -55,9 +55,11 @@ pub mod flow;
 pub mod forest;
 pub mod product;
 pub mod replay;
+pub mod shape;
 pub mod simulate;
 pub mod swing;
 pub mod synth;
+pub mod trees;
 
 use crate::model::workload::CollectiveKind;
 use serde::{Deserialize, Serialize};
@@ -231,13 +233,31 @@ pub struct Schedule {
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum NpuOp {
     /// Send transfer `transfer` to `peer`.
-    Send { transfer: u32, peer: u32 },
+    Send {
+        /// The transfer (index into [`Schedule::transfers`]).
+        transfer: u32,
+        /// The NPU it goes to.
+        peer: u32,
+    },
     /// Receive transfer `transfer` from `peer` into the buffer.
-    Recv { transfer: u32, peer: u32 },
+    Recv {
+        /// The transfer (index into [`Schedule::transfers`]).
+        transfer: u32,
+        /// The NPU it comes from.
+        peer: u32,
+    },
     /// Receive transfer `transfer` from `peer` and reduce it into the buffer.
-    RecvReduce { transfer: u32, peer: u32 },
+    RecvReduce {
+        /// The transfer (index into [`Schedule::transfers`]).
+        transfer: u32,
+        /// The NPU it comes from.
+        peer: u32,
+    },
     /// A local copy.
-    Copy { transfer: u32 },
+    Copy {
+        /// The transfer (index into [`Schedule::transfers`]).
+        transfer: u32,
+    },
 }
 
 /// A schedule that does not make sense on its own (before simulation).
@@ -448,16 +468,34 @@ impl Schedule {
     /// The buffer to time or export the schedule at, bytes: `given` (a
     /// flag's value) or the one the file records; when both are there they
     /// must agree (within 1e-9), and one of them must be.
-    pub fn size_to_use(&self, given: Option<f64>) -> Result<f64, String> {
+    pub fn size_to_use(&self, given: Option<f64>) -> Result<f64, SizeError> {
         match (given, self.size_bytes) {
-            (Some(g), Some(f)) if (g - f).abs() > 1e-9 * f.abs().max(1.0) => Err(format!(
-                "{g} bytes, but the schedule was built for {f} bytes (its size_bytes): leave the flag out or give {f}"
-            )),
+            (Some(g), Some(f)) if (g - f).abs() > 1e-9 * f.abs().max(1.0) => {
+                Err(SizeError::Disagrees { given: g, recorded: f })
+            }
             (Some(g), _) => Ok(g),
             (None, Some(f)) => Ok(f),
-            (None, None) => Err("the schedule does not record its buffer (no size_bytes): give the size".into()),
+            (None, None) => Err(SizeError::Unknown),
         }
     }
+}
+
+/// Why a schedule has no buffer size to use ([`Schedule::size_to_use`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SizeError {
+    /// The size given and the one the schedule records differ.
+    #[error(
+        "{given} bytes, but the schedule was built for {recorded} bytes (its size_bytes): leave the flag out or give {recorded}"
+    )]
+    Disagrees {
+        /// The size given, bytes.
+        given: f64,
+        /// The size the schedule records (`size_bytes`), bytes.
+        recorded: f64,
+    },
+    /// Neither a size given nor one recorded.
+    #[error("the schedule does not record its buffer (no size_bytes): give the size")]
+    Unknown,
 }
 
 /// Asks the kernel to back a large array (8 MiB or more) with huge pages

@@ -49,7 +49,11 @@
 //! from root 0's trees alone (translation symmetry) without materialising
 //! it, for networks too large to replay transfer by transfer.
 
-use super::forest::{Arc, Forest, ForestError, Tree};
+pub use super::shape::{
+    Dim, LinkClasses, MAX_DIMS, MAX_RELABEL_NPUS, Relabel, cut_set, dims, gather_cut, link_classes, switch_product,
+    symmetric,
+};
+use super::trees::{Arc, Forest, ForestError, Tree};
 use crate::model::topology::{DimKind, Topology};
 use crate::model::workload::CollectiveKind;
 use good_lp::solvers::highs::highs;
@@ -57,329 +61,9 @@ use good_lp::{Expression, ProblemVariables, Solution as _, SolverModel, Variable
 use serde::Serialize;
 use std::collections::HashMap;
 
-/// Most dimensions (of two or more NPUs) whose orders the mixture weighs
-/// (d! columns).
-pub const MAX_DIMS: usize = 7;
-
 /// Most arcs (all roots' trees together) [`forest`] materialises: what
 /// `forest::build` replays at one piece per tree.
-pub const MAX_ARCS: u64 = 4 * super::forest::MAX_TRANSFERS;
-
-/// One dimension of a product network (of two or more NPUs).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Dim {
-    /// The topology's dimension index.
-    pub index: usize,
-    /// Its wiring (ring, line of more than two NPUs, fully-connected or
-    /// switch).
-    pub kind: DimKind,
-    /// NPUs along it.
-    pub size: u32,
-    /// Every link's bandwidth, GB/s.
-    pub link_gbps: f64,
-    /// Every link's latency, ns.
-    pub latency_ns: f64,
-}
-
-impl Dim {
-    /// GB/s an NPU sends (and receives) in this dimension: the `E_i` of the
-    /// cut (module doc); for a line an end NPU's, one link.
-    pub fn egress_gbps(&self) -> f64 {
-        match self.kind {
-            DimKind::Ring => 2.0 * self.link_gbps,
-            // An end NPU's, one link: what the cut sees (module doc).
-            DimKind::Line => self.link_gbps,
-            DimKind::FullyConnected => f64::from(self.size - 1) * self.link_gbps,
-            DimKind::Switch => self.link_gbps,
-        }
-    }
-}
-
-/// The dimensions of `topo` if it is a product network (module doc): built
-/// from dimensions (lines too: a mesh), every link of a dimension alike
-/// and present. `None` otherwise, and for a single NPU.
-pub fn dims(topo: &Topology) -> Option<Vec<Dim>> {
-    if topo.dims.is_empty() || topo.dims.len() > 20 {
-        return None;
-    }
-    let n = u64::from(topo.npus);
-    let mut first: Vec<Option<(f64, f64)>> = vec![None; topo.dims.len()];
-    let mut count = vec![0u64; topo.dims.len()];
-    for l in &topo.links {
-        let d = usize::from(l.dim?);
-        if d >= topo.dims.len() || !(l.gbps > 0.0 && l.gbps.is_finite() && l.latency_ns.is_finite()) {
-            return None;
-        }
-        match first[d] {
-            None => first[d] = Some((l.gbps, l.latency_ns)),
-            Some(f) if f == (l.gbps, l.latency_ns) => {}
-            Some(_) => return None,
-        }
-        count[d] += 1;
-    }
-    let mut out = Vec::new();
-    for (d, td) in topo.dims.iter().enumerate() {
-        let size = td.size;
-        if size < 2 {
-            continue;
-        }
-        let expect = match td.kind {
-            DimKind::Ring | DimKind::Switch => 2 * n,
-            // A line of two is a fully-connected pair (one link each
-            // way); a longer one has size - 1 links each way per line.
-            DimKind::FullyConnected => n * u64::from(size - 1),
-            DimKind::Line if size == 2 => n,
-            DimKind::Line => 2 * n / u64::from(size) * u64::from(size - 1),
-        };
-        if count[d] != expect {
-            return None;
-        }
-        let (link_gbps, latency_ns) = first[d]?;
-        out.push(Dim {
-            index: d,
-            kind: if td.kind == DimKind::Line && size == 2 {
-                DimKind::FullyConnected
-            } else {
-                td.kind
-            },
-            size,
-            link_gbps,
-            latency_ns,
-        });
-    }
-    (!out.is_empty()).then_some(out)
-}
-
-/// The dimensions of `topo` if it is a product network that every
-/// translation maps onto itself: [`dims`] without lines of more than two
-/// NPUs (a mesh's end NPUs have fewer links). Translation symmetry is what
-/// [`round_time`] (one root's trees timed for all), [`link_classes`] and
-/// the reduce-scatter + all-gather bound of `algorithm::own_bound` rest on.
-pub fn symmetric(topo: &Topology) -> Option<Vec<Dim>> {
-    dims(topo).filter(|d| d.iter().all(|d| d.kind != DimKind::Line))
-}
-
-/// Most NPUs [`switch_product`] examines (its search for parallel switches
-/// grows with the NPUs times a switch's size).
-pub const MAX_RELABEL_NPUS: u32 = 1 << 16;
-
-/// Most member reads [`switch_product`]'s search for parallel switches may
-/// take (NPUs x classes^4 x the largest switch): about a second.
-const MAX_RELABEL_WORK: u64 = 1 << 28;
-
-/// A network of NPUs and switches alone (an edge list, say) that is a
-/// product of switch dimensions under another numbering: the product built
-/// from dimensions, and where each of its nodes and links lies in the
-/// original. Forests and cuts are computed on `product` and carried back.
-#[derive(Debug, Clone)]
-pub struct Relabel {
-    /// The same fabric built from switch dimensions.
-    pub product: Topology,
-    /// Per node of `product` (NPUs, then switches): the original's node.
-    pub node: Vec<u32>,
-    /// Per link of `product`: the original's link.
-    pub link: Vec<u32>,
-}
-
-/// `topo` as a product of switch dimensions, if it is one under some
-/// numbering of its NPUs: every link joins an NPU and a switch (an up link
-/// and a down link per member, alike on every switch of a class), every NPU
-/// is on one switch of each class, and the NPUs are the product of the
-/// classes' sizes (the DGX-like edge list: each GPU on its node's NVSwitch
-/// and on its rail's switch). `None` for anything else, for a topology
-/// already built from dimensions, above [`MAX_RELABEL_NPUS`] NPUs, and
-/// where the search would read more than 2^28 switch members.
-///
-/// The classes: in a product, NPUs u and v on a switch s of class i, and u's
-/// switch t of class j != i, the switch of v in class j is the one of v's
-/// switches (not s) whose other members each share a switch with a member of
-/// t (a member of v's class-l switch, l != i, j, differs from every member
-/// of t in two coordinates); these pairs are joined into classes. The
-/// coordinates: along class j, two NPUs agree iff the switches of the other
-/// classes connect them. The result is then checked switch by switch (each
-/// class's switch holds NPUs differing in its coordinate alone, and the
-/// coordinates number the NPUs one to one), so a network that is not a
-/// product is never taken for one.
-pub fn switch_product(topo: &Topology) -> Option<Relabel> {
-    let (n, npus) = (topo.npus as usize, topo.npus);
-    let s = topo.switches as usize;
-    if !topo.dims.is_empty() || n < 2 || s == 0 || topo.npus > MAX_RELABEL_NPUS {
-        return None;
-    }
-    // Each switch's members (by its up links) and its links' (GB/s, ns).
-    let mut up: Vec<Vec<u32>> = vec![Vec::new(); s];
-    let mut down: Vec<Vec<u32>> = vec![Vec::new(); s];
-    let mut param: Vec<Option<(f64, f64)>> = vec![None; s];
-    for l in &topo.links {
-        if !(l.gbps > 0.0 && l.gbps.is_finite() && l.latency_ns.is_finite()) {
-            return None;
-        }
-        let (sw, npu, list) = match (l.src >= npus, l.dst >= npus) {
-            (false, true) => (l.dst - npus, l.src, &mut up),
-            (true, false) => (l.src - npus, l.dst, &mut down),
-            _ => return None,
-        };
-        let sw = sw as usize;
-        match param[sw] {
-            None => param[sw] = Some((l.gbps, l.latency_ns)),
-            Some(p) if p == (l.gbps, l.latency_ns) => {}
-            Some(_) => return None,
-        }
-        list[sw].push(npu);
-    }
-    for sw in 0..s {
-        up[sw].sort_unstable();
-        down[sw].sort_unstable();
-        if up[sw] != down[sw] || up[sw].len() < 2 || up[sw].windows(2).any(|w| w[0] == w[1]) {
-            return None;
-        }
-    }
-    let members = up;
-    let mut of: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (sw, m) in members.iter().enumerate() {
-        for &v in m {
-            of[v as usize].push(sw);
-        }
-    }
-    let k = of[0].len();
-    if k == 0 || k > MAX_DIMS || of.iter().any(|o| o.len() != k) {
-        return None;
-    }
-    // The search for parallel switches below reads, per switch member and
-    // class pair, a switch's members: refused (not recognised) above
-    // MAX_RELABEL_WORK reads rather than run for minutes.
-    let largest = members.iter().map(Vec::len).max().unwrap_or(0) as u64;
-    let work = (n as u64) * (k as u64).pow(4) * largest;
-    if work > MAX_RELABEL_WORK {
-        return None;
-    }
-    let on = |sw: usize, v: u32| members[sw].binary_search(&v).is_ok();
-    // Whether `w` shares a switch other than `not` with a member of `t`.
-    let meets = |w: u32, not: usize, t: usize| {
-        of[w as usize]
-            .iter()
-            .any(|&x| x != not && members[t].iter().any(|&y| y != w && on(x, y)))
-    };
-    let mut class: Vec<usize> = (0..s).collect();
-    fn root(c: &mut [usize], mut x: usize) -> usize {
-        while c[x] != x {
-            c[x] = c[c[x]];
-            x = c[x];
-        }
-        x
-    }
-    for sw in 0..s {
-        let u = members[sw][0];
-        for &v in &members[sw][1..] {
-            for &t in &of[u as usize] {
-                if t == sw {
-                    continue;
-                }
-                let parallel = of[v as usize]
-                    .iter()
-                    .copied()
-                    .find(|&t2| t2 != sw && members[t2].iter().find(|&&w| w != v).is_some_and(|&w| meets(w, t2, t)))?;
-                let (a, b) = (root(&mut class, t), root(&mut class, parallel));
-                class[a] = b;
-            }
-        }
-    }
-    // Classes numbered as NPU 0's switches, innermost (holding the lowest
-    // other NPU) first.
-    let mut first: Vec<usize> = of[0].clone();
-    first.sort_by_key(|&sw| members[sw][1]);
-    let roots: Vec<usize> = first.iter().map(|&sw| root(&mut class, sw)).collect();
-    let class_of: Vec<usize> = (0..s)
-        .map(|sw| {
-            let r = root(&mut class, sw);
-            roots.iter().position(|&x| x == r)
-        })
-        .collect::<Option<_>>()?;
-    let sizes: Vec<u32> = first.iter().map(|&sw| members[sw].len() as u32).collect();
-    let params: Vec<(f64, f64)> = first.iter().map(|&sw| param[sw]).collect::<Option<_>>()?;
-    if (0..s).any(|sw| members[sw].len() as u32 != sizes[class_of[sw]] || param[sw] != Some(params[class_of[sw]]))
-        || sizes.iter().map(|&x| u64::from(x)).product::<u64>() != n as u64
-    {
-        return None;
-    }
-    // Each NPU's switch of each class.
-    let mut switch_in = vec![usize::MAX; n * k];
-    for (v, o) in of.iter().enumerate() {
-        for &sw in o {
-            let slot = &mut switch_in[v * k + class_of[sw]];
-            if *slot != usize::MAX {
-                return None;
-            }
-            *slot = sw;
-        }
-    }
-    // Coordinates: along class j, the components of the other classes'
-    // switches, numbered as the members of NPU 0's class-j switch.
-    let mut rank = vec![0u32; n];
-    let mut stride = 1u32;
-    for j in 0..k {
-        let mut comp: Vec<usize> = (0..n).collect();
-        for sw in (0..s).filter(|&sw| class_of[sw] != j) {
-            let a = members[sw][0] as usize;
-            for &v in &members[sw][1..] {
-                let (x, y) = (root(&mut comp, a), root(&mut comp, v as usize));
-                comp[x] = y;
-            }
-        }
-        let mut label = vec![u32::MAX; n];
-        for (i, &v) in members[first[j]].iter().enumerate() {
-            let r = root(&mut comp, v as usize);
-            if label[r] != u32::MAX {
-                return None;
-            }
-            label[r] = i as u32;
-        }
-        for (v, rk) in rank.iter_mut().enumerate() {
-            let c = label[root(&mut comp, v)];
-            if c == u32::MAX {
-                return None;
-            }
-            *rk += c * stride;
-        }
-        stride *= sizes[j];
-    }
-    let mut npu = vec![u32::MAX; n];
-    for (v, &r) in rank.iter().enumerate() {
-        if std::mem::replace(&mut npu[r as usize], v as u32) != u32::MAX {
-            return None;
-        }
-    }
-    let dims: Vec<(String, DimKind, u32)> = (0..k)
-        .map(|j| (format!("switch{j}"), DimKind::Switch, sizes[j]))
-        .collect();
-    let gbps: Vec<f64> = params.iter().map(|p| p.0).collect();
-    let lat: Vec<f64> = params.iter().map(|p| p.1).collect();
-    let product = Topology::from_dims(&topo.name, &dims, &gbps, &lat);
-    // Every product switch must be one original switch (which checks that
-    // each switch's members differ in its own coordinate alone).
-    let mut node = vec![u32::MAX; product.nodes() as usize];
-    node[..n].copy_from_slice(&npu);
-    for r in 0..npus {
-        for j in 0..k {
-            let sw = npus + switch_in[npu[r as usize] as usize * k + j] as u32;
-            let p = product.switch_node(r, j) as usize;
-            // A product switch named twice must be the same switch.
-            let before = std::mem::replace(&mut node[p], sw);
-            if before != u32::MAX && before != sw {
-                return None;
-            }
-        }
-    }
-    if product.switches as usize != s || node.contains(&u32::MAX) {
-        return None;
-    }
-    let link = product
-        .links
-        .iter()
-        .map(|l| topo.link_between(node[l.src as usize], node[l.dst as usize]))
-        .collect::<Option<Vec<u32>>>()?;
-    Some(Relabel { product, node, link })
-}
+pub const MAX_ARCS: u64 = 4 * super::trees::MAX_TRANSFERS;
 
 impl Relabel {
     /// A forest of `product` as the original's: NPUs, switches and links
@@ -409,48 +93,6 @@ impl Relabel {
             ..f
         }
     }
-
-    /// Nodes of `product` as the original's, sorted.
-    pub fn nodes(&self, set: &[u32]) -> Vec<u32> {
-        let mut out: Vec<u32> = set.iter().map(|&x| self.node[x as usize]).collect();
-        out.sort_unstable();
-        out
-    }
-}
-
-/// The all-gather cut of a product network: ns per byte of one NPU's shard,
-/// and the dimensions D (positions in `dims`) whose sub-product attains it.
-pub fn gather_cut(dims: &[Dim]) -> (f64, Vec<usize>) {
-    let mut best = (0.0, Vec::new());
-    for mask in 1u32..(1 << dims.len()) {
-        let d: Vec<usize> = (0..dims.len()).filter(|i| mask >> i & 1 == 1).collect();
-        let prod: f64 = d.iter().map(|&i| f64::from(dims[i].size)).product();
-        let e: f64 = d.iter().map(|&i| dims[i].egress_gbps()).sum();
-        let v = (prod - 1.0) / e;
-        if v > best.0 {
-            best = (v, d);
-        }
-    }
-    best
-}
-
-/// The node set that attains the cut: the NPUs whose coordinates in D are
-/// 0, and the switches of the other dimensions' groups among them.
-pub fn cut_set(topo: &Topology, dims: &[Dim], d: &[usize]) -> Vec<u32> {
-    let inside = |r: u32| {
-        let c = topo.coords(r);
-        d.iter().all(|&i| c[dims[i].index] == 0)
-    };
-    let npus: Vec<u32> = (0..topo.npus).filter(|&r| inside(r)).collect();
-    let mut set = npus.clone();
-    for (i, dim) in dims.iter().enumerate() {
-        if dim.kind == DimKind::Switch && !d.contains(&i) {
-            set.extend(npus.iter().map(|&r| topo.switch_node(r, dim.index)));
-        }
-    }
-    set.sort_unstable();
-    set.dedup();
-    set
 }
 
 /// Hops of each dimension (positions in `dims`) a tree of `order` uses.
@@ -635,49 +277,6 @@ fn mirrors(dims: &[Dim]) -> &'static [bool] {
     }
 }
 
-/// Link classes of a product network: per link its class, and how many
-/// there are. A class is a dimension with a ring's direction, a
-/// fully-connected group's offset, or a switch's up or down ports; the
-/// translations carry every link of a class to every other (each class
-/// holds one link per NPU).
-pub type LinkClasses = (Vec<usize>, usize);
-
-/// The [`LinkClasses`] of `topo`, or `None` if it is not a product network
-/// with translation symmetry ([`symmetric`]: meshes have none).
-pub fn link_classes(topo: &Topology) -> Option<LinkClasses> {
-    let dims = symmetric(topo)?;
-    let mut base = vec![usize::MAX; topo.dims.len()];
-    let mut kind = vec![DimKind::Ring; topo.dims.len()];
-    let mut next = 0;
-    for d in &dims {
-        base[d.index] = next;
-        kind[d.index] = d.kind;
-        next += match d.kind {
-            DimKind::Ring | DimKind::Line | DimKind::Switch => 2,
-            DimKind::FullyConnected => d.size as usize - 1,
-        };
-    }
-    let class = topo
-        .links
-        .iter()
-        .enumerate()
-        .map(|(id, l)| {
-            let d = usize::from(l.dim.unwrap_or(0));
-            let size = topo.dims[d].size;
-            base[d]
-                + match kind[d] {
-                    DimKind::Ring | DimKind::Line => usize::from(topo.neighbour_link(l.src, d, 1) != Some(id as u32)),
-                    DimKind::FullyConnected => {
-                        let (a, b) = (topo.coords(l.src)[d], topo.coords(l.dst)[d]);
-                        ((b + size - a) % size) as usize - 1
-                    }
-                    DimKind::Switch => usize::from(l.src >= topo.npus),
-                }
-        })
-        .collect();
-    Some((class, next))
-}
-
 /// One tree of root `root`: its hops (tail, head, dimension position, ring
 /// direction), each tail reached before it is used.
 fn tree_hops(topo: &Topology, dims: &[Dim], root: u32, order: &[usize], mirror: bool) -> Vec<(u32, u32, usize, i8)> {
@@ -712,7 +311,7 @@ pub fn needs_rounds(topo: &Topology, kind: CollectiveKind) -> bool {
         return false;
     };
     let passes = if kind == CollectiveKind::AllReduce { 2 } else { 1 };
-    tree_arcs(topo.npus, orders.len() * mirrors(&dims).len()) * passes > 4 * super::forest::MAX_TRANSFERS
+    tree_arcs(topo.npus, orders.len() * mirrors(&dims).len()) * passes > 4 * super::trees::MAX_TRANSFERS
 }
 
 /// Whether a forest of `kind` on `topo` is timed in rounds rather than
@@ -916,38 +515,7 @@ pub fn round_time_with(
         class_latency[c] = l.latency_ns;
         into_npu[c] = l.dst < topo.npus;
     }
-    // load[level][class]: share of a shard crossing one link of the class
-    // at that depth in links (summed over root 0's trees, weighted).
-    // parents[level][class]: the classes of the links that brought the
-    // data its hops at that level send (`classes` for a root's own).
-    let mut load: Vec<Vec<f64>> = Vec::new();
-    let mut parents: Vec<Vec<Vec<usize>>> = Vec::new();
-    for o in &orders {
-        for &m in mirror {
-            let w = o.weight / mirror.len() as f64;
-            let hops = tree_hops(topo, &dims, 0, &o.dims, m);
-            // Per NPU reached: its depth and the class that brought it.
-            let mut depth: HashMap<u32, (usize, usize)> = HashMap::with_capacity(hops.len() + 1);
-            depth.insert(0, (0, classes));
-            for (u, v, i, dir) in hops {
-                let (mut h, mut via) = depth[&u];
-                for e in hop_links(topo, &dims[i], u, v, dir).0 {
-                    h += 1;
-                    if load.len() < h {
-                        load.resize(h, vec![0.0; classes]);
-                        parents.resize(h, vec![Vec::new(); classes]);
-                    }
-                    let c = class[e as usize];
-                    load[h - 1][c] += w;
-                    if !parents[h - 1][c].contains(&via) {
-                        parents[h - 1][c].push(via);
-                    }
-                    via = c;
-                }
-                depth.insert(v, (h, via));
-            }
-        }
-    }
+    let (load, parents) = root_loads(topo, &dims, &orders, mirror, &class, classes);
     let depth = load.len();
     // Prefix sums over levels, per class.
     let mut prefix = vec![vec![0.0; classes]; depth + 1];
@@ -985,22 +553,10 @@ pub fn round_time_with(
         )
     };
     let total = |k: usize| gathers * pass(k, None, false).time_ns + reduces * pass(k, reduce_gbps, false).time_ns;
-    // Powers of two until two doublings in a row gain less than
-    // `PIECES_GAIN` each.
     let k = if pieces > 0 {
         pieces as usize
     } else {
-        let (mut best, mut best_t, mut flat) = (1usize, total(1), 0);
-        let mut k = 2usize;
-        while k <= MAX_ROUND_PIECES as usize && flat < 2 {
-            let t = total(k);
-            flat = if t < best_t * (1.0 - PIECES_GAIN) { 0 } else { flat + 1 };
-            if t < best_t {
-                (best, best_t) = (k, t);
-            }
-            k *= 2;
-        }
-        best
+        fastest_pieces(total)
     };
     let (mut alpha_ns, mut beta_ns, mut reduce_ns, mut time_ns) = (vec![0.0; nd], vec![0.0; nd], 0.0, 0.0);
     for (times, reduce) in [(gathers, None), (reduces, reduce_gbps)] {
@@ -1033,6 +589,67 @@ pub fn round_time_with(
         reduce_ns,
         busiest_ns_per_dim,
     }))
+}
+
+/// Root 0's trees of every order and mirror image, level by level:
+/// `load[level][class]`, the share of a shard crossing one link of the
+/// class at that depth in links (summed over the trees, weighted), and
+/// `parents[level][class]`, the classes of the links that brought the data
+/// its hops at that level send (`classes` for a root's own).
+fn root_loads(
+    topo: &Topology,
+    dims: &[Dim],
+    orders: &[Order],
+    mirror: &[bool],
+    class: &[usize],
+    classes: usize,
+) -> (Vec<Vec<f64>>, Vec<Vec<Vec<usize>>>) {
+    let mut load: Vec<Vec<f64>> = Vec::new();
+    let mut parents: Vec<Vec<Vec<usize>>> = Vec::new();
+    for o in orders {
+        for &m in mirror {
+            let w = o.weight / mirror.len() as f64;
+            let hops = tree_hops(topo, dims, 0, &o.dims, m);
+            // Per NPU reached: its depth and the class that brought it.
+            let mut depth: HashMap<u32, (usize, usize)> = HashMap::with_capacity(hops.len() + 1);
+            depth.insert(0, (0, classes));
+            for (u, v, i, dir) in hops {
+                let (mut h, mut via) = depth[&u];
+                for e in hop_links(topo, &dims[i], u, v, dir).0 {
+                    h += 1;
+                    if load.len() < h {
+                        load.resize(h, vec![0.0; classes]);
+                        parents.resize(h, vec![Vec::new(); classes]);
+                    }
+                    let c = class[e as usize];
+                    load[h - 1][c] += w;
+                    if !parents[h - 1][c].contains(&via) {
+                        parents[h - 1][c].push(via);
+                    }
+                    via = c;
+                }
+                depth.insert(v, (h, via));
+            }
+        }
+    }
+    (load, parents)
+}
+
+/// The pieces per tree that time fastest by `total`: powers of two from 1
+/// up to [`MAX_ROUND_PIECES`], until two doublings in a row gain less than
+/// `PIECES_GAIN` each (the first of equal times kept).
+fn fastest_pieces(total: impl Fn(usize) -> f64) -> usize {
+    let (mut best, mut best_t, mut flat) = (1usize, total(1), 0);
+    let mut k = 2usize;
+    while k <= MAX_ROUND_PIECES as usize && flat < 2 {
+        let t = total(k);
+        flat = if t < best_t * (1.0 - PIECES_GAIN) { 0 } else { flat + 1 };
+        if t < best_t {
+            (best, best_t) = (k, t);
+        }
+        k *= 2;
+    }
+    best
 }
 
 /// One pass of a product's forest, per link class (`round_time_with`).

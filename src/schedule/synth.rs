@@ -432,6 +432,136 @@ struct Core<'a> {
     spread: Vec<u32>,
 }
 
+/// Per link its kind (between NPUs, up into a switch, down out of one) and
+/// per switch its members' up-links (member, link) and its down-links;
+/// refused where a link joins two switches (one switch level only).
+#[allow(clippy::type_complexity)]
+fn link_kinds(topo: &Topology) -> Result<(Vec<Kind>, Vec<Vec<(u32, u32)>>, Vec<Vec<u32>>), SynthError> {
+    let n = topo.npus as usize;
+    let mut kind = Vec::with_capacity(topo.links.len());
+    let mut ups = vec![Vec::new(); topo.switches as usize];
+    let mut downs = vec![Vec::new(); topo.switches as usize];
+    for (i, l) in topo.links.iter().enumerate() {
+        let (a, b) = (l.src as usize, l.dst as usize);
+        kind.push(match (a < n, b < n) {
+            (true, true) => Kind::Direct,
+            (true, false) => {
+                ups[b - n].push((l.src, i as u32));
+                Kind::Up
+            }
+            (false, true) => {
+                downs[a - n].push(i as u32);
+                Kind::Down((a - n) as u32)
+            }
+            (false, false) => {
+                return Err(SynthError::Unsupported(format!(
+                    "link {i} joins two switches: synthesis handles one switch level (NPU - switch - NPU)"
+                )));
+            }
+        });
+    }
+    Ok((kind, ups, downs))
+}
+
+/// Per link, for chunks of `chunk_bytes`: the serialization (chunk /
+/// bandwidth), the flight (latency + serialization), the part of a flight
+/// during which the link is free for the next transfer in the `timing`
+/// model, and the most chunks one transfer carries (module doc).
+fn link_times(topo: &Topology, chunk_bytes: f64, timing: LinkModel) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<usize>) {
+    let ser: Vec<f64> = topo.links.iter().map(|l| chunk_bytes / l.gbps).collect();
+    let flight: Vec<f64> = ser.iter().zip(&topo.links).map(|(s, l)| s + l.latency_ns).collect();
+    let overlap = topo
+        .links
+        .iter()
+        .map(|l| match timing {
+            LinkModel::Tacos => 0.0,
+            LinkModel::AlphaBeta => l.latency_ns,
+        })
+        .collect();
+    let batch: Vec<usize> = ser
+        .iter()
+        .zip(&topo.links)
+        .map(|(s, l)| {
+            if *s > 0.0 {
+                (2.0 * l.latency_ns / s).ceil().clamp(1.0, MAX_BATCH as f64) as usize
+            } else {
+                MAX_BATCH
+            }
+        })
+        .collect();
+    (ser, flight, overlap, batch)
+}
+
+/// What the `n` NPUs hold before the first transfer, chunk c on NPU c % n:
+/// the `HOLDS` and `HAVE` bits per word of `words` and NPU (`Core::bits`),
+/// and per NPU the second-level words where it holds a chunk and where its
+/// `HAVE` word is full (`Core::held_words`, `Core::full_words`).
+fn first_holdings(n: usize, chunks: usize, words: usize) -> (Vec<[u64; 4]>, Vec<u64>, Vec<u64>) {
+    let mut bits = vec![[0u64; 4]; n * words];
+    super::advise_huge_pages(&bits);
+    for c in 0..chunks {
+        let o = c % n;
+        let cell = &mut bits[c / 64 * n + o];
+        cell[HOLDS] |= 1 << (c % 64);
+        cell[HAVE] |= 1 << (c % 64);
+    }
+    let words1 = words.div_ceil(64);
+    let mut held_words = vec![0u64; n * words1];
+    let mut full_words = vec![0u64; n * words1];
+    for v in 0..n {
+        for k in 0..words {
+            if bits[k * n + v][HOLDS] != 0 {
+                held_words[v * words1 + k / 64] |= 1 << (k % 64);
+            }
+            if bits[k * n + v][HAVE] == full_word(chunks, k) {
+                full_words[v * words1 + k / 64] |= 1 << (k % 64);
+            }
+        }
+    }
+    (bits, held_words, full_words)
+}
+
+/// Per NPU, its direct in-links (source, link) and its direct out-links
+/// (destination, link), the latter by destination (`Core::out_direct`).
+#[allow(clippy::type_complexity)]
+fn direct_links(topo: &Topology, kind: &[Kind]) -> (Vec<Vec<(u32, u32)>>, Vec<Vec<(u32, u32)>>) {
+    let n = topo.npus as usize;
+    let mut in_links = vec![Vec::new(); n];
+    for (i, l) in topo.links.iter().enumerate() {
+        if (l.src as usize) < n && (l.dst as usize) < n {
+            in_links[l.dst as usize].push((l.src, i as u32));
+        }
+    }
+    let mut out_direct = vec![Vec::new(); n];
+    for (i, l) in topo.links.iter().enumerate() {
+        if kind[i] == Kind::Direct {
+            out_direct[l.src as usize].push((l.dst, i as u32));
+        }
+    }
+    for o in &mut out_direct {
+        o.sort_unstable();
+    }
+    (in_links, out_direct)
+}
+
+/// Per link of a speed class above 0 into an NPU (`Core::fast_in`): the
+/// rate (chunks per ns) at which the strictly faster direct links into its
+/// destination (`in_links`) deliver; 0 for the others.
+fn fast_in(topo: &Topology, class: &[u8], flight: &[f64], in_links: &[Vec<(u32, u32)>]) -> Vec<f64> {
+    let n = topo.npus as usize;
+    let mut fast_in = vec![0.0; topo.links.len()];
+    for (i, l) in topo.links.iter().enumerate() {
+        if class[i] > 0 && (l.dst as usize) < n {
+            fast_in[i] = in_links[l.dst as usize]
+                .iter()
+                .filter(|&&(_, j)| class[j as usize] < class[i])
+                .map(|&(_, j)| 1.0 / flight[j as usize])
+                .sum();
+        }
+    }
+    fast_in
+}
+
 impl<'a> Core<'a> {
     fn new(
         topo: &'a Topology,
@@ -444,77 +574,11 @@ impl<'a> Core<'a> {
         let n = topo.npus as usize;
         let words = chunks.div_ceil(64);
         let nl = topo.links.len();
-        let mut kind = Vec::with_capacity(nl);
-        let mut ups = vec![Vec::new(); topo.switches as usize];
-        let mut downs = vec![Vec::new(); topo.switches as usize];
-        for (i, l) in topo.links.iter().enumerate() {
-            let (a, b) = (l.src as usize, l.dst as usize);
-            kind.push(match (a < n, b < n) {
-                (true, true) => Kind::Direct,
-                (true, false) => {
-                    ups[b - n].push((l.src, i as u32));
-                    Kind::Up
-                }
-                (false, true) => {
-                    downs[a - n].push(i as u32);
-                    Kind::Down((a - n) as u32)
-                }
-                (false, false) => {
-                    return Err(SynthError::Unsupported(format!(
-                        "link {i} joins two switches: synthesis handles one switch level (NPU - switch - NPU)"
-                    )));
-                }
-            });
-        }
-        let ser: Vec<f64> = topo.links.iter().map(|l| chunk_bytes / l.gbps).collect();
-        let flight: Vec<f64> = ser.iter().zip(&topo.links).map(|(s, l)| s + l.latency_ns).collect();
-        let overlap = topo
-            .links
-            .iter()
-            .map(|l| match timing {
-                LinkModel::Tacos => 0.0,
-                LinkModel::AlphaBeta => l.latency_ns,
-            })
-            .collect();
-        let batch: Vec<usize> = ser
-            .iter()
-            .zip(&topo.links)
-            .map(|(s, l)| {
-                if *s > 0.0 {
-                    (2.0 * l.latency_ns / s).ceil().clamp(1.0, MAX_BATCH as f64) as usize
-                } else {
-                    MAX_BATCH
-                }
-            })
-            .collect();
-
-        let mut bits = vec![[0u64; 4]; n * words];
-        super::advise_huge_pages(&bits);
-        for c in 0..chunks {
-            let o = c % n;
-            let cell = &mut bits[c / 64 * n + o];
-            cell[HOLDS] |= 1 << (c % 64);
-            cell[HAVE] |= 1 << (c % 64);
-        }
+        let (kind, ups, downs) = link_kinds(topo)?;
+        let (ser, flight, overlap, batch) = link_times(topo, chunk_bytes, timing);
+        let (mut bits, held_words, full_words) = first_holdings(n, chunks, words);
         let words1 = words.div_ceil(64);
-        let mut held_words = vec![0u64; n * words1];
-        let mut full_words = vec![0u64; n * words1];
-        for v in 0..n {
-            for k in 0..words {
-                if bits[k * n + v][HOLDS] != 0 {
-                    held_words[v * words1 + k / 64] |= 1 << (k % 64);
-                }
-                if bits[k * n + v][HAVE] == full_word(chunks, k) {
-                    full_words[v * words1 + k / 64] |= 1 << (k % 64);
-                }
-            }
-        }
-        let mut in_links = vec![Vec::new(); n];
-        for (i, l) in topo.links.iter().enumerate() {
-            if (l.src as usize) < n && (l.dst as usize) < n {
-                in_links[l.dst as usize].push((l.src, i as u32));
-            }
-        }
+        let (in_links, out_direct) = direct_links(topo, &kind);
         let mut offer_words = vec![0u64; nl * words1];
         for (i, l) in topo.links.iter().enumerate() {
             if kind[i] == Kind::Direct {
@@ -523,15 +587,6 @@ impl<'a> Core<'a> {
             }
         }
         let rare_words = offer_words.clone();
-        let mut out_direct = vec![Vec::new(); n];
-        for (i, l) in topo.links.iter().enumerate() {
-            if kind[i] == Kind::Direct {
-                out_direct[l.src as usize].push((l.dst, i as u32));
-            }
-        }
-        for o in &mut out_direct {
-            o.sort_unstable();
-        }
         for c in 0..chunks {
             let u = c % n;
             let mut last = u32::MAX;
@@ -543,16 +598,7 @@ impl<'a> Core<'a> {
             }
         }
         let (class, parts) = speed_classes(topo, &flight, words, &bits);
-        let mut fast_in = vec![0.0; nl];
-        for (i, l) in topo.links.iter().enumerate() {
-            if class[i] > 0 && (l.dst as usize) < n {
-                fast_in[i] = in_links[l.dst as usize]
-                    .iter()
-                    .filter(|&&(_, j)| class[j as usize] < class[i])
-                    .map(|&(_, j)| 1.0 / flight[j as usize])
-                    .sum();
-            }
-        }
+        let fast_in = fast_in(topo, &class, &flight, &in_links);
         let own = (0..n).map(|v| (chunks - (chunks + n - 1 - v) / n) as u32).collect();
         Ok(Core {
             words1,

@@ -142,8 +142,8 @@ fn fixed_point(raw: &RawEvaluator, spec: &mut scheduled::Spec, src: StudyFile<'_
             toml::Value::Integer(i) => i.to_string(),
             other => other.to_string(),
         };
-        spec.best_tolerance =
-            crate::schedule::algorithm::parse_tolerance(&given).map_err(|m| at(src, t.span(), "best_tolerance", m))?;
+        spec.best_tolerance = crate::schedule::algorithm::parse_tolerance(&given)
+            .map_err(|e| at(src, t.span(), "best_tolerance", e.to_string()))?;
     }
     if let Some(r) = &raw.restarts {
         let v = *r.get_ref();

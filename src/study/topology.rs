@@ -99,7 +99,7 @@ impl Study {
             .iter()
             .map(|d| (DimKind::of(d.block), d.npus))
             .collect();
-        check_links(&kinds).map_err(|m| InputError::at(&self.path, None, "fabric.dims", m))?;
+        check_links(&kinds).map_err(|e| InputError::at(&self.path, None, "fabric.dims", e.to_string()))?;
         Ok(Topology::from_fabric(&self.fabric, bw))
     }
 
