@@ -4,6 +4,7 @@
 //! built and replayed; forest timed in rounds), and the default study's
 //! whole decision replay. Targets: each group and each 8x8x8 all-gather
 //! under 0.1 s; the decision replay under 2 s. `cargo bench --bench best`.
+#![allow(missing_docs)] // criterion_main! writes an undocumented `main`
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 

@@ -6,6 +6,7 @@
 //! types with the purchasable fabric <= 10 s (issue 26); PHAZE's
 //! architecture space with GPT-3 on 1,024 accelerators (no target).
 //! `cargo bench --bench coopt`.
+#![allow(missing_docs)] // criterion_main! writes an undocumented `main`
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 

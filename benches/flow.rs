@@ -2,6 +2,7 @@
 //! its schedule. The target: a 256-NPU 2D torus in 30 s (program, paths
 //! and schedule); the program alone on larger tori and on a mesh (not a
 //! product: a commodity per NPU). `cargo bench --bench flow`.
+#![allow(missing_docs)] // criterion_main! writes an undocumented `main`
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 

@@ -1,6 +1,7 @@
 //! A 1000-point cost frontier of LIBRA's 4D GPT-3 case (the procurement
 //! study: LIBRA's shape, workload and prices with per-dimension caps).
 //! Target: <= 2 s. `cargo bench --bench frontier`.
+#![allow(missing_docs)] // criterion_main! writes an undocumented `main`
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 

@@ -2,6 +2,7 @@
 //! a 32x32 torus) turned into one trace per rank and encoded (target: under
 //! a second), then read back. Timed once each (best of three):
 //! `cargo bench --bench interop`.
+#![allow(missing_docs)] // criterion_main! writes an undocumented `main`
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 

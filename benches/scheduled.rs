@@ -6,6 +6,7 @@
 //! all 4,096 NPUs (one 4,096-NPU hierarchical replay per allocation).
 //! `cargo bench --bench scheduled`; the fixed-point iterations and replays
 //! of each case are printed first.
+#![allow(missing_docs)] // criterion_main! writes an undocumented `main`
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 

@@ -6,6 +6,7 @@
 //! rings, 8 chunks per NPU), in transfers and chunk moves per second.
 //! Timed once each (best of three): `cargo bench --bench simulate`
 //! (`-- ring-only` for the first, `-- torus-only` for the first two).
+#![allow(missing_docs)] // criterion_main! writes an undocumented `main`
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 

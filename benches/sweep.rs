@@ -2,6 +2,7 @@
 //! blocks per dimension (165 shapes x 81 block choices = 13,365 designs, each
 //! a certified perf solve at 1,000 GB/s per NPU), timed once: too long for
 //! criterion's repeated samples. `cargo bench --bench sweep`.
+#![allow(missing_docs)] // criterion_main! writes an undocumented `main`
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 

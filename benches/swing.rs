@@ -2,6 +2,7 @@
 //! torus (target: under a second), multiport (4 concurrent collectives) and
 //! single-port, plus the latency-optimal variant. Timed once each (best of
 //! three): `cargo bench --bench swing` (`-- multiport-only` for the first).
+#![allow(missing_docs)] // criterion_main! writes an undocumented `main`
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 

@@ -155,32 +155,15 @@ fn remove_temporaries() -> usize {
 /// any thread starts.
 #[cfg(unix)]
 pub fn on_interrupt_remove_temporaries() {
-    // SAFETY: sigset_t is plain data initialised by sigemptyset; the mask
-    // is set before any other thread exists, and sigwait only reads `set`.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::sigaddset(&mut set, s);
+    crate::sys::on_signal(|name, sig| {
+        let n = remove_temporaries();
+        if n == 0 {
+            eprintln!("\ninterrupted ({name})");
+        } else {
+            eprintln!("\ninterrupted ({name}): {n} unfinished output(s) removed; complete files are kept");
         }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        std::thread::spawn(move || {
-            let mut sig = 0;
-            while libc::sigwait(&set, &mut sig) != 0 {}
-            let n = remove_temporaries();
-            let name = match sig {
-                libc::SIGINT => "SIGINT",
-                libc::SIGTERM => "SIGTERM",
-                _ => "SIGHUP",
-            };
-            if n == 0 {
-                eprintln!("\ninterrupted ({name})");
-            } else {
-                eprintln!("\ninterrupted ({name}): {n} unfinished output(s) removed; complete files are kept");
-            }
-            std::process::exit(128 + sig);
-        });
-    }
+        std::process::exit(128 + sig);
+    });
 }
 
 /// Without Unix signals nothing is installed.

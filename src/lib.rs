@@ -9,17 +9,32 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | infrastructure | [`error`], [`io`] |
+//! | infrastructure | [`error`], [`io`], [`progress`] (the one observer of long work), [`sys`] (signals and memory advice: the only `unsafe` code) |
 //! | model | [`model`] (units, fabric, topology, cost, catalog, bill of materials, workload, transformer, collective, training, evaluation) |
 //! | schedules | [`schedule`] (the IR, builders, synthesis, the simulator, bounds) |
 //! | optimization | [`optimize`] (LP / MILP solves, frontiers, the catalog MILP, schedule-backed fixed points) |
 //! | formats | [`interop`] (LIBRA, ASTRA-sim, Chakra ET, MSCCL-IR) |
 //! | studies | [`study`] (the study file) |
-//! | pipeline | [`pipeline`] (a study's whole run as typed results, procurement, sweeps, co-optimization) |
+//! | pipeline | [`pipeline`] (the jobs and their executor: a study's whole run as typed results, procurement, sweeps, co-optimization, validation) |
 //! | reports | [`report`] (CSV, charts, HTML) |
 //!
 //! The command line (`src/cli/`) belongs to the `dimsum` binary and sits on
 //! top of all of them.
+//!
+//! The names a user reaches for first are re-exported at the top
+//! (`dimsum::Study`, `dimsum::Executor`, ...) and in [`prelude`]:
+//!
+//! ```
+//! use dimsum::prelude::*;
+//!
+//! let study = Study::load(std::path::Path::new("studies/gpt3-4d.toml"))?;
+//! let problem = study.problem()?;
+//! let best = Executor::quiet().run(jobs::Optimize { problem: &problem, objective: Objective::Perf })?;
+//! // The optimum is certified: its gap, and a lower bound beside its time.
+//! assert!(best.gap < 1e-6);
+//! assert_eq!(best.bw_gbps.len(), study.fabric.ndims());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! # Example: a study, its optimum and its frontier
 //!
@@ -112,3 +127,31 @@ pub mod progress;
 pub mod report;
 pub mod schedule;
 pub mod study;
+pub mod sys;
+
+pub use error::InputError;
+pub use model::fabric::Fabric;
+pub use model::topology::Topology;
+pub use optimize::{Objective, Problem, Solution};
+pub use pipeline::exec::{Executor, Job, RunError};
+pub use pipeline::jobs;
+pub use pipeline::run::{RunStudy, StudyResults};
+pub use progress::{Observer, Quiet};
+pub use schedule::Schedule;
+pub use study::Study;
+
+/// `use dimsum::prelude::*;`: a study, the jobs and their executor, the
+/// observer, and the typed results and errors most calls return.
+pub mod prelude {
+    pub use crate::error::InputError;
+    pub use crate::model::fabric::Fabric;
+    pub use crate::model::topology::Topology;
+    pub use crate::optimize::{Objective, Problem, Solution};
+    pub use crate::pipeline::exec::{Executor, Job, RunError};
+    pub use crate::pipeline::jobs;
+    pub use crate::pipeline::run::{RunStudy, StudyResults};
+    pub use crate::progress::{Observer, Quiet};
+    pub use crate::schedule::Schedule;
+    pub use crate::study::Study;
+}
+

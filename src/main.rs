@@ -11,12 +11,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     // Like other command-line tools, end quietly when the reader of stdout
     // goes away (`dimsum ... | head`) instead of panicking on the write.
-    #[cfg(unix)]
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread
-    // starts; no handler runs Rust code.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    dimsum::sys::default_sigpipe();
     // Before any thread starts: an interrupt removes unfinished outputs.
     dimsum::io::on_interrupt_remove_temporaries();
     let cli = match Cli::try_parse() {

@@ -575,6 +575,7 @@ fn fuzz_findings_stay_fixed() {
 /// Waits (up to 60 s) until `ready` holds, then sends `sig` to `child`
 /// and returns its exit code.
 #[cfg(unix)]
+#[allow(unsafe_code)] // kill(2): the test signals the child it started
 fn interrupt_when(mut child: std::process::Child, sig: i32, ready: impl Fn() -> bool) -> Option<i32> {
     let start = std::time::Instant::now();
     while !ready() && start.elapsed() < std::time::Duration::from_secs(60) {

@@ -4,7 +4,7 @@
 //! atomically; a failure names the input file, and bad input stays an
 //! [`InputError`] (inside [`RunError::Input`]).
 
-use super::run::RunError;
+use super::exec::RunError;
 use crate::error::InputError;
 use crate::interop::{astra, chakra, msccl};
 use crate::io::{Staged, write_atomic};

@@ -204,8 +204,9 @@ pub struct Row {
     /// Allocation.
     pub bw_gbps: Vec<f64>,
     /// The allocation bought from the catalog (`bom::bom`: ports rounded
-    /// up, switches, cables): capex $ and power W, or why it cannot be.
-    pub bought: Result<(f64, f64), String>,
+    /// up, switches, cables): capex $ and power W, or why it cannot be
+    /// (`None`: the item was not solved).
+    pub bought: Option<Result<(f64, f64), bom::BomError>>,
     /// How the item was solved: the fastest design under its linear price
     /// (`network_cost_usd` within the budget) or the fastest purchasable
     /// one (the bill within the budget; `procure::Pricing`).
@@ -241,7 +242,7 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
         network_cost_usd: f64::NAN,
         network_power_w: f64::NAN,
         bw_gbps: vec![f64::NAN; item.npus.len()],
-        bought: Err(String::new()),
+        bought: None,
         pricing: Pricing::of(study),
     };
     let Some((fabric, workload)) = reshape(study, spec, item) else {
@@ -295,7 +296,6 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
             None => bom::bom(&fabric, &parts, bw),
         }
         .map(|b| (b.capex_usd, b.power_w))
-        .map_err(|e| e.to_string())
     };
     let pricing = Pricing::of(study);
     let solved = match pricing {
@@ -325,7 +325,7 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
             gap,
             network_cost_usd: p.cost.cost(&bw),
             network_power_w: p.cost.power(&bw),
-            bought: bought(&bw, choice.as_deref()),
+            bought: Some(bought(&bw, choice.as_deref())),
             bw_gbps: bw,
             pricing,
         },
@@ -433,8 +433,9 @@ fn record(row: &Row, workload: &str, total: usize, stamp: &Stamp) -> Vec<String>
     ];
     r.extend(row.bw_gbps.iter().map(|b| f(*b)));
     match &row.bought {
-        Ok((usd, w)) => r.extend([f(*usd), f(*w), String::new()]),
-        Err(why) => r.extend([String::new(), String::new(), why.clone()]),
+        Some(Ok((usd, w))) => r.extend([f(*usd), f(*w), String::new()]),
+        Some(Err(why)) => r.extend([String::new(), String::new(), why.to_string()]),
+        None => r.extend([String::new(), String::new(), String::new()]),
     }
     r.push(row.pricing.name().to_string());
     r

@@ -977,5 +977,10 @@ pub fn evaluations(study: &Study, views: &[Evaluated]) -> String {
 
 /// A schedule written by `import`: its transfers, NPUs and file.
 pub fn imported(s: &crate::schedule::Schedule, out: &std::path::Path) -> String {
-    format!("{} transfers on {} NPUs written to {}", s.transfers.len(), s.npus, out.display())
+    format!(
+        "{} transfers on {} NPUs written to {}",
+        s.transfers.len(),
+        s.npus,
+        out.display()
+    )
 }

@@ -498,39 +498,6 @@ pub enum SizeError {
     Unknown,
 }
 
-/// Asks the kernel to back a large array (8 MiB or more) with huge pages
-/// where it can (Linux, `MADV_HUGEPAGE`): the simulator's and the
-/// synthesizer's per-NPU state is read at random, and with 4 KiB pages
-/// nearly every read of it also misses the TLB. Call it before the array is
-/// first written. Harmless where it fails or does not apply. (The
-/// simulator's cells took it from 64 MiB up before; 8 MiB covers the
-/// synthesizer's state from about 90x90 NPUs.)
-pub(crate) fn advise_huge_pages<T>(v: &[T]) {
-    #[cfg(target_os = "linux")]
-    {
-        let bytes = std::mem::size_of_val(v);
-        if bytes < 8 << 20 {
-            return;
-        }
-        let start = v.as_ptr() as usize;
-        let page = 2 << 20;
-        let aligned = start.next_multiple_of(page);
-        let end = start + bytes;
-        if end > aligned + page {
-            // SAFETY: the range lies inside the allocation `v` borrows and
-            // MADV_HUGEPAGE only changes how the kernel backs it (the
-            // contents stay as they are); a failure is harmless.
-            unsafe {
-                libc::madvise(
-                    aligned as *mut libc::c_void,
-                    (end - aligned) / page * page,
-                    libc::MADV_HUGEPAGE,
-                );
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {

@@ -403,7 +403,7 @@ fn storage_order(s: &Schedule, topo: &Topology) -> Vec<u32> {
 /// 4 KiB pages faulting it in took a third of the time of a big replay.
 fn zeroed_cells(len: usize) -> Vec<[u32; 3]> {
     let cells = vec![[0u32; 3]; len];
-    super::advise_huge_pages(&cells);
+    crate::sys::advise_huge_pages(&cells);
     cells
 }
 

@@ -498,7 +498,7 @@ fn link_times(topo: &Topology, chunk_bytes: f64, timing: LinkModel) -> (Vec<f64>
 /// `HAVE` word is full (`Core::held_words`, `Core::full_words`).
 fn first_holdings(n: usize, chunks: usize, words: usize) -> (Vec<[u64; 4]>, Vec<u64>, Vec<u64>) {
     let mut bits = vec![[0u64; 4]; n * words];
-    super::advise_huge_pages(&bits);
+    crate::sys::advise_huge_pages(&bits);
     for c in 0..chunks {
         let o = c % n;
         let cell = &mut bits[c / 64 * n + o];

@@ -128,7 +128,10 @@ pub fn from_flag_list(
 ) -> Result<Vec<(String, Topology)>, InputError> {
     let own_links = |spec: &str| ["fabric:", "edges:", "astra:"].iter().any(|p| spec.starts_with(p));
     if bw.is_some() && !specs.iter().any(|t| t.starts_with("fabric:")) {
-        return Err(InputError::arg("--bw", "no fabric:STUDY.toml topology is listed to take it"));
+        return Err(InputError::arg(
+            "--bw",
+            "no fabric:STUDY.toml topology is listed to take it",
+        ));
     }
     let topology = |spec: &String| -> Result<Topology, InputError> {
         let (g, l, bw) = if own_links(spec) {
@@ -160,9 +163,14 @@ pub fn collective_buffer(size: Option<&str>, loaded: Option<&crate::schedule::Sc
         None => None,
     };
     match (loaded, given) {
-        (Some(s), given) => s.size_to_use(given).map_err(|m| InputError::arg("--size", m.to_string())),
+        (Some(s), given) => s
+            .size_to_use(given)
+            .map_err(|m| InputError::arg("--size", m.to_string())),
         (None, Some(v)) => Ok(v),
-        (None, None) => Err(InputError::arg("--size", "give the collective's buffer, e.g. --size 64MiB")),
+        (None, None) => Err(InputError::arg(
+            "--size",
+            "give the collective's buffer, e.g. --size 64MiB",
+        )),
     }
 }
 
