@@ -5,7 +5,6 @@
 //! whole decision replay. Targets: each group and each 8x8x8 all-gather
 //! under 0.1 s; the decision replay under 2 s. `cargo bench --bench best`.
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use criterion::{Criterion, criterion_group, criterion_main};

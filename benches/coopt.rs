@@ -7,7 +7,6 @@
 //! architecture space with GPT-3 on 1,024 accelerators (no target).
 //! `cargo bench --bench coopt`.
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -1,7 +1,6 @@
 //! The exact cut bound (`schedule::cut`: max-flows with Newton steps) on
 //! tori and a heterogeneous mesh. `cargo bench --bench cut`.
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use criterion::{Criterion, criterion_group, criterion_main};

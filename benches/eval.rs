@@ -1,7 +1,6 @@
 //! How fast one allocation is evaluated: the inner loop of every sweep and of
 //! the optimizer's checks. Run with `cargo bench --bench eval`.
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use criterion::{Criterion, criterion_group, criterion_main};

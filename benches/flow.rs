@@ -3,7 +3,6 @@
 //! and schedule); the program alone on larger tori and on a mesh (not a
 //! product: a commodity per NPU). `cargo bench --bench flow`.
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -5,7 +5,6 @@
 //! and the round-timed schedule together (8x8x8, 64x64 and 200x200 tori:
 //! the targets are 0.05 s, 2 s and 10 minutes). `cargo bench --bench forest`.
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -2,7 +2,6 @@
 //! study: LIBRA's shape, workload and prices with per-dimension caps).
 //! Target: <= 2 s. `cargo bench --bench frontier`.
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use criterion::{Criterion, criterion_group, criterion_main};

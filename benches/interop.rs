@@ -3,7 +3,6 @@
 //! a second), then read back. Timed once each (best of three):
 //! `cargo bench --bench interop`.
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use dimsum::interop::chakra;

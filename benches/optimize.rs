@@ -2,7 +2,6 @@
 //! constraints (target <= 5 ms), and a 6-dimension problem with 200 distinct
 //! collective terms (target <= 50 ms). `cargo bench --bench optimize`.
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use criterion::{Criterion, criterion_group, criterion_main};

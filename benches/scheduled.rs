@@ -7,7 +7,6 @@
 //! `cargo bench --bench scheduled`; the fixed-point iterations and replays
 //! of each case are printed first.
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use criterion::{Criterion, criterion_group, criterion_main};

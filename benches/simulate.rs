@@ -7,7 +7,6 @@
 //! Timed once each (best of three): `cargo bench --bench simulate`
 //! (`-- ring-only` for the first, `-- torus-only` for the first two).
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use dimsum::model::topology::Topology;

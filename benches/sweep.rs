@@ -3,7 +3,6 @@
 //! a certified perf solve at 1,000 GB/s per NPU), timed once: too long for
 //! criterion's repeated samples. `cargo bench --bench sweep`.
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use dimsum::pipeline::sweep::{self, Shard};

@@ -3,7 +3,6 @@
 //! single-port, plus the latency-optimal variant. Timed once each (best of
 //! three): `cargo bench --bench swing` (`-- multiport-only` for the first).
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use dimsum::model::topology::Topology;

@@ -9,7 +9,6 @@
 //! 32x32; `-- 64x64` runs one size; `-- alpha-beta` or `-- tacos` one
 //! link model).
 #![allow(missing_docs)] // criterion_main! writes an undocumented `main`
-
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::float_cmp)]
 
 use dimsum::model::topology::Topology;

@@ -154,4 +154,3 @@ pub mod prelude {
     pub use crate::schedule::Schedule;
     pub use crate::study::Study;
 }
-

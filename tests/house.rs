@@ -41,7 +41,11 @@ fn code_only(text: &str) -> String {
                 continue;
             }
             let close = format!("\"{}", "#".repeat(hashes));
-            i + 2 + hashes + text[i + 2 + hashes..].find(&close).map_or(rest.len(), |k| k + close.len())
+            i + 2
+                + hashes
+                + text[i + 2 + hashes..]
+                    .find(&close)
+                    .map_or(rest.len(), |k| k + close.len())
         } else if rest[0] == b'"' {
             let mut k = 1;
             while k < rest.len() && rest[k] != b'"' {
@@ -122,7 +126,7 @@ fn functions(src: &Path) -> Vec<(usize, String, usize, String)> {
             out.push((last - first + 1, f.display().to_string(), first, name));
         }
     }
-    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out.sort_by_key(|f| std::cmp::Reverse(f.0));
     out
 }
 
@@ -149,7 +153,11 @@ fn no_function_over_150_lines() {
         .filter(|f| f.0 > MOST_LINES)
         .map(|(n, file, line, name)| format!("{file}:{line}: {name} is {n} lines"))
         .collect();
-    assert!(long.is_empty(), "functions over {MOST_LINES} lines:\n{}", long.join("\n"));
+    assert!(
+        long.is_empty(),
+        "functions over {MOST_LINES} lines:\n{}",
+        long.join("\n")
+    );
 }
 
 #[test]

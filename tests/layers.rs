@@ -108,7 +108,11 @@ fn no_upward_import_and_no_circle() {
 /// The identifiers a path continues with after `at` in `text`: `g` for
 /// `g::...` or `g;`, and each first identifier of `{a, b::c, ...}`.
 fn heads(text: &str) -> Vec<String> {
-    let ident = |t: &str| -> String { t.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect() };
+    let ident = |t: &str| -> String {
+        t.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
     let t = text.trim_start();
     let Some(inner) = t.strip_prefix('{') else {
         return vec![ident(t)];
@@ -205,6 +209,12 @@ fn no_circle_of_files() {
     }
     // The check sees the imports it should: the whole run uses the jobs,
     // the search uses procurement's pricing.
-    assert!(edges.contains(&("pipeline/run".into(), "pipeline/jobs".into())), "{edges:?}");
-    assert!(edges.contains(&("pipeline/coopt".into(), "pipeline/procure".into())), "{edges:?}");
+    assert!(
+        edges.contains(&("pipeline/run".into(), "pipeline/jobs".into())),
+        "{edges:?}"
+    );
+    assert!(
+        edges.contains(&("pipeline/coopt".into(), "pipeline/procure".into())),
+        "{edges:?}"
+    );
 }

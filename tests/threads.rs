@@ -78,7 +78,10 @@ fn run(dir: &Path, threads: &str) -> Vec<(String, Vec<u8>)> {
         .unwrap()
         .map(|e| {
             let p = e.unwrap().path();
-            (p.file_name().unwrap().to_string_lossy().to_string(), std::fs::read(&p).unwrap())
+            (
+                p.file_name().unwrap().to_string_lossy().to_string(),
+                std::fs::read(&p).unwrap(),
+            )
         })
         .collect();
     files.sort();
@@ -94,7 +97,11 @@ fn one_and_three_threads_write_the_same_files() {
     assert_eq!(names(&one), names(&three));
     // The run wrote its frontiers and its co-optimization.
     for want in ["frontier-cost.csv", "frontier-total-bw.csv", "coopt.json"] {
-        assert!(names(&one).iter().any(|n| n == want), "{want} missing: {:?}", names(&one));
+        assert!(
+            names(&one).iter().any(|n| n == want),
+            "{want} missing: {:?}",
+            names(&one)
+        );
     }
     for ((name, a), (_, b)) in one.iter().zip(&three) {
         assert!(a == b, "{name} differs between 1 and 3 threads");

@@ -59,18 +59,11 @@ pub struct CompareArgs {
     pub out: PathBuf,
 }
 
-fn split(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(|x| x.trim().to_string())
-        .filter(|x| !x.is_empty())
-        .collect()
-}
-
 /// Runs the comparison.
 pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
-    let topologies = split(&args.topologies);
-    let subjects = split(&args.algorithms);
-    let baselines = split(&args.baselines);
+    let topologies = units::split_list(&args.topologies);
+    let subjects = units::split_list(&args.algorithms);
+    let baselines = units::split_list(&args.baselines);
     if topologies.is_empty() {
         return Err(InputError::arg("--topologies", "list at least one topology").into());
     }
@@ -80,15 +73,13 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     let sizes = units::parse_sizes(&args.sizes).map_err(|e| InputError::arg("--sizes", e.to_string()))?;
     let model = link_model(&args.link_model)?;
     let kind = collective_kind(&args.collective)?;
-    let parse = |list: &[String]| -> Result<Vec<Algorithm>, InputError> {
+    let parse = |list: &[String]| {
         list.iter()
-            .map(|a| {
-                a.parse::<Algorithm>()
-                    .map_err(|e| InputError::arg("--algorithms", e.to_string()))
-            })
-            .collect()
+            .map(|a| a.parse::<Algorithm>())
+            .collect::<Result<Vec<_>, _>>()
     };
-    let (subjects, baselines) = (parse(&subjects)?, parse(&baselines)?);
+    let bad = |e: dimsum::error::UnknownName| InputError::arg("--algorithms", e.to_string());
+    let (subjects, baselines) = (parse(&subjects).map_err(bad)?, parse(&baselines).map_err(bad)?);
     // Every topology is built (and checked) before the first replay.
     let (g, l) = (args.link_gbps.as_deref(), args.link_latency_us.as_deref());
     let built = topology::from_flag_list(&topologies, g, l, args.bw.as_deref())?;

@@ -6,7 +6,6 @@
 
 pub mod collective;
 pub mod compare;
-pub mod procure;
 pub mod scheduled;
 
 use clap::{Parser, Subcommand};
@@ -443,31 +442,20 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
 }
 
 fn optimize(a: OptimizeArgs) -> anyhow::Result<()> {
-    let OptimizeArgs {
-        study,
-        objective,
-        constraints,
-        target_ms,
-        no_study_constraints,
-        catalog,
-        budget_usd,
-        budget_w,
-        ev,
-        json,
-    } = a;
-    let mut study = load_study(&study)?;
-    if no_study_constraints {
+    let (catalog, json, budget_usd, budget_w) = (a.catalog, a.json, a.budget_usd, a.budget_w);
+    let mut study = load_study(&a.study)?;
+    if a.no_study_constraints {
         study.optimize.constraints.clear();
     }
-    let objective = study.objective(objective.as_deref(), target_ms)?;
-    let constraints = study.constraints(&constraints)?;
+    let objective = study.objective(a.objective.as_deref(), a.target_ms)?;
+    let constraints = study.constraints(&a.constraints)?;
     let problem = Problem::new(&study.fabric, study.iteration_model(), study.linear_cost(), constraints);
     for (flag, v) in [("--budget-usd", budget_usd), ("--budget-w", budget_w)] {
         if v.is_some() && !catalog {
             return Err(InputError::arg(flag, "a capex or power budget applies with --catalog").into());
         }
     }
-    let evaluator = ev.apply(&mut study)?;
+    let evaluator = a.ev.apply(&mut study)?;
     if catalog {
         if evaluator == Evaluator::Schedule {
             return Err(InputError::arg(
@@ -476,7 +464,25 @@ fn optimize(a: OptimizeArgs) -> anyhow::Result<()> {
                 )
                 .into());
         }
-        return procure::run_catalog(&study, &problem, objective, budget_usd, budget_w, json);
+        let started = Instant::now();
+        let job = jobs::CatalogOptimum {
+            study: &study,
+            problem: &problem,
+            objective,
+            budget_usd,
+            budget_w,
+        };
+        let c = Executor::quiet().run(job).map_err(lift)?;
+        let solve_ms = started.elapsed().as_secs_f64() * 1e3;
+        let (usd, w) = (c.budget_usd, c.budget_w);
+        match json {
+            true => println!(
+                "{}",
+                report::json::catalog(&study, objective, usd, w, &c.comparison, &c.bom, solve_ms)
+            ),
+            false => print!("{}", report::text::catalog(&study, &c.comparison, &c.bom, usd)),
+        }
+        return Ok(());
     }
     if evaluator == Evaluator::Schedule {
         return scheduled::optimize(&study, &problem, objective, json);
@@ -539,7 +545,13 @@ fn bom(a: BomArgs) -> anyhow::Result<()> {
     let BomArgs { study, bw, json } = a;
     let study = load_study(&study)?;
     let bw = study.allocation(bw.as_deref())?;
-    procure::run_bom(&study, &bw, json)
+    let b = dimsum::model::bom::bom(&study.fabric, &study.procurement(), &bw)
+        .map_err(|e| InputError::arg("--bw", e.to_string()))?;
+    match json {
+        true => println!("{}", report::json::bom(&study, &bw, &b)),
+        false => print!("{}", report::text::bom(&study, &b)),
+    }
+    Ok(())
 }
 
 fn run_studies(a: RunArgs) -> anyhow::Result<()> {
@@ -610,19 +622,13 @@ fn merge(a: MergeArgs) -> anyhow::Result<()> {
 }
 
 fn coopt(a: CooptArgs) -> anyhow::Result<()> {
-    let CooptArgs {
-        study,
-        top,
-        json,
-        recipe,
-        replay,
-    } = a;
-    let study = load_study_for_coopt(&study)?;
+    let (top, json, replay) = (a.top, a.json, a.replay);
+    let study = load_study_for_coopt(&a.study)?;
     let started = Instant::now();
     let bars = Bars::new();
     let job = jobs::Coopt {
         study: &study,
-        recipes: recipe,
+        recipes: a.recipe,
         replay,
     };
     let mut found = Executor::new(&bars).run(job).map_err(lift)?;
@@ -687,18 +693,12 @@ fn import_chakra(a: ImportChakraArgs) -> anyhow::Result<()> {
 }
 
 fn import_libra(a: ImportLibraArgs) -> anyhow::Result<()> {
-    let ImportLibraArgs {
-        network,
-        workload,
-        communicator,
-        cost,
-        name,
-    } = a;
-    let mut study = Study::from_libra_files(&network, &workload, &communicator, &cost)?;
-    if let Some(n) = name {
-        study.name = n;
+    let (n, w, c, k) = (&a.network, &a.workload, &a.communicator, &a.cost);
+    let mut study = Study::from_libra_files(n, w, c, k)?;
+    if let Some(name) = a.name {
+        study.name = name;
     }
-    print!("{}", study.libra_toml(&network, &workload, &communicator, &cost));
+    print!("{}", study.libra_toml(n, w, c, k));
     Ok(())
 }
 

@@ -2,9 +2,12 @@
 //! of `scheduled` as tables, JSON, CSV and charts.
 
 use dimsum::error::InputError;
-use dimsum::optimize::scheduled::{self, Backed, Evaluator, FixedPoint, ScheduledError};
+use dimsum::optimize::scheduled::{Evaluator, ScheduledError};
 use dimsum::optimize::{Objective, Problem};
-use dimsum::report::bars::Bar;
+use dimsum::pipeline::exec::Executor;
+use dimsum::pipeline::jobs;
+use dimsum::report::bars::Bars;
+use dimsum::report::json;
 use dimsum::study::Study;
 
 /// The evaluator options of eval, optimize, frontier and run; each
@@ -55,32 +58,21 @@ pub fn eval(study: &Study, bw: &[f64], json_out: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The fixed point, with a progress bar.
-pub fn fixed_point(
-    study: &Study,
-    backed: &Backed,
-    problem: &Problem,
-    objective: Objective,
-) -> anyhow::Result<FixedPoint> {
-    let bar = Bar::new(study.evaluator.max_iterations, "fixed point");
-    let fp = scheduled::optimize(backed, problem, objective, &|k| bar.set(k)).map_err(|e| lift(study, e))?;
-    bar.finish();
-    Ok(fp)
-}
-
 /// `dimsum optimize --evaluator schedule`.
 pub fn optimize(study: &Study, problem: &Problem, objective: Objective, json_out: bool) -> anyhow::Result<()> {
-    let backed = study.backed(&study.evaluator);
     let started = std::time::Instant::now();
-    let fp = fixed_point(study, &backed, problem, objective)?;
+    let bars = Bars::new();
+    let job = jobs::FixedPoint {
+        study,
+        problem,
+        objective,
+    };
+    let fp = Executor::new(&bars).run(job).map_err(super::lift)?;
+    bars.finish();
     let solve_ms = started.elapsed().as_secs_f64() * 1e3;
-    if json_out {
-        println!(
-            "{}",
-            dimsum::report::json::fixed_point(study, problem, &fp, Some(solve_ms))
-        );
-    } else {
-        print!("{}", dimsum::report::text::fixed_point(study, problem, &fp, solve_ms));
+    match json_out {
+        true => println!("{}", json::fixed_point(study, problem, &fp, Some(solve_ms))),
+        false => print!("{}", dimsum::report::text::fixed_point(study, problem, &fp, solve_ms)),
     }
     Ok(())
 }

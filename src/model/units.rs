@@ -287,6 +287,18 @@ pub fn parse_time_ns(text: &str, default_ns: f64) -> Result<f64, UnitError> {
     }
 }
 
+/// The items of a comma-separated list, trimmed, empty ones dropped.
+///
+/// ```
+/// assert_eq!(dimsum::model::units::split_list(" ring:8, ,torus:4x4"), ["ring:8", "torus:4x4"]);
+/// ```
+pub fn split_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty())
+        .collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {

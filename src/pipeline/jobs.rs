@@ -499,3 +499,35 @@ impl Job for Compare<'_> {
         Ok(rows)
     }
 }
+
+/// One objective optimized against the study's replayed schedules (the
+/// fixed point of `optimize::scheduled::optimize`), reported as `fixed
+/// point` iterations out of the study's limit.
+#[derive(Debug, Clone, Copy)]
+pub struct FixedPoint<'a> {
+    /// The study: its `[evaluator]` and fabric.
+    pub study: &'a Study,
+    /// Its problem.
+    pub problem: &'a Problem,
+    /// What to optimize.
+    pub objective: Objective,
+}
+
+impl Job for FixedPoint<'_> {
+    type Output = crate::optimize::scheduled::FixedPoint;
+    fn name(&self) -> String {
+        "fixed point".into()
+    }
+    fn run(self, ex: &Executor) -> Result<Self::Output, RunError> {
+        let study = self.study;
+        let backed = study.backed(&study.evaluator);
+        let (o, n) = (ex.observer(), study.evaluator.max_iterations);
+        crate::optimize::scheduled::optimize(&backed, self.problem, self.objective, &|k| {
+            o.progress("fixed point", k, n)
+        })
+        .map_err(|e| match study.evaluator_error(e) {
+            Ok(input) => RunError::Input(input),
+            Err(other) => RunError::Scheduled(other),
+        })
+    }
+}
