@@ -97,6 +97,17 @@ impl From<ProcureError> for RunError {
     }
 }
 
+impl RunError {
+    /// A schedule-backed error of `study`'s: a schedule its `[evaluator]`
+    /// names but that cannot be built is bad input.
+    pub(crate) fn scheduled(study: &crate::study::Study, e: ScheduledError) -> RunError {
+        match study.evaluator_error(e) {
+            Ok(input) => RunError::Input(input),
+            Err(other) => RunError::Scheduled(other),
+        }
+    }
+}
+
 /// A piece of the pipeline's work: its inputs are the value's fields.
 pub trait Job {
     /// What it computes.

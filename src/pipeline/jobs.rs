@@ -525,9 +525,6 @@ impl Job for FixedPoint<'_> {
         crate::optimize::scheduled::optimize(&backed, self.problem, self.objective, &|k| {
             o.progress("fixed point", k, n)
         })
-        .map_err(|e| match study.evaluator_error(e) {
-            Ok(input) => RunError::Input(input),
-            Err(other) => RunError::Scheduled(other),
-        })
+        .map_err(|e| RunError::scheduled(study, e))
     }
 }

@@ -25,17 +25,6 @@ use crate::study::Study;
 use crate::study::objective::Source;
 use std::path::Path;
 
-impl RunError {
-    /// A schedule-backed error of `study`'s: a schedule its `[evaluator]`
-    /// names but that cannot be built is bad input.
-    fn scheduled(study: &Study, e: ScheduledError) -> RunError {
-        match study.evaluator_error(e) {
-            Ok(input) => RunError::Input(input),
-            Err(other) => RunError::Scheduled(other),
-        }
-    }
-}
-
 /// One objective's recommended allocation.
 #[derive(Debug)]
 pub struct Recommended {
