@@ -309,10 +309,10 @@ fn small_product() -> impl Strategy<Value = Vec<(DimKind, u32, f64)>> {
     )
 }
 
-/// The most a line beside another dimension replays over its cut (4.8%
-/// seen in 2,100 random cases, with a margin; see
+/// The most a line beside another dimension replays over its cut (6.0%
+/// at worst in a fine scan, with a margin; see
 /// `meshes_replay_near_their_cut`).
-const MESH_PRODUCT: f64 = 1.06;
+const MESH_PRODUCT: f64 = 1.07;
 
 /// The case that showed it, kept: a line of 5 beside a switch of 3.
 #[test]
@@ -364,9 +364,11 @@ proptest! {
             let (time, bound) = replay(&t, kind, 0, GIB);
             prop_assert!(time >= bound * (1.0 - 1e-9));
             // Within 3% on a line alone (at most 0.2% in 1,500 random
-            // meshes); a line beside another dimension replays up to 4.8%
-            // over the cut (reduce-scatter beside a switch or a ring of 3,
-            // the worst of 2,100 random cases; the cause not yet known).
+            // meshes); a line beside another dimension reduce-scatters up to
+            // 5.8% over the cut in 3,000 random cases and 6.0% at worst in a
+            // fine scan of line 5 x switch 3's bandwidth ratio: the paced
+            // rounds over trees that differ from root to root (a line's)
+            // leave links at the cut idle now and then.
             let most = if dims.len() > 1 { MESH_PRODUCT } else { 1.03 };
             if std::env::var_os("DIMSUM_PRINT_RATIOS").is_some() {
                 eprintln!("ratio {:.5} {dims:?} {kind:?}", time / bound);
