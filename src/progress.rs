@@ -33,14 +33,12 @@ pub trait Observer: Sync {
     fn progress(&self, task: &str, done: usize, total: usize);
 
     /// Whether the work should stop at its next step (Ctrl-C in Python, a
-    /// deadline). Work that checks it ends with its own "cancelled" error,
-    /// and files it checkpoints (a sweep's partial CSV) stay, to resume.
+    /// deadline). Work that checks it ends early: a job with
+    /// `RunError::Cancelled`, a sweep unfinished with its partial CSV kept,
+    /// to resume.
     fn cancelled(&self) -> bool {
         false
     }
-
-    /// The work is over (clear a bar, flush a log).
-    fn finish(&self) {}
 }
 
 impl<F: Fn(&str, usize, usize) + Sync> Observer for F {
@@ -73,14 +71,6 @@ impl Recorder {
     pub fn last(&self, task: &str) -> Option<(usize, usize)> {
         let seen = self.seen.lock().ok()?;
         seen.iter().find(|(t, _, _)| t == task).map(|&(_, d, n)| (d, n))
-    }
-
-    /// Every task heard, in the order each first reported.
-    pub fn tasks(&self) -> Vec<String> {
-        self.seen
-            .lock()
-            .map(|s| s.iter().map(|(t, _, _)| t.clone()).collect())
-            .unwrap_or_default()
     }
 
     /// Asks the work to stop at its next step.

@@ -134,8 +134,8 @@ impl std::fmt::Debug for Executor<'_> {
 }
 
 impl<'a> Executor<'a> {
-    /// Reports to `observer`; checkpoints nowhere (a sweep then needs
-    /// [`Executor::checkpoints`]).
+    /// Reports to `observer`; a sweep run without
+    /// [`Executor::checkpoints`] keeps its files in the current directory.
     pub fn new(observer: &'a dyn Observer) -> Executor<'a> {
         Executor {
             observer,

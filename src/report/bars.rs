@@ -158,8 +158,4 @@ impl Observer for Bars {
     fn progress(&self, task: &str, done: usize, total: usize) {
         self.update(task, done, total);
     }
-
-    fn finish(&self) {
-        Bars::finish(self);
-    }
 }
