@@ -9,9 +9,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Lowest first; the rank of each top-level module of the library.
-const RANK: [(&str, u8); 9] = [
+const RANK: [(&str, u8); 10] = [
     ("error", 0),
     ("io", 0),
+    ("lp", 0),
     ("model", 1),
     ("schedule", 2),
     ("optimize", 3),

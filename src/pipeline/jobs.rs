@@ -38,8 +38,9 @@
 //! let problem = study.problem()?;
 //! let ex = Executor::quiet();
 //! let best = ex.run(Optimize { problem: &problem, objective: Objective::Perf })?;
-//! // Two like dimensions with like loads split the 300 GB/s evenly.
-//! assert!((best.bw_gbps[0] - 150.0).abs() < 1e-6 && (best.bw_gbps[1] - 150.0).abs() < 1e-6);
+//! // Two like dimensions with like loads split the 300 GB/s evenly (to
+//! // about the square root of the gap: the time is flat at its optimum).
+//! assert!((best.bw_gbps[0] - 150.0).abs() < 0.05 && (best.bw_gbps[1] - 150.0).abs() < 0.05);
 //! assert!(best.gap <= 1e-6);
 //! let f = ex.run(Frontier { problem: &problem, axis: Axis::Cost, points: 5 })?;
 //! assert_eq!(f.points.len(), 5);
