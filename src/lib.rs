@@ -9,7 +9,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | infrastructure | [`error`], [`io`], [`progress`] (the one observer of long work), [`sys`] (signals and memory advice: the only `unsafe` code) |
+//! | infrastructure | [`error`], [`io`], [`lp`] (the LP / MILP solver seam), [`progress`] (the one observer of long work), [`sys`] (signals and memory advice: the only `unsafe` code) |
 //! | model | [`model`] (units, fabric, topology, cost, catalog, bill of materials, workload, transformer, collective, training, evaluation) |
 //! | schedules | [`schedule`] (the IR, builders, synthesis, the simulator, bounds) |
 //! | optimization | [`optimize`] (LP / MILP solves, frontiers, the catalog MILP, schedule-backed fixed points) |
@@ -120,6 +120,7 @@
 pub mod error;
 pub mod interop;
 pub mod io;
+pub mod lp;
 pub mod model;
 pub mod optimize;
 pub mod pipeline;

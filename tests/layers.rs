@@ -10,9 +10,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Lowest first; the rank of each top-level module of the library.
-const RANK: [(&str, u8); 11] = [
+const RANK: [(&str, u8); 12] = [
     ("error", 0),
     ("io", 0),
+    ("lp", 0),
     ("progress", 0),
     ("sys", 0),
     ("model", 1),

@@ -6,7 +6,7 @@
 //! With a binary `u_{d,o}` per option, both `B_d = sum_o u v_o` and
 //! `1/B_d = sum_o u / v_o` are linear (one option is chosen), so the time
 //! model of `training` (every collective's per-dimension rows, every path)
-//! is linear in u and the problem is a MILP that HiGHS solves exactly
+//! is linear in u and the problem is a MILP that the solver (`lp`) solves exactly
 //! (relative MIP gap `optimize::MIP_REL_GAP`, 1e-9): no tangents needed.
 //! Capex and power are sums of option prices, so budgets are linear too.
 //! The study's linear constraints over B apply as written; constraints on
@@ -24,12 +24,11 @@
 
 use super::expr::{Constraint, Sense, Unit};
 use super::{MIP_REL_GAP, OptError, Problem};
+use crate::lp::{self, Expr, LpError, Var, var};
 use crate::model::bom::{self, DimOption};
 use crate::model::collective::{Coefficients, DimCoeff};
 use crate::model::training::IterationModel;
 use crate::model::units::{ns_to_ms, usd_to_musd, w_to_kw};
-use good_lp::solvers::highs::{HighsProblem, highs};
-use good_lp::{Expression, ProblemVariables, ResolutionError, Solution as _, SolverModel, Variable, variable};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -105,7 +104,7 @@ pub struct CatalogSolution {
     pub capex_usd: f64,
     /// Power, W.
     pub power_w: f64,
-    /// HiGHS's relative MIP gap bound.
+    /// The solver's relative MIP gap bound.
     pub mip_rel_gap: f64,
     /// Designs considered (options summed over dimensions).
     pub options: usize,
@@ -129,26 +128,24 @@ pub fn solve(p: &CatalogProblem, goal: Goal) -> Result<CatalogSolution, OptError
 fn solve_once(p: &CatalogProblem, goal: Goal) -> Result<CatalogSolution, OptError> {
     let n = p.dim_names.len();
     let opts = purchasable(p)?;
-    let mut vars = ProblemVariables::new();
-    let u: Vec<Vec<Variable>> = opts
+    let mut vars = lp::Problem::new();
+    let u: Vec<Vec<Var>> = opts
         .iter()
-        .map(|o| o.iter().map(|_| vars.add(variable().binary())).collect())
+        .map(|o| o.iter().map(|_| vars.add(var().binary())).collect())
         .collect();
     let m = Choice { opts: &opts, u: &u };
     let (capex, power) = (m.capex(), m.power());
     let (terms, term_of) = distinct_terms(&p.iteration);
-    let t: Vec<Variable> = terms.iter().map(|_| vars.add(variable().min(0.0))).collect();
-    let big_t = vars.add(variable().min(0.0));
-    let objective: Expression = match goal {
+    let t: Vec<Var> = terms.iter().map(|_| vars.add(var().min(0.0))).collect();
+    let big_t = vars.add(var().min(0.0));
+    let objective: Expr = match goal {
         Goal::Perf => big_t.into(),
         Goal::MinCapex { .. } => capex.clone(),
         Goal::MinPower { .. } => power.clone(),
     };
-    let mut model = highs(vars.minimise(objective))
-        .set_option("output_flag", false)
-        .set_option("mip_rel_gap", MIP_REL_GAP);
+    let mut model = vars.minimise(objective).mip_rel_gap(MIP_REL_GAP);
     for ud in &u {
-        model.add_constraint(ud.iter().copied().sum::<Expression>().eq(1.0));
+        model.add(ud.iter().copied().sum::<Expr>().eq(1.0));
     }
     m.add_time_rows(&mut model, &terms, &t);
     for path in &p.iteration.paths {
@@ -156,22 +153,22 @@ fn solve_once(p: &CatalogProblem, goal: Goal) -> Result<CatalogSolution, OptErro
         for &c in &path.collectives {
             *counts.entry(term_of[c]).or_default() += 1.0;
         }
-        let sum: Expression = counts.iter().map(|(k, cnt)| *cnt * t[*k]).sum();
-        model.add_constraint((big_t - sum).geq(ns_to_ms(path.constant_ns)));
+        let sum: Expr = counts.iter().map(|(k, cnt)| *cnt * t[*k]).sum();
+        model.add((big_t - sum).geq(ns_to_ms(path.constant_ns)));
     }
-    model.add_constraint(Expression::from(big_t).geq(ns_to_ms(p.iteration.compute_ns)));
+    model.add(Expr::from(big_t).geq(ns_to_ms(p.iteration.compute_ns)));
     if let Goal::MinCapex { target_ms } | Goal::MinPower { target_ms } = goal {
-        model.add_constraint(Expression::from(big_t).leq(target_ms));
+        model.add(Expr::from(big_t).leq(target_ms));
     }
     if let Some(b) = p.budget_usd {
-        model.add_constraint(capex.clone().leq(usd_to_musd(b)));
+        model.add(capex.clone().leq(usd_to_musd(b)));
     }
     if let Some(b) = p.budget_w {
-        model.add_constraint(power.clone().leq(w_to_kw(b)));
+        model.add(power.clone().leq(w_to_kw(b)));
     }
     m.add_constraints(&mut model, &p.constraints);
     let sol = model.solve().map_err(|e| match e {
-        ResolutionError::Infeasible => infeasible(p, &opts, goal),
+        LpError::Infeasible => infeasible(p, &opts, goal),
         other => OptError::Solver(other.to_string()),
     })?;
     let choice: Vec<DimOption> = (0..n)
@@ -248,17 +245,17 @@ fn distinct_terms(it: &IterationModel) -> (Vec<&Coefficients>, Vec<usize>) {
 /// linear expressions they make.
 struct Choice<'a> {
     opts: &'a [Vec<&'a DimOption>],
-    u: &'a [Vec<Variable>],
+    u: &'a [Vec<Var>],
 }
 
 impl Choice<'_> {
     /// B_d, GB/s.
-    fn bw(&self, d: usize) -> Expression {
+    fn bw(&self, d: usize) -> Expr {
         self.u[d].iter().zip(&self.opts[d]).map(|(v, o)| o.gbps * *v).sum()
     }
 
     /// 1/B_d (0 for an option that buys nothing).
-    fn inv(&self, d: usize) -> Expression {
+    fn inv(&self, d: usize) -> Expr {
         self.u[d]
             .iter()
             .zip(&self.opts[d])
@@ -266,14 +263,14 @@ impl Choice<'_> {
                 if o.gbps > 0.0 {
                     *v * (1.0 / o.gbps)
                 } else {
-                    Expression::from(0.0)
+                    Expr::from(0.0)
                 }
             })
             .sum()
     }
 
     /// Capex, $M.
-    fn capex(&self) -> Expression {
+    fn capex(&self) -> Expr {
         (0..self.u.len())
             .flat_map(|d| {
                 self.u[d]
@@ -285,7 +282,7 @@ impl Choice<'_> {
     }
 
     /// Power, kW.
-    fn power(&self) -> Expression {
+    fn power(&self) -> Expr {
         (0..self.u.len())
             .flat_map(|d| {
                 self.u[d]
@@ -297,9 +294,9 @@ impl Choice<'_> {
     }
 
     /// A row's constant (ms) and its bandwidth part (ms, linear in u).
-    fn sum_row(&self, row: &[DimCoeff]) -> (f64, Expression) {
+    fn sum_row(&self, row: &[DimCoeff]) -> (f64, Expr) {
         let mut alpha = 0.0;
-        let mut e = Expression::from(0.0);
+        let mut e = Expr::from(0.0);
         for (d, k) in row.iter().enumerate() {
             if k.bytes > 0.0 || k.alpha_ns > 0.0 {
                 alpha += ns_to_ms(k.alpha_ns);
@@ -313,32 +310,32 @@ impl Choice<'_> {
     }
 
     /// Each term's time variable above each of its rows.
-    fn add_time_rows(&self, model: &mut HighsProblem, terms: &[&Coefficients], t: &[Variable]) {
+    fn add_time_rows(&self, model: &mut lp::Model, terms: &[&Coefficients], t: &[Var]) {
         for (c, tc) in terms.iter().zip(t) {
             if c.sequential {
                 let (alpha, e) = self.sum_row(&c.dims);
-                model.add_constraint((*tc - e).geq(alpha));
+                model.add((*tc - e).geq(alpha));
             } else {
                 for (d, k) in c.dims.iter().enumerate() {
                     if k.bytes > 0.0 || k.alpha_ns > 0.0 {
                         let e = ns_to_ms(k.bytes) * self.inv(d);
-                        model.add_constraint((*tc - e).geq(ns_to_ms(k.alpha_ns)));
+                        model.add((*tc - e).geq(ns_to_ms(k.alpha_ns)));
                     }
                 }
             }
             for r in &c.rows {
                 let (alpha, e) = self.sum_row(r);
-                model.add_constraint((*tc - e).geq(alpha));
+                model.add((*tc - e).geq(alpha));
             }
         }
     }
 
     /// The study's linear constraints over B, each scaled to its largest
     /// coefficient.
-    fn add_constraints(&self, model: &mut HighsProblem, constraints: &[Constraint]) {
+    fn add_constraints(&self, model: &mut lp::Model, constraints: &[Constraint]) {
         for c in constraints {
             let scale = c.coeffs.iter().fold(0.0f64, |a, x| a.max(x.abs())).max(1e-300);
-            let lhs: Expression = c
+            let lhs: Expr = c
                 .coeffs
                 .iter()
                 .enumerate()
@@ -346,11 +343,11 @@ impl Choice<'_> {
                 .map(|(d, k)| (k / scale) * self.bw(d))
                 .sum();
             let rhs = c.rhs / scale;
-            match c.sense {
-                Sense::Le => model.add_constraint(lhs.leq(rhs)),
-                Sense::Ge => model.add_constraint(lhs.geq(rhs)),
-                Sense::Eq => model.add_constraint(lhs.eq(rhs)),
-            };
+            model.add(match c.sense {
+                Sense::Le => lhs.leq(rhs),
+                Sense::Ge => lhs.geq(rhs),
+                Sense::Eq => lhs.eq(rhs),
+            });
         }
     }
 }

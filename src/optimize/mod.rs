@@ -10,7 +10,7 @@
 //!
 //! **Outer approximation** (Kelley's cutting planes). Each curve is replaced
 //! by tangents `z_d >= 2 / b - B_d / b^2` at points b; the tangents lie under
-//! the convex curve, so the LP (HiGHS via good_lp) is a relaxation and its
+//! the convex curve, so the LP (solved through [`lp`]) is a relaxation and its
 //! optimum is a certified **lower bound**. Its B is feasible for every linear
 //! constraint, so the true time at that B is a certified **upper bound**. A
 //! tangent is added at each B where the LP under-estimated 1/B, and the loop
@@ -45,21 +45,21 @@
 //! Discrete technology: a dimension with `options_gbps` takes one of them. A
 //! binary per option makes both B_d and 1/B_d linear (`B_d = sum u_o v_o`,
 //! `z_d = sum u_o / v_o`, `sum u_o = 1`), so those dimensions need no cuts and
-//! the LP becomes a MILP that HiGHS solves exactly (relative MIP gap 1e-9).
+//! the LP becomes a MILP that the solver solves exactly (relative MIP gap 1e-9).
 //!
 //! Infeasible constraints are reported with an irreducible infeasible subset
 //! (deletion filter: drop each constraint whose removal keeps the rest
 //! infeasible).
 //!
-//! Solvers: the one-shot LPs over B alone (feasibility, the IIS, each
-//! dimension's range, the least cost) are modelled with good_lp on HiGHS;
-//! the master LP of the cutting-plane loop talks to HiGHS through the
-//! `highs` crate (good_lp's backend) because it keeps one HiGHS instance per
-//! convex solve and re-solves it from the previous basis after adding the
-//! new tangents (`master`). Tangents are pooled across the solves of one
-//! problem (perf-per-cost runs many), and each master starts from a seed
-//! grid plus the pooled tangents nearest the last answer. Only `optimize`
-//! uses good_lp, highs and argmin.
+//! Solvers: every LP and MILP goes through the [`lp`] seam (the solver is
+//! named there, once). The one-shot LPs over B alone (feasibility, the IIS,
+//! each dimension's range, the least cost) are [`lp::Model`]s; the master LP
+//! of the cutting-plane loop is an [`lp::Incremental`] because it keeps one
+//! solver instance per convex solve and re-solves it from the previous basis
+//! after adding the new tangents (`master`). Tangents are pooled across the
+//! solves of one problem (perf-per-cost runs many), and each master starts
+//! from a seed grid plus the pooled tangents nearest the last answer. Only
+//! `optimize` uses argmin.
 //!
 //! ```
 //! use dimsum::optimize::{self, Objective};
@@ -106,14 +106,17 @@ pub mod frontier;
 mod master;
 pub mod scheduled;
 
+/// The LP / MILP seam every solve of this module goes through (defined at
+/// the bottom layer, [`crate::lp`], so that `schedule` can use it too).
+pub use crate::lp;
+
+use crate::lp::{Expr, LpError, Var, var};
 use crate::model::cost::Linear;
 use crate::model::fabric::Fabric;
 use crate::model::training::IterationModel;
 use crate::model::units::{USD_PER_MUSD, W_PER_KW, ns_to_ms, usd_to_musd, w_to_kw};
 use expr::{Constraint, Sense, Unit};
-use good_lp::solvers::highs::highs;
-use good_lp::{Expression, ProblemVariables, ResolutionError, Solution as _, SolverModel, Variable, variable};
-use master::{Master, MasterError, Spec};
+use master::{Master, Spec};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -121,7 +124,7 @@ use std::collections::HashMap;
 const GAP: f64 = 1e-7;
 /// Relative gap the perf-per-cost branch and bound stops at.
 const PPC_GAP: f64 = 1e-6;
-/// Relative MIP gap HiGHS is asked for wherever a solve has integer
+/// Relative MIP gap the solver is asked for wherever a solve has integer
 /// variables (discrete options, the catalog MILP): tight enough that the
 /// MILP's answer is the optimum, not a near one.
 pub const MIP_REL_GAP: f64 = 1e-9;
@@ -392,20 +395,20 @@ impl Cuts {
     }
 }
 
-/// Row scale so the largest coefficient is 1 (keeps HiGHS well conditioned).
 /// Adds the linear constraint `c` over the bandwidths `b` to `model`, its
 /// row scaled by [`row_scale`].
-fn add_row<M: SolverModel>(model: &mut M, c: &Constraint, b: &[Variable]) {
+fn add_row(model: &mut lp::Model, c: &Constraint, b: &[Var]) {
     let s = row_scale(&c.coeffs);
-    let lhs: Expression = c.coeffs.iter().zip(b).map(|(k, v)| (k * s) * *v).sum();
+    let lhs: Expr = c.coeffs.iter().zip(b).map(|(k, v)| (k * s) * *v).sum();
     let rhs = c.rhs * s;
-    match c.sense {
-        Sense::Le => model.add_constraint(lhs.leq(rhs)),
-        Sense::Ge => model.add_constraint(lhs.geq(rhs)),
-        Sense::Eq => model.add_constraint(lhs.eq(rhs)),
-    };
+    model.add(match c.sense {
+        Sense::Le => lhs.leq(rhs),
+        Sense::Ge => lhs.geq(rhs),
+        Sense::Eq => lhs.eq(rhs),
+    });
 }
 
+/// Row scale so the largest coefficient is 1 (keeps the solver well conditioned).
 fn row_scale(coeffs: &[f64]) -> f64 {
     let m = coeffs.iter().fold(0.0f64, |a, c| a.max(c.abs()));
     if m > 0.0 { 1.0 / m } else { 1.0 }
@@ -500,55 +503,54 @@ impl<'a> Solver<'a> {
 
     /// Builds and solves one LP over B alone (no time model): feasibility,
     /// ranges, the least cost. `rows` are the constraints to use (indices
-    /// into the problem's). When HiGHS ends in an unexpected state (a
-    /// numerical failure), the LP is solved again with HiGHS's defaults.
-    fn lp(&mut self, goal: &Goal, rows: &[usize], mode: Mode) -> Result<LpAnswer, ResolutionError> {
+    /// into the problem's). When the solver ends in an unexpected state (a
+    /// numerical failure), the LP is solved again with the solver's defaults.
+    fn lp(&mut self, goal: &Goal, rows: &[usize], mode: Mode) -> Result<LpAnswer, LpError> {
         match self.lp_once(goal, rows, mode, false) {
-            Err(ResolutionError::Other(_) | ResolutionError::Str(_)) => self.lp_once(goal, rows, mode, true),
+            Err(LpError::Failed(_)) => self.lp_once(goal, rows, mode, true),
             r => r,
         }
     }
 
-    fn lp_once(&mut self, goal: &Goal, rows: &[usize], mode: Mode, careful: bool) -> Result<LpAnswer, ResolutionError> {
+    fn lp_once(&mut self, goal: &Goal, rows: &[usize], mode: Mode, careful: bool) -> Result<LpAnswer, LpError> {
         self.solves += 1;
         let n = self.p.n();
-        let mut vars = ProblemVariables::new();
-        let b: Vec<Variable> = (0..n)
+        let mut vars = lp::Problem::new();
+        let b: Vec<Var> = (0..n)
             .map(|d| {
                 let lo = if self.traffic[d] && mode == Mode::Floored {
                     MIN_TRAFFIC_GBPS
                 } else {
                     0.0
                 };
-                vars.add(variable().min(lo))
+                vars.add(var().min(lo))
             })
             .collect();
         let discrete = |d: usize| self.p.options[d].as_ref().filter(|o| !o.is_empty());
         // Binary choice per option on discrete dimensions.
-        let choice: Vec<Vec<Variable>> = (0..n)
+        let choice: Vec<Vec<Var>> = (0..n)
             .map(|d| match discrete(d) {
-                Some(opts) => opts.iter().map(|_| vars.add(variable().binary())).collect(),
+                Some(opts) => opts.iter().map(|_| vars.add(var().binary())).collect(),
                 None => Vec::new(),
             })
             .collect();
-        let objective: Expression = match goal {
+        let objective: Expr = match goal {
             Goal::Linear(c) => c.iter().zip(&b).map(|(k, v)| *k * *v).sum(),
-            Goal::Time | Goal::Nothing => Expression::from(0.0),
+            Goal::Time | Goal::Nothing => Expr::from(0.0),
         };
-        let mut model = highs(vars.minimise(objective));
-        model = model.set_option("output_flag", false);
+        let mut model = vars.minimise(objective);
         let has_int = (0..n).any(|d| discrete(d).is_some());
         if has_int {
-            model = model.set_option("mip_rel_gap", MIP_REL_GAP);
+            model = model.mip_rel_gap(MIP_REL_GAP);
         } else if !careful {
-            model = model.set_option("presolve", "off").set_option("solver", "simplex");
+            model = model.simplex();
         }
         for d in 0..n {
             if let Some(opts) = discrete(d) {
                 let u = &choice[d];
-                model.add_constraint(u.iter().copied().sum::<Expression>().eq(1.0));
-                let bsum: Expression = u.iter().zip(opts).map(|(v, o)| *o * *v).sum();
-                model.add_constraint(bsum.eq(b[d]));
+                model.add(u.iter().copied().sum::<Expr>().eq(1.0));
+                let bsum: Expr = u.iter().zip(opts).map(|(v, o)| *o * *v).sum();
+                model.add(bsum.eq(b[d]));
             }
         }
         for c in rows.iter().map(|&i| &self.p.constraints[i]) {
@@ -578,14 +580,14 @@ impl<'a> Solver<'a> {
         let rows = self.all_rows();
         match self.lp(&Goal::Nothing, &rows, Mode::Plain) {
             Ok(_) => Ok(()),
-            Err(ResolutionError::Infeasible) => {
+            Err(LpError::Infeasible) => {
                 let mut keep = rows;
                 let mut i = 0;
                 while i < keep.len() {
                     let mut without = keep.clone();
                     without.remove(i);
                     match self.lp(&Goal::Nothing, &without, Mode::Plain) {
-                        Err(ResolutionError::Infeasible) => keep = without,
+                        Err(LpError::Infeasible) => keep = without,
                         _ => i += 1,
                     }
                 }
@@ -606,8 +608,8 @@ impl<'a> Solver<'a> {
         let rows = self.all_rows();
         match self.lp(&Goal::Linear(c), &rows, Mode::Plain) {
             Ok(a) => Ok(Some(a.bw[d])),
-            Err(ResolutionError::Unbounded) => Ok(None),
-            Err(ResolutionError::Infeasible) => Err(OptError::Infeasible(vec!["the linear constraints".into()])),
+            Err(LpError::Unbounded) => Ok(None),
+            Err(LpError::Infeasible) => Err(OptError::Infeasible(vec!["the linear constraints".into()])),
             Err(e) => Err(OptError::Solver(e.to_string())),
         }
     }
@@ -668,7 +670,7 @@ impl<'a> Solver<'a> {
             round += 1;
             let a = match master.solve() {
                 Ok(a) => a,
-                Err(MasterError::Failed(_)) if !careful => {
+                Err(LpError::Failed(_)) if !careful => {
                     // A warm re-solve ended in a numerical failure: from now
                     // on build each round's LP afresh, with presolve.
                     careful = true;
@@ -676,11 +678,11 @@ impl<'a> Solver<'a> {
                     master = Master::new(&spec, &used, true);
                     continue;
                 }
-                Err(MasterError::Infeasible) => {
+                Err(LpError::Infeasible) => {
                     break Err(OptError::Infeasible(vec!["the constraints with the time model".into()]));
                 }
-                Err(MasterError::Unbounded) => break Err(OptError::Solver("the master LP is unbounded".into())),
-                Err(MasterError::Failed(m)) => break Err(OptError::Solver(m)),
+                Err(LpError::Unbounded) => break Err(OptError::Solver("the master LP is unbounded".into())),
+                Err(LpError::Failed(m)) => break Err(OptError::Solver(m)),
             };
             lower = lower.max(a.objective);
             // An upper bound from a feasible point.
@@ -749,9 +751,9 @@ impl<'a> Solver<'a> {
     }
 }
 
-fn lp_err(e: ResolutionError) -> OptError {
+fn lp_err(e: LpError) -> OptError {
     match e {
-        ResolutionError::Infeasible => OptError::Infeasible(vec!["the constraints with the time model".into()]),
+        LpError::Infeasible => OptError::Infeasible(vec!["the constraints with the time model".into()]),
         other => OptError::Solver(other.to_string()),
     }
 }
@@ -790,21 +792,21 @@ pub fn most_bandwidth(p: &Problem) -> Vec<f64> {
                 .as_ref()
                 .and_then(|o| o.iter().copied().reduce(f64::max))
                 .unwrap_or(f64::INFINITY);
-            let mut vars = ProblemVariables::new();
-            let b: Vec<Variable> = (0..n)
+            let mut vars = lp::Problem::new();
+            let b: Vec<Var> = (0..n)
                 .map(|k| {
                     let cap_k = p.options[k]
                         .as_ref()
                         .and_then(|o| o.iter().copied().reduce(f64::max))
                         .unwrap_or(f64::INFINITY);
                     if cap_k.is_finite() {
-                        vars.add(variable().min(0.0).max(cap_k))
+                        vars.add(var().min(0.0).max(cap_k))
                     } else {
-                        vars.add(variable().min(0.0))
+                        vars.add(var().min(0.0))
                     }
                 })
                 .collect();
-            let mut model = highs(vars.maximise(b[d])).set_option("output_flag", false);
+            let mut model = vars.maximise(b[d]);
             for c in &p.constraints {
                 add_row(&mut model, c, &b);
             }
@@ -1012,7 +1014,7 @@ fn perf_per_cost(s: &mut Solver, cost_m: &[f64]) -> Result<(Vec<f64>, f64, f64, 
         Ok(h)
     };
     // Start just above the least cost, so the budget row is not degenerate
-    // (HiGHS may fail on it; then a little higher). The sliver [x_lo, x_start]
+    // (the solver may fail on it; then a little higher). The sliver [x_lo, x_start]
     // is bounded below by x_lo * g(x_start).
     let mut x_start = x_hi * 1e-6;
     if x_lo > 0.0 {
@@ -1081,7 +1083,7 @@ fn perf_per_cost(s: &mut Solver, cost_m: &[f64]) -> Result<(Vec<f64>, f64, f64, 
             return Ok((bw, v, lb, last));
         }
         if let Some((_, a, b)) = worst {
-            // A numerical failure of HiGHS inside the weakest interval ends
+            // A numerical failure of the solver inside the weakest interval ends
             // the search; the gap reported says what is still open.
             stuck = eval(split(a, b)).is_err();
         }

@@ -14,7 +14,7 @@
 //! every other NPU absorbs one, switches pass what they receive) and
 //! `sum_s f_s(e) <= B_e T` on every link. A second solve keeps T within
 //! 1e-7 of its optimum and minimises the total flow (pieces x hops), so
-//! the flow has no cycles and the paths are short. Solved with HiGHS.
+//! the flow has no cycles and the paths are short. Solved through [`crate::lp`].
 //!
 //! On a product network (`schedule::product`: tori, rings, fully-connected
 //! groups, switches, each dimension's links alike) the translations act on
@@ -36,10 +36,9 @@
 
 use super::shape::{self, LinkClasses};
 use super::{MAX_STATE, Op, Run, Schedule, SmallVec, Transfer, smallvec};
+use crate::lp::{self, Expr, LpError, Var, var};
 use crate::model::topology::{DimKind, Topology};
 use crate::model::workload::CollectiveKind;
-use good_lp::solvers::highs::highs;
-use good_lp::{Expression, ProblemVariables, Solution as _, SolverModel, Variable, variable};
 use std::collections::VecDeque;
 
 /// Most flow variables (commodities x links) the program takes: 32,768,
@@ -59,7 +58,7 @@ pub enum FlowError {
     /// Some NPU cannot reach another.
     #[error("the topology does not connect every NPU to every other")]
     Disconnected,
-    /// HiGHS failed.
+    /// The LP solver failed.
     #[error("the flow program failed: {0}")]
     Solver(String),
 }
@@ -165,19 +164,19 @@ fn program(
     cap: Option<f64>,
 ) -> Result<(f64, Vec<Vec<f64>>), FlowError> {
     let n = topo.npus;
-    let mut vars = ProblemVariables::new();
-    let f: Vec<Vec<Variable>> = sources
+    let mut vars = lp::Problem::new();
+    let f: Vec<Vec<Var>> = sources
         .iter()
-        .map(|_| topo.links.iter().map(|_| vars.add(variable().min(0.0))).collect())
+        .map(|_| topo.links.iter().map(|_| vars.add(var().min(0.0))).collect())
         .collect();
-    let t = vars.add(variable().min(0.0));
-    let objective: Expression = match cap {
+    let t = vars.add(var().min(0.0));
+    let objective: Expr = match cap {
         None => t.into(),
         Some(_) => f.iter().flatten().copied().sum(),
     };
-    let mut model = highs(vars.minimise(objective)).set_option("output_flag", false);
+    let mut model = vars.minimise(objective);
     for (i, &s) in sources.iter().enumerate() {
-        let mut net: Vec<Expression> = vec![Expression::from(0.0); topo.nodes() as usize];
+        let mut net: Vec<Expr> = vec![Expr::from(0.0); topo.nodes() as usize];
         for (e, l) in topo.links.iter().enumerate() {
             net[l.src as usize] += f[i][e];
             net[l.dst as usize] -= f[i][e];
@@ -191,33 +190,33 @@ fn program(
             } else {
                 0.0
             };
-            model.add_constraint(expr.eq(b));
+            model.add(expr.eq(b));
         }
     }
     match sym {
         Some((class, count)) => {
-            let mut rows: Vec<Expression> = vec![Expression::from(0.0); *count];
+            let mut rows: Vec<Expr> = vec![Expr::from(0.0); *count];
             let mut gbps = vec![0.0; *count];
             for (e, l) in topo.links.iter().enumerate() {
                 rows[class[e]] += f[0][e];
                 gbps[class[e]] = l.gbps / top;
             }
             for (row, g) in rows.into_iter().zip(gbps) {
-                model.add_constraint((row - g * t).leq(0.0));
+                model.add((row - g * t).leq(0.0));
             }
         }
         None => {
             for (e, l) in topo.links.iter().enumerate() {
-                let load: Expression = f.iter().map(|fs| fs[e]).sum();
-                model.add_constraint((load - (l.gbps / top) * t).leq(0.0));
+                let load: Expr = f.iter().map(|fs| fs[e]).sum();
+                model.add((load - (l.gbps / top) * t).leq(0.0));
             }
         }
     }
     if let Some(c) = cap {
-        model.add_constraint(Expression::from(t).leq(c));
+        model.add(Expr::from(t).leq(c));
     }
     let sol = model.solve().map_err(|e| match e {
-        good_lp::ResolutionError::Infeasible => FlowError::Disconnected,
+        LpError::Infeasible => FlowError::Disconnected,
         other => FlowError::Solver(other.to_string()),
     })?;
     let flows = f

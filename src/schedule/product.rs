@@ -25,7 +25,7 @@
 //!   x_i <= t E_i / m exists iff t >= t*. So the best mixture meets the cut
 //!   bound exactly: the cut above is the exact cut over every node set, and
 //!   the mixture is found by a small linear program over the d! orders
-//!   (HiGHS; d <= [`MAX_DIMS`]).
+//!   (`crate::lp`; d <= [`MAX_DIMS`]).
 //! - Within a dimension: a ring spreads both ways (ceil((n-1)/2) hops
 //!   forward and the rest back; with an even ring, each tree is paired
 //!   with its mirror image so both directions carry the same); a
@@ -54,10 +54,9 @@ pub use super::shape::{
     symmetric,
 };
 use super::trees::{Arc, Forest, ForestError, Tree};
+use crate::lp::{self, Expr, Var, var};
 use crate::model::topology::{DimKind, Topology};
 use crate::model::workload::CollectiveKind;
-use good_lp::solvers::highs::highs;
-use good_lp::{Expression, ProblemVariables, Solution as _, SolverModel, Variable, variable};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -154,15 +153,15 @@ pub fn mixture(dims: &[Dim]) -> Result<Vec<Order>, ForestError> {
     }
     let (t_star, _) = gather_cut(dims);
     let x: Vec<Vec<f64>> = orders.iter().map(|o| hop_counts(dims, o)).collect();
-    let mut vars = ProblemVariables::new();
-    let w: Vec<Variable> = orders.iter().map(|_| vars.add(variable().min(0.0))).collect();
-    let t = vars.add(variable().min(0.0));
-    let mut model = highs(vars.minimise(t)).set_option("output_flag", false);
-    model.add_constraint(w.iter().copied().sum::<Expression>().eq(1.0));
+    let mut vars = lp::Problem::new();
+    let w: Vec<Var> = orders.iter().map(|_| vars.add(var().min(0.0))).collect();
+    let t = vars.add(var().min(0.0));
+    let mut model = vars.minimise(t);
+    model.add(w.iter().copied().sum::<Expr>().eq(1.0));
     for (i, dim) in dims.iter().enumerate() {
         let scale = 1.0 / (dim.egress_gbps() * t_star);
-        let load: Expression = w.iter().zip(&x).map(|(&v, xs)| xs[i] * scale * v).sum();
-        model.add_constraint((load - t).leq(0.0));
+        let load: Expr = w.iter().zip(&x).map(|(&v, xs)| xs[i] * scale * v).sum();
+        model.add((load - t).leq(0.0));
     }
     let sol = model
         .solve()
