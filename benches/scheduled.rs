@@ -66,7 +66,7 @@ fn bench(c: &mut Criterion) {
         let sp = spec(algo, k);
         let started = Instant::now();
         let backed = s.backed(&sp);
-        let fp = scheduled::optimize(&backed, &p, objective, &|_| ()).expect("fixed point");
+        let fp = scheduled::optimize(&backed, &p, objective, &dimsum::progress::Quiet).expect("fixed point");
         eprintln!(
             "{study} {algo} K={k} {}: {:.3} s cold, {} iterations (converged {}, cycle {}), {} schedules built, {} replays; simulated {:.3} ms vs analytic optimum simulated {:.3} ms",
             objective.name(),
@@ -82,7 +82,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function(format!("{study}/{algo}-k{k}/{}", objective.name()), |b| {
             b.iter(|| {
                 let backed = s.backed(&sp);
-                black_box(scheduled::optimize(&backed, &p, objective, &|_| ()).expect("fixed point"))
+                black_box(scheduled::optimize(&backed, &p, objective, &dimsum::progress::Quiet).expect("fixed point"))
             })
         });
     }

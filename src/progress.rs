@@ -120,6 +120,19 @@ impl Observer for Part<'_> {
     }
 }
 
+/// Hears no progress but passes on `outer`'s cancellation: for steps
+/// inside a step that reports for them both (a schedule-backed frontier's
+/// fixed points).
+pub struct CancelOnly<'a>(pub Progress<'a>);
+
+impl Observer for CancelOnly<'_> {
+    fn progress(&self, _: &str, _: usize, _: usize) {}
+
+    fn cancelled(&self) -> bool {
+        self.0.cancelled()
+    }
+}
+
 /// Runs `work` while another thread calls `tick` every 200 ms (progress
 /// of one long step that reports nothing itself); the ticker stops when
 /// `work` returns or panics.

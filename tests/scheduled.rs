@@ -242,7 +242,7 @@ fn fixed_point_is_fixed_and_reproducible() {
         let spec = Spec::default();
         let backed = s.backed(&spec);
         let p = problem(&s);
-        let fp = scheduled::optimize(&backed, &p, Objective::Perf, &|_| ()).unwrap();
+        let fp = scheduled::optimize(&backed, &p, Objective::Perf, &dimsum::progress::Quiet).unwrap();
         assert!(fp.converged, "{path}: {:?}", fp.history);
         let bw = fp.measured.bw_gbps.clone();
         // One more iteration.
@@ -306,7 +306,13 @@ constraints = ["x + y == 100"]
 "#;
     let s = study(text);
     let p = problem(&s);
-    let fp = scheduled::optimize(&s.backed(&Spec::default()), &p, Objective::Perf, &|_| ()).unwrap();
+    let fp = scheduled::optimize(
+        &s.backed(&Spec::default()),
+        &p,
+        Objective::Perf,
+        &dimsum::progress::Quiet,
+    )
+    .unwrap();
     assert!(fp.converged);
     // No overlap: T = 2 * 64e6 * 7/8 / x + 2 * 16e6 * 3/4 / y = 112e6/x + 24e6/y
     // under x + y = 100: x / y = sqrt(112/24), x = 100 sqrt(112) /

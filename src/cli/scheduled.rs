@@ -62,12 +62,15 @@ pub fn eval(study: &Study, bw: &[f64], json_out: bool) -> anyhow::Result<()> {
 pub fn optimize(study: &Study, problem: &Problem, objective: Objective, json_out: bool) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let bars = Bars::new();
+    let backed = study.backed(&study.evaluator);
     let job = jobs::FixedPoint {
-        study,
+        backed: &backed,
         problem,
         objective,
     };
-    let fp = Executor::new(&bars).run(job).map_err(super::lift)?;
+    let fp = Executor::new(&bars)
+        .run(job)
+        .map_err(|e| super::lift(e.in_study(study)))?;
     bars.finish();
     let solve_ms = started.elapsed().as_secs_f64() * 1e3;
     match json_out {

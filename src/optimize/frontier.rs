@@ -24,6 +24,7 @@
 use super::expr::{Constraint, Sense, Unit};
 use super::{Goal, Mode, OptError, Problem, is_tight, lp_err, prepare};
 use crate::model::units::{usd_to_musd, w_to_kw};
+use crate::progress::Progress;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -142,17 +143,14 @@ pub struct Frontier {
 
 /// The frontier of `p` on `axis` with `n` points (at least 2).
 pub fn frontier(p: &Problem, axis: Axis, n: usize) -> Result<Frontier, OptError> {
-    frontier_with(p, axis, n, &|_| {})
+    frontier_with(p, axis, n, "frontier", &crate::progress::Quiet)
 }
 
-/// As [`frontier`], calling `progress(done)` after each point (from any of
-/// the rayon threads the points are spread over).
-pub(crate) fn frontier_with(
-    p: &Problem,
-    axis: Axis,
-    n: usize,
-    progress: &(dyn Fn(usize) + Sync),
-) -> Result<Frontier, OptError> {
+/// As [`frontier`], reporting `(task, points done, n)` to `progress`
+/// after each point (from any of the rayon threads the points are spread
+/// over), and stopping with [`OptError::Cancelled`] at the next point
+/// once it cancels.
+pub fn frontier_with(p: &Problem, axis: Axis, n: usize, task: &str, progress: Progress) -> Result<Frontier, OptError> {
     let n = n.max(2);
     let (mut s, hi) = prepare(p)?;
     let k = axis.coeffs(p);
@@ -240,6 +238,9 @@ pub(crate) fn frontier_with(
             s.cuts = pool.clone();
             let mut out = Vec::with_capacity(xs.len());
             for &x in xs {
+                if progress.cancelled() {
+                    return Err(OptError::Cancelled);
+                }
                 let (bw, t, lower, _) = s.min_time(&[budget(x)])?;
                 let mut binding: Vec<String> = p
                     .constraints
@@ -265,7 +266,7 @@ pub(crate) fn frontier_with(
                     binding,
                     equal_split_ms: if equal_ok { p.time_ms(&equal) } else { f64::NAN },
                 });
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+                progress.progress(task, done.fetch_add(1, Ordering::Relaxed) + 1, n);
             }
             solved.fetch_add(s.solves, Ordering::Relaxed);
             Ok(out)

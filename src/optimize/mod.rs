@@ -318,6 +318,9 @@ pub enum OptError {
     /// The solver failed.
     #[error("solver failure: {0}")]
     Solver(String),
+    /// The observer asked the work to stop.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// What the LP minimizes.

@@ -87,6 +87,7 @@ use crate::model::workload::{CollectiveKind, Comm, Group, Workload};
 use crate::optimize::expr::{Constraint, Sense};
 use crate::optimize::frontier::Frontier;
 use crate::optimize::{self, Objective, OptError, Problem, Solution};
+use crate::progress::{CancelOnly, Progress};
 use crate::schedule::Schedule;
 use crate::schedule::algorithm::{Algorithm as ScheduleAlgorithm, Won};
 use crate::schedule::bounds;
@@ -97,8 +98,13 @@ use crate::schedule::synth::{self, SynthOptions};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// The task [`optimize`] reports: allocations measured.
+pub const FIXED_POINT: &str = "fixed point";
+/// The task [`frontier`] reports: budgets done.
+pub const SCHEDULE_BACKED_FRONTIER: &str = "schedule-backed frontier";
 
 /// How a study's collectives are timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -235,6 +241,20 @@ pub enum ScheduledError {
     /// The optimizer failed.
     #[error(transparent)]
     Opt(#[from] OptError),
+    /// The observer asked the work to stop.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl ScheduledError {
+    /// Whether the work was stopped by its observer (here or in the
+    /// optimizer it called).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(
+            self,
+            ScheduledError::Cancelled | ScheduledError::Opt(OptError::Cancelled)
+        )
+    }
 }
 
 /// The topology a collective over `group` runs on (module doc), and the
@@ -402,6 +422,8 @@ pub struct Backed {
     pub replayed: AtomicUsize,
     /// Evaluations answered from the replay cache.
     pub hits: AtomicUsize,
+    /// Set by [`Backed::cancel`]: replays not yet started are refused.
+    stop: AtomicBool,
 }
 
 impl Backed {
@@ -444,7 +466,15 @@ impl Backed {
             built: AtomicUsize::new(0),
             replayed: AtomicUsize::new(0),
             hits: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
         }
+    }
+
+    /// Stops the work in flight: every collective not yet replayed fails
+    /// with [`ScheduledError::Cancelled`] (from another thread, e.g. a
+    /// progress ticker whose observer cancelled).
+    pub fn cancel(&self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 
     /// The analytic iteration model.
@@ -561,6 +591,9 @@ impl Backed {
 
     /// Replays distinct collective `i` at `bw` (cached).
     fn measure_one(&self, i: usize, bw: &[f64]) -> Result<Arc<Measurement>, ScheduledError> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(ScheduledError::Cancelled);
+        }
         let comm = &self.distinct[i].0;
         let (key, map) = self.replay_key(i, bw);
         if let Some(m) = self.replays.lock().map_err(|_| poisoned())?.get(&key) {
@@ -994,13 +1027,15 @@ pub fn objective_value(problem: &Problem, objective: Objective, m: &Measured) ->
 }
 
 /// Optimizes `problem` (its constraints and cost; its iteration model is
-/// replaced by measured ones) against schedules (module doc). `progress` is
-/// called with the number of allocations measured.
+/// replaced by measured ones) against schedules (module doc). `progress`
+/// hears `fixed point` (allocations measured, of the most allowed) and
+/// stops the iterations, with [`ScheduledError::Cancelled`], once it
+/// cancels.
 pub fn optimize(
     backed: &Backed,
     problem: &Problem,
     objective: Objective,
-    progress: &dyn Fn(usize),
+    progress: Progress,
 ) -> Result<FixedPoint, ScheduledError> {
     let mut base = problem.clone();
     base.iteration = backed.analytic().clone();
@@ -1011,7 +1046,11 @@ pub fn optimize(
     let (mut converged, mut cycle) = (false, false);
     // Tangents measured at earlier allocations, per collective term.
     let mut past: Vec<Vec<Vec<DimCoeff>>> = vec![Vec::new(); base.iteration.collectives.len()];
-    for _ in 0..backed.spec.max_iterations.max(1) {
+    let most = backed.spec.max_iterations.max(1);
+    for _ in 0..most {
+        if progress.cancelled() {
+            return Err(ScheduledError::Cancelled);
+        }
         let m = backed.measure_with(&bw, false)?;
         let mut p = base.clone();
         p.iteration = m.model.clone();
@@ -1032,7 +1071,7 @@ pub fn optimize(
             objective_value: objective_value(problem, objective, &m).unwrap_or(f64::INFINITY),
             moved: step,
         });
-        progress(history.len());
+        progress.progress(FIXED_POINT, history.len(), most);
         let next = sol.bw_gbps.clone();
         steps.push((m, sol));
         if step <= backed.spec.tolerance {
@@ -1100,13 +1139,14 @@ pub struct FrontierRow {
 }
 
 /// The analytic frontier `f`'s budgets, each optimized against schedules
-/// (`perf` under the budget on `f`'s axis). `progress` is called with the
-/// number of budgets done.
+/// (`perf` under the budget on `f`'s axis). `progress` hears
+/// `schedule-backed frontier` (budgets done) and stops the work once it
+/// cancels.
 pub fn frontier(
     backed: &Backed,
     problem: &Problem,
     f: &Frontier,
-    progress: &dyn Fn(usize),
+    progress: Progress,
 ) -> Result<Vec<FrontierRow>, ScheduledError> {
     let axis = f.axis;
     let coeffs = axis.coeffs(problem);
@@ -1120,7 +1160,7 @@ pub fn frontier(
             rhs: pt.budget,
             unit: axis.unit_kind(),
         });
-        let fp = optimize(backed, &p, Objective::Perf, &|_| ())?;
+        let fp = optimize(backed, &p, Objective::Perf, &CancelOnly(progress))?;
         rows.push(FrontierRow {
             budget: pt.budget,
             analytic_ms: pt.iteration_time_ms,
@@ -1131,7 +1171,7 @@ pub fn frontier(
             converged: fp.converged,
             bw: fp.measured.bw_gbps.clone(),
         });
-        progress(i + 1);
+        progress.progress(SCHEDULE_BACKED_FRONTIER, i + 1, f.points.len());
     }
     Ok(rows)
 }

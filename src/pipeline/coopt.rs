@@ -308,17 +308,45 @@ pub enum ReplayError {
 /// injection, latency) and the analytic model's time the search ranked it
 /// by.
 pub fn replay(study: &Study, optimum: &Optimum, progress: Progress) -> Result<Measured, ReplayError> {
-    let g = transformer::generate(&optimum.model, &optimum.npu, &optimum.strategy, &study.fabric)?;
-    let backed = Backed::new(
-        &study.fabric,
-        &g.workload,
-        &collective_model_on(study, &optimum.npu),
-        study.training_loop,
-        &procure::best_spec(study),
-    );
-    let task = "replay the joint optimum on the best schedules";
-    Ok(procure::measure(&backed, &optimum.bw_gbps, task, progress)?)
+    replay_on(&ReplayOn::of(study, &optimum.npu), optimum, progress)
 }
+
+/// What replaying a joint optimum reads from its study.
+#[derive(Debug, Clone)]
+pub struct ReplayOn {
+    /// The fabric.
+    pub fabric: crate::model::fabric::Fabric,
+    /// The collective model with the optimum's accelerator (its HBM
+    /// bandwidth for reductions, where the study's follows its NPU's).
+    pub collectives: CollectiveModel,
+    /// The training loop.
+    pub training_loop: crate::model::training::Loop,
+    /// The schedule evaluator: `best` in the study's link model
+    /// (`procure::best_spec`).
+    pub spec: crate::optimize::scheduled::Spec,
+}
+
+impl ReplayOn {
+    /// The inputs of `study`'s replays of an optimum on `npu`.
+    pub fn of(study: &Study, npu: &Npu) -> ReplayOn {
+        ReplayOn {
+            fabric: study.fabric.clone(),
+            collectives: collective_model_on(study, npu),
+            training_loop: study.training_loop,
+            spec: procure::best_spec(study),
+        }
+    }
+}
+
+/// [`replay`] from its narrow inputs.
+pub fn replay_on(on: &ReplayOn, optimum: &Optimum, progress: Progress) -> Result<Measured, ReplayError> {
+    let g = transformer::generate(&optimum.model, &optimum.npu, &optimum.strategy, &on.fabric)?;
+    let backed = Backed::new(&on.fabric, &g.workload, &on.collectives, on.training_loop, &on.spec);
+    Ok(procure::measure(&backed, &optimum.bw_gbps, REPLAY, progress)?)
+}
+
+/// The task [`replay`] reports: distinct collectives replayed.
+pub const REPLAY: &str = "replay the joint optimum on the best schedules";
 
 fn divisors(n: u64) -> Vec<u64> {
     (1..=n).filter(|d| n.is_multiple_of(*d)).collect()
@@ -418,6 +446,9 @@ pub enum CooptError {
         /// Their product.
         candidates: usize,
     },
+    /// The observer asked the search to stop.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// Most candidates (placements x recipes) a search plans: 2^22, about
@@ -534,8 +565,8 @@ pub fn coopt_on(study: &Study, space: &RecipeSpace, npus: &[Npu], progress: Prog
     let searched = cands.len();
     // Visited best bound first.
     cands.sort_by(|a, b| a.key().total_cmp(&b.key()));
-    let mut v = search.visit(&cands, progress);
-    search.equal_split(&cands, &mut v);
+    let mut v = search.visit(&cands, progress)?;
+    search.equal_split(&cands, &mut v, progress)?;
     // The study's own strategy (its placement, recipe and micro-batch):
     // its row if the search solved it (the order compared by where it puts
     // the groups, virtual stages as `each` keeps them), else solved here,
@@ -840,8 +871,10 @@ impl<'a> Search<'a> {
 
     /// Visits the candidates (sorted best bound first) in waves of
     /// [`WAVE`], pruning against the [`EXACT_TOP`]-th best time solved so
-    /// far, and stops at the first candidate whose bound reaches it.
-    fn visit(&self, cands: &[Cand], progress: Progress) -> Visit {
+    /// far, and stops at the first candidate whose bound reaches it (or
+    /// with [`CooptError::Cancelled`] before a wave once `progress`
+    /// cancels).
+    fn visit(&self, cands: &[Cand], progress: Progress) -> Result<Visit, CooptError> {
         let mut v = Visit {
             verdicts: vec![None; cands.len()],
             problems: (0..cands.len()).map(|_| None).collect(),
@@ -864,6 +897,9 @@ impl<'a> Search<'a> {
         let mut top: Vec<f64> = Vec::with_capacity(EXACT_TOP + 1);
         let mut i = 0;
         while i < cands.len() {
+            if progress.cancelled() {
+                return Err(CooptError::Cancelled);
+            }
             let end = (i + WAVE).min(cands.len());
             // Both bounds are closed forms whose rounding differs from the
             // built iteration's (about 1e-13): they prune with a margin of 1e-9.
@@ -931,7 +967,7 @@ impl<'a> Search<'a> {
             i = end;
             progress.progress(STRATEGIES, i, cands.len());
         }
-        v
+        Ok(v)
     }
 
     /// One candidate of a wave: rejected, pruned by a bound, sharing the
@@ -994,8 +1030,8 @@ impl<'a> Search<'a> {
     /// best strategy there: every candidate whose compute bound is below
     /// the best equal-split time so far (in waves of [`EQUAL_WAVE`]), timed
     /// from its counts under no-overlap, else built. Failed strategies do
-    /// not count.
-    fn equal_split(&self, cands: &[Cand], v: &mut Visit) {
+    /// not count. Stops before a wave once `progress` cancels.
+    fn equal_split(&self, cands: &[Cand], v: &mut Visit, progress: Progress) -> Result<(), CooptError> {
         let mut best_eq = f64::INFINITY;
         // Where the equal split gives no dimension more than the most it
         // can get, a candidate's time there is at least its time at the
@@ -1007,6 +1043,9 @@ impl<'a> Search<'a> {
             .is_some_and(|m| m.len() == equal_bw.len() && equal_bw.iter().zip(m).all(|(e, x)| e <= x));
         let mut at = 0;
         while at < cands.len() {
+            if progress.cancelled() {
+                return Err(CooptError::Cancelled);
+            }
             let end = (at + EQUAL_WAVE).min(cands.len());
             let need = |k: usize| {
                 let counted = matches!(v.verdicts[k], Some(Verdict::Solved { .. } | Verdict::Pruned { .. }));
@@ -1033,6 +1072,7 @@ impl<'a> Search<'a> {
             }
             at = end;
         }
+        Ok(())
     }
 
     /// `c`'s time at the equal split: from its problem, an equal

@@ -57,7 +57,7 @@ pub enum RunError {
     Input(#[from] InputError),
     /// An optimization failed where the run cannot go on without it.
     #[error(transparent)]
-    Opt(#[from] OptError),
+    Opt(OptError),
     /// A schedule-backed replay or solve failed.
     #[error(transparent)]
     Scheduled(ScheduledError),
@@ -66,13 +66,13 @@ pub enum RunError {
     Write(#[from] WriteError),
     /// The co-optimization could not run.
     #[error(transparent)]
-    Coopt(#[from] CooptError),
+    Coopt(CooptError),
     /// The catalog optimum could not be found or bought.
     #[error(transparent)]
     Procure(ProcureError),
     /// The joint optimum could not be replayed.
     #[error("replaying the joint optimum: {0}")]
-    Replay(#[from] ReplayError),
+    Replay(ReplayError),
     /// A collective's schedule could not be built as asked.
     #[error(transparent)]
     Build(#[from] SpecError),
@@ -81,7 +81,7 @@ pub enum RunError {
     Simulate(#[from] SimError),
     /// A comparison's schedule could not be built.
     #[error(transparent)]
-    Compare(#[from] crate::schedule::compare::CompareError),
+    Compare(crate::schedule::compare::CompareError),
     /// The observer asked the work to stop.
     #[error("cancelled")]
     Cancelled,
@@ -97,10 +97,67 @@ impl From<ProcureError> for RunError {
     }
 }
 
+impl From<OptError> for RunError {
+    fn from(e: OptError) -> RunError {
+        match e {
+            OptError::Cancelled => RunError::Cancelled,
+            other => RunError::Opt(other),
+        }
+    }
+}
+
+impl From<CooptError> for RunError {
+    fn from(e: CooptError) -> RunError {
+        match e {
+            CooptError::Cancelled => RunError::Cancelled,
+            other => RunError::Coopt(other),
+        }
+    }
+}
+
+impl From<ReplayError> for RunError {
+    fn from(e: ReplayError) -> RunError {
+        match e {
+            ReplayError::Scheduled(s) if s.is_cancelled() => RunError::Cancelled,
+            other => RunError::Replay(other),
+        }
+    }
+}
+
+impl From<crate::schedule::compare::CompareError> for RunError {
+    fn from(e: crate::schedule::compare::CompareError) -> RunError {
+        match e.cause {
+            crate::schedule::compare::Cause::Cancelled => RunError::Cancelled,
+            _ => RunError::Compare(e),
+        }
+    }
+}
+
+impl From<ScheduledError> for RunError {
+    fn from(e: ScheduledError) -> RunError {
+        match e.is_cancelled() {
+            true => RunError::Cancelled,
+            false => RunError::Scheduled(e),
+        }
+    }
+}
+
 impl RunError {
+    /// This error as `study` explains it: a schedule its `[evaluator]`
+    /// names but that cannot be built is bad input at that line.
+    pub fn in_study(self, study: &crate::study::Study) -> RunError {
+        match self {
+            RunError::Scheduled(e) => RunError::scheduled(study, e),
+            other => other,
+        }
+    }
+
     /// A schedule-backed error of `study`'s: a schedule its `[evaluator]`
     /// names but that cannot be built is bad input.
     pub(crate) fn scheduled(study: &crate::study::Study, e: ScheduledError) -> RunError {
+        if e.is_cancelled() {
+            return RunError::Cancelled;
+        }
         match study.evaluator_error(e) {
             Ok(input) => RunError::Input(input),
             Err(other) => RunError::Scheduled(other),

@@ -58,7 +58,7 @@ use crate::model::topology::Topology;
 use crate::model::transformer::RecipeSpace;
 use crate::model::workload::CollectiveKind;
 use crate::optimize::frontier::{self, Axis};
-use crate::optimize::scheduled::Measured;
+use crate::optimize::scheduled::{Backed, Measured};
 use crate::optimize::{self, Objective, Problem, Solution};
 use crate::progress::ticking;
 use crate::schedule::Schedule;
@@ -106,9 +106,7 @@ impl Job for Frontier<'_> {
     fn run(self, ex: &Executor) -> Result<frontier::Frontier, RunError> {
         let task = self.name();
         let o = ex.observer();
-        let f = frontier::frontier_with(self.problem, self.axis, self.points, &|i| {
-            o.progress(&task, i, self.points)
-        })?;
+        let f = frontier::frontier_with(self.problem, self.axis, self.points, &task, o)?;
         ex.check()?;
         Ok(f)
     }
@@ -306,11 +304,12 @@ impl crate::progress::Observer for Renamed<'_> {
 }
 
 /// The joint optimum's iteration replayed on the best schedules
-/// (`coopt::replay`).
+/// (`coopt::replay_on`).
 #[derive(Debug, Clone, Copy)]
 pub struct Replay<'a> {
-    /// The study: its fabric and collective model.
-    pub study: &'a Study,
+    /// What the replays read: fabric, collective model, loop, evaluator
+    /// (`coopt::ReplayOn::of(study, npu)`).
+    pub on: &'a coopt::ReplayOn,
     /// The optimum: model, NPU, strategy and allocation.
     pub optimum: &'a Optimum,
 }
@@ -318,10 +317,10 @@ pub struct Replay<'a> {
 impl Job for Replay<'_> {
     type Output = Measured;
     fn name(&self) -> String {
-        "replay the joint optimum on the best schedules".into()
+        coopt::REPLAY.into()
     }
     fn run(self, ex: &Executor) -> Result<Measured, RunError> {
-        Ok(coopt::replay(self.study, self.optimum, ex.observer())?)
+        Ok(coopt::replay_on(self.on, self.optimum, ex.observer())?)
     }
 }
 
@@ -486,28 +485,29 @@ impl Job for Compare<'_> {
         "compare".into()
     }
     fn run(self, ex: &Executor) -> Result<Self::Output, RunError> {
-        let n = self.topologies.len() * self.algorithms.len();
-        let o = ex.observer();
         let rows = crate::schedule::compare::compare(
             self.topologies,
             self.kind,
             self.algorithms,
             self.sizes,
             self.model,
-            &|d| o.progress("compare", d, n),
+            ex.observer(),
         )?;
         Ok(rows)
     }
 }
 
-/// One objective optimized against the study's replayed schedules (the
+/// One objective optimized against a workload's replayed schedules (the
 /// fixed point of `optimize::scheduled::optimize`), reported as `fixed
-/// point` iterations out of the study's limit.
-#[derive(Debug, Clone, Copy)]
+/// point` iterations out of the evaluator's limit. A schedule that cannot
+/// be built is a `RunError::Scheduled`; [`RunError::in_study`] makes it the
+/// study's located input error.
+#[derive(Clone, Copy)]
 pub struct FixedPoint<'a> {
-    /// The study: its `[evaluator]` and fabric.
-    pub study: &'a Study,
-    /// Its problem.
+    /// The schedule-backed evaluator: fabric, workload, collective model,
+    /// loop and `[evaluator]` (`Study::backed`).
+    pub backed: &'a Backed,
+    /// The problem: constraints and pricing.
     pub problem: &'a Problem,
     /// What to optimize.
     pub objective: Objective,
@@ -516,15 +516,14 @@ pub struct FixedPoint<'a> {
 impl Job for FixedPoint<'_> {
     type Output = crate::optimize::scheduled::FixedPoint;
     fn name(&self) -> String {
-        "fixed point".into()
+        crate::optimize::scheduled::FIXED_POINT.into()
     }
     fn run(self, ex: &Executor) -> Result<Self::Output, RunError> {
-        let study = self.study;
-        let backed = study.backed(&study.evaluator);
-        let (o, n) = (ex.observer(), study.evaluator.max_iterations);
-        crate::optimize::scheduled::optimize(&backed, self.problem, self.objective, &|k| {
-            o.progress("fixed point", k, n)
-        })
-        .map_err(|e| RunError::scheduled(study, e))
+        Ok(crate::optimize::scheduled::optimize(
+            self.backed,
+            self.problem,
+            self.objective,
+            ex.observer(),
+        )?)
     }
 }

@@ -407,7 +407,12 @@ impl Procured {
 pub(crate) fn measure(backed: &Backed, bw: &[f64], task: &str, progress: Progress) -> Result<Measured, ScheduledError> {
     let total = backed.distinct();
     let measured = ticking(
-        &|| progress.progress(task, backed.replayed.load(Ordering::Relaxed).min(total), total),
+        &|| {
+            progress.progress(task, backed.replayed.load(Ordering::Relaxed).min(total), total);
+            if progress.cancelled() {
+                backed.cancel();
+            }
+        },
         || backed.measure(bw),
     );
     progress.progress(task, total, total);

@@ -170,12 +170,9 @@ impl Job for StudyFrontier<'_> {
         };
         if self.schedule_backed {
             let backed = study.backed(&study.evaluator);
-            let n = r.frontier.points.len();
             let o = ex.observer();
-            let rows = scheduled::frontier(&backed, &r.problem, &r.frontier, &|i| {
-                o.progress("schedule-backed frontier", i, n)
-            })
-            .map_err(|e| RunError::scheduled(study, e))?;
+            let rows =
+                scheduled::frontier(&backed, &r.problem, &r.frontier, o).map_err(|e| RunError::scheduled(study, e))?;
             r.schedule_backed = Some(rows);
         }
         Ok(r)
@@ -215,7 +212,7 @@ impl Job for RunStudy<'_> {
             });
         }
         let scheduled = match schedule {
-            true => Some(scheduled_optima(study, &problem)?),
+            true => Some(scheduled_optima(study, &problem, ex.observer())?),
             false => None,
         };
         let procurement = match study.procurement {
@@ -308,14 +305,16 @@ impl crate::progress::Observer for QuietSearch<'_> {
 }
 
 /// Each objective of the study optimized against its schedules; a schedule
-/// the study names but that cannot be built stops the run.
-fn scheduled_optima(study: &Study, problem: &Problem) -> Result<Vec<ScheduledOptimum>, RunError> {
+/// the study names but that cannot be built stops the run, and so does
+/// `progress` cancelling.
+fn scheduled_optima(study: &Study, problem: &Problem, progress: Progress) -> Result<Vec<ScheduledOptimum>, RunError> {
     let backed = study.backed(&study.evaluator);
     let mut out = Vec::new();
     for name in &study.objectives {
         let objective = study.objective_named(name, None, Source::Study)?;
-        let outcome = match scheduled::optimize(&backed, problem, objective, &|_| ()) {
+        let outcome = match scheduled::optimize(&backed, problem, objective, progress) {
             Err(e @ ScheduledError::Build { .. }) => return Err(RunError::scheduled(study, e)),
+            Err(e) if e.is_cancelled() => return Err(RunError::Cancelled),
             outcome => outcome,
         };
         out.push(ScheduledOptimum {

@@ -10,6 +10,7 @@ use super::bounds;
 use super::simulate::{self, LinkModel, SimError, SimOptions};
 use crate::model::topology::Topology;
 use crate::model::workload::CollectiveKind;
+use crate::progress::Progress;
 
 /// One replay: an algorithm's schedule on a topology at one vector size.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +52,9 @@ pub enum Cause {
     /// The schedule could not be replayed.
     #[error(transparent)]
     Replay(#[from] SimError),
+    /// The observer asked the comparison to stop (before this pair).
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// Every `algorithms` schedule of `kind` on every one of `topologies`
@@ -58,16 +62,18 @@ pub enum Cause {
 /// (bytes): rows topology by topology, then algorithm by algorithm, then
 /// size by size. Each schedule is built once per topology, except TACOS,
 /// forest and best, which depend on the size and are built per size.
-/// `progress` is called with the number of (topology, algorithm) pairs
-/// done after each.
+/// `progress` hears `compare` ((topology, algorithm) pairs done) and
+/// stops the comparison, with [`Cause::Cancelled`], before the next pair
+/// once it cancels.
 pub fn compare(
     topologies: &[(String, Topology)],
     kind: CollectiveKind,
     algorithms: &[Algorithm],
     sizes: &[f64],
     model: LinkModel,
-    progress: &dyn Fn(usize),
+    progress: Progress,
 ) -> Result<Vec<Row>, CompareError> {
+    let pairs = topologies.len() * algorithms.len();
     let mut rows = Vec::with_capacity(topologies.len() * algorithms.len() * sizes.len());
     let mut done = 0;
     for (name, topo) in topologies {
@@ -79,6 +85,9 @@ pub fn compare(
                 algorithm,
                 cause,
             };
+            if progress.cancelled() {
+                return Err(fail(Cause::Cancelled));
+            }
             let mut schedule = None;
             for &size in sizes {
                 let s = match schedule.take() {
@@ -111,7 +120,7 @@ pub fn compare(
                 schedule = Some(s);
             }
             done += 1;
-            progress(done);
+            progress.progress("compare", done, pairs);
         }
     }
     Ok(rows)
@@ -122,7 +131,6 @@ pub fn compare(
 mod tests {
     use super::*;
     use crate::model::topology::from_spec;
-    use std::cell::RefCell;
 
     #[test]
     fn every_algorithm_on_every_topology_at_every_size_is_valid_and_above_its_bound() {
@@ -132,8 +140,8 @@ mod tests {
             .collect();
         let algorithms = [Algorithm::Ring, Algorithm::Swing, Algorithm::Tacos];
         let sizes = [1024.0, 1048576.0];
-        let calls = RefCell::new(Vec::new());
-        let progress = |d: usize| calls.borrow_mut().push(d);
+        let calls = std::sync::Mutex::new(Vec::new());
+        let progress = |_: &str, d: usize, n: usize| calls.lock().unwrap().push((d, n));
         let rows = compare(
             &topologies,
             CollectiveKind::AllReduce,
@@ -144,7 +152,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(rows.len(), topologies.len() * algorithms.len() * sizes.len());
-        assert_eq!(calls.into_inner(), (1..=6).collect::<Vec<_>>());
+        assert_eq!(calls.into_inner().unwrap(), (1..=6).map(|d| (d, 6)).collect::<Vec<_>>());
         for r in &rows {
             assert!(r.valid, "{r:?}");
             assert!(r.bound_ns > 0.0 && r.time_ns >= r.bound_ns * (1.0 - 1e-9), "{r:?}");
@@ -170,7 +178,7 @@ mod tests {
             &[Algorithm::HalvingDoubling],
             &[1024.0],
             LinkModel::AlphaBeta,
-            &|_| {},
+            &crate::progress::Quiet,
         )
         .unwrap_err();
         assert_eq!(e.topology, "ring:12");
