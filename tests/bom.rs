@@ -713,7 +713,13 @@ fn bandwidths_take_units_and_the_gbit_trap_is_warned() {
 fn the_newcomers_study_buys_infiniband_beside_the_servers() {
     let s = Study::load(Path::new("studies/hgx-h100-1024-ib.toml")).unwrap();
     let problem = s.problem().unwrap();
-    let p = dimsum::pipeline::procure::procure(&s, &problem, &[]).unwrap();
+    let p = dimsum::pipeline::procure::procure(
+        &dimsum::pipeline::procure::Buying::of(&s),
+        &dimsum::pipeline::procure::objectives(&s),
+        &problem,
+        &[],
+    )
+    .unwrap();
     let (_, c, b) = p.decided().unwrap();
     assert_eq!(b.bought_gbps[0], 450.0);
     assert!(b.dims[0].items.is_empty());
@@ -767,7 +773,13 @@ fn every_committed_decision_is_its_parts() {
             continue;
         }
         seen += 1;
-        let p = dimsum::pipeline::procure::procure(&s, &s.problem().unwrap(), &[]).unwrap();
+        let p = dimsum::pipeline::procure::procure(
+            &dimsum::pipeline::procure::Buying::of(&s),
+            &dimsum::pipeline::procure::objectives(&s),
+            &s.problem().unwrap(),
+            &[],
+        )
+        .unwrap();
         for a in &p.answers {
             let Ok((c, b)) = &a.outcome else { continue };
             let capex: f64 = b.items.iter().map(|i| i.capex_usd()).sum();

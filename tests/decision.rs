@@ -121,7 +121,7 @@ fn procure(s: &Study) -> procure::Procured {
             optimize::solve(&problem, o).ok().map(|x| (name.clone(), x.bw_gbps))
         })
         .collect();
-    procure::procure(s, &problem, &recommended).unwrap()
+    procure::procure(&procure::Buying::of(s), &procure::objectives(s), &problem, &recommended).unwrap()
 }
 
 #[test]
@@ -263,7 +263,7 @@ fn the_catalog_frontier_is_brute_force_over_purchasable_designs() {
 fn the_decision_is_replayed_on_its_best_schedules_above_its_bound() {
     let s = study("budget_usd = 1e6");
     let mut p = procure(&s);
-    p.replay_decision(&s, &dimsum::progress::Quiet);
+    p.replay_decision(&s.backed(&procure::best_spec(&s)), &dimsum::progress::Quiet);
     let (_, c, _) = p.decided().unwrap();
     let m = p.replay.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(m.bw_gbps, c.catalog.bw_gbps);

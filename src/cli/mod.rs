@@ -466,7 +466,7 @@ fn optimize(a: OptimizeArgs) -> anyhow::Result<()> {
         }
         let started = Instant::now();
         let job = jobs::CatalogOptimum {
-            study: &study,
+            buying: &dimsum::pipeline::procure::Buying::of(&study),
             problem: &problem,
             objective,
             budget_usd,

@@ -116,8 +116,9 @@ impl Job for Frontier<'_> {
 /// (`procure::catalog_optimum`): `dimsum optimize --catalog`.
 #[derive(Debug, Clone, Copy)]
 pub struct CatalogOptimum<'a> {
-    /// The study: its `[procurement]` and catalog.
-    pub study: &'a Study,
+    /// The fabric and its `[procurement]`: catalog and budgets
+    /// (`procure::Buying::of(study)`).
+    pub buying: &'a procure::Buying,
     /// Its problem.
     pub problem: &'a Problem,
     /// What to optimize.
@@ -135,7 +136,7 @@ impl Job for CatalogOptimum<'_> {
     }
     fn run(self, _: &Executor) -> Result<CatalogAnswer, RunError> {
         Ok(procure::catalog_optimum(
-            self.study,
+            self.buying,
             self.problem,
             self.objective,
             self.budget_usd,
@@ -147,14 +148,20 @@ impl Job for CatalogOptimum<'_> {
 /// A study's procurement (`procure::procure`): the recommended designs
 /// bought, each objective answered by the catalog, the decision replayed
 /// on the best schedules.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Procure<'a> {
-    /// The study: its `[procurement]`, catalog and objectives.
-    pub study: &'a Study,
-    /// Its problem.
+    /// The fabric and its `[procurement]` (`procure::Buying::of(study)`).
+    pub buying: &'a procure::Buying,
+    /// The objectives to answer from the catalog, by name
+    /// (`procure::objectives(study)`).
+    pub objectives: &'a [(String, Result<Objective, InputError>)],
+    /// The problem: constraints and pricing.
     pub problem: &'a Problem,
     /// The recommended allocations to buy: (objective, GB/s per dimension).
     pub designs: &'a [(String, Vec<f64>)],
+    /// The workload's replays on the best schedules, for the decision
+    /// (`study.backed(&procure::best_spec(study))`).
+    pub replay: &'a Backed,
 }
 
 impl Job for Procure<'_> {
@@ -163,9 +170,9 @@ impl Job for Procure<'_> {
         "procure".into()
     }
     fn run(self, ex: &Executor) -> Result<Procured, RunError> {
-        let mut p = procure::procure(self.study, self.problem, self.designs)?;
+        let mut p = procure::procure(self.buying, self.objectives, self.problem, self.designs)?;
         ex.check()?;
-        p.replay_decision(self.study, ex.observer());
+        p.replay_decision(self.replay, ex.observer());
         Ok(p)
     }
 }

@@ -112,25 +112,55 @@ pub fn dim_options(fabric: &Fabric, spec: &Procurement) -> Vec<Vec<DimOption>> {
         .collect()
 }
 
-/// Every purchasable design of every dimension of `study`.
-fn options(study: &Study) -> Vec<Vec<DimOption>> {
-    dim_options(&study.fabric, &study.procurement())
+/// What buying reads from a study: its fabric and its `[procurement]`
+/// (catalog, budgets; the defaults where the study has none).
+#[derive(Debug, Clone)]
+pub struct Buying {
+    /// The fabric.
+    pub fabric: Fabric,
+    /// The catalog and the budgets.
+    pub spec: Procurement,
+}
+
+impl Buying {
+    /// `study`'s.
+    pub fn of(study: &Study) -> Buying {
+        Buying {
+            fabric: study.fabric.clone(),
+            spec: study.procurement(),
+        }
+    }
+
+    /// Every purchasable design of every dimension.
+    fn options(&self) -> Vec<Vec<DimOption>> {
+        dim_options(&self.fabric, &self.spec)
+    }
+}
+
+/// Each of `study`'s objectives by name, as the study states it (a target
+/// it cannot meet is its located error).
+pub fn objectives(study: &Study) -> Vec<(String, Result<Objective, InputError>)> {
+    study
+        .objectives
+        .iter()
+        .map(|name| (name.clone(), study.objective_named(name, None, Source::Study)))
+        .collect()
 }
 
 /// The catalog-constrained optimum of `goal` under the budgets given (no
 /// default from the study), beside its continuous relaxation, and its bill
 /// of materials.
 pub fn compare(
-    study: &Study,
+    on: &Buying,
     problem: &Problem,
     goal: Goal,
     budget_usd: Option<f64>,
     budget_w: Option<f64>,
 ) -> Result<(Comparison, Bom), ProcureError> {
-    let c = catalog::compare(problem, options(study), budget_usd, budget_w, goal)?;
+    let c = catalog::compare(problem, on.options(), budget_usd, budget_w, goal)?;
     // The bill of the designs the MILP chose (the cheapest way to buy the
     // same bandwidths may draw more power than a min-power answer chose).
-    let b = bom::bom_of(&study.fabric, &study.procurement(), &c.catalog.choice)?;
+    let b = bom::bom_of(&on.fabric, &on.spec, &c.catalog.choice)?;
     Ok((c, b))
 }
 
@@ -163,7 +193,7 @@ fn goal_of(objective: Objective) -> Result<Goal, InputError> {
 /// The catalog-constrained optimum of `objective` under the budgets given
 /// (each must be > 0), else the study's; `perf` needs a budget.
 pub fn catalog_optimum(
-    study: &Study,
+    on: &Buying,
     problem: &Problem,
     objective: Objective,
     budget_usd: Option<f64>,
@@ -175,7 +205,7 @@ pub fn catalog_optimum(
         }
     }
     let goal = goal_of(objective)?;
-    let spec = study.procurement();
+    let spec = &on.spec;
     let budget_usd = budget_usd.or(spec.budget_usd);
     let budget_w = budget_w.or(spec.budget_w);
     if goal == Goal::Perf && budget_usd.is_none() && budget_w.is_none() {
@@ -185,7 +215,7 @@ pub fn catalog_optimum(
         )
         .into());
     }
-    let (comparison, bom) = compare(study, problem, goal, budget_usd, budget_w)?;
+    let (comparison, bom) = compare(on, problem, goal, budget_usd, budget_w)?;
     Ok(CatalogAnswer {
         comparison,
         bom,
@@ -197,9 +227,9 @@ pub fn catalog_optimum(
 /// The catalog optimum at `points` budgets, geometrically spaced from the
 /// cheapest purchasable fabric to the least capex of the fastest one (empty
 /// when nothing is purchasable under the study's power budget).
-pub fn frontier(study: &Study, problem: &Problem, points: usize) -> Result<Vec<(f64, Comparison)>, OptError> {
-    let spec = study.procurement();
-    let options = options(study);
+pub fn frontier(on: &Buying, problem: &Problem, points: usize) -> Result<Vec<(f64, Comparison)>, OptError> {
+    let spec = &on.spec;
+    let options = on.options();
     let (cp, _) = catalog::CatalogProblem::new(problem, options.clone(), None, spec.budget_w);
     let Ok(cheapest) = catalog::solve(&cp, Goal::MinCapex { target_ms: f64::MAX }) else {
         return Ok(Vec::new());
@@ -266,11 +296,16 @@ const SLACK: f64 = 1e-9;
 /// The red flags of buying `bom` for `study` (empty: within every budget
 /// and cap).
 pub fn flags(study: &Study, bom: &Result<Bom, BomError>) -> Vec<Flag> {
+    flags_on(&Buying::of(study), bom)
+}
+
+/// [`flags`] from what buying reads.
+pub fn flags_on(on: &Buying, bom: &Result<Bom, BomError>) -> Vec<Flag> {
     let b = match bom {
         Ok(b) => b,
         Err(e) => return vec![Flag::NotSold { reason: e.to_string() }],
     };
-    let spec = study.procurement();
+    let spec = &on.spec;
     let mut out = Vec::new();
     if let Some(budget) = spec.budget_usd
         && b.capex_usd > budget * (1.0 + SLACK)
@@ -288,7 +323,7 @@ pub fn flags(study: &Study, bom: &Result<Bom, BomError>) -> Vec<Flag> {
             budget_w: budget,
         });
     }
-    for (d, &x) in study.fabric.dims.iter().zip(&b.bought_gbps) {
+    for (d, &x) in on.fabric.dims.iter().zip(&b.bought_gbps) {
         if let Some(m) = d.max_gbps
             && x > m * (1.0 + SLACK)
         {
@@ -388,13 +423,12 @@ impl Procured {
 
     /// Replays the decision's design on [`best_spec`] and keeps the result,
     /// reporting the distinct collectives replayed so far as `task`.
-    pub fn replay_decision(&mut self, study: &Study, progress: Progress) {
+    pub fn replay_decision(&mut self, backed: &Backed, progress: Progress) {
         let Some(bw) = self.decided().map(|(_, c, _)| c.catalog.bw_gbps.clone()) else {
             return;
         };
-        let backed = study.backed(&best_spec(study));
         self.replay = Some(measure(
-            &backed,
+            backed,
             &bw,
             "replay the decision on the best schedules",
             progress,
@@ -437,13 +471,13 @@ const FRONTIER_POINTS: usize = 16;
 
 /// The catalog's answer to `goal` within the study's budgets: `perf`
 /// without a budget is the fastest purchasable design within the caps.
-fn answer(study: &Study, problem: &Problem, goal: Goal) -> Result<(Comparison, Bom), ProcureError> {
-    let spec = study.procurement();
+fn answer(on: &Buying, problem: &Problem, goal: Goal) -> Result<(Comparison, Bom), ProcureError> {
+    let spec = &on.spec;
     let budget_usd = match (goal, spec.budget_usd, spec.budget_w) {
         (Goal::Perf, None, None) => Some(UNLIMITED_USD),
         (_, b, _) => b,
     };
-    compare(study, problem, goal, budget_usd, spec.budget_w)
+    compare(on, problem, goal, budget_usd, spec.budget_w)
 }
 
 /// A capex "budget" no fabric reaches, for the fastest design.
@@ -464,38 +498,42 @@ fn next_step(frontier: &[(f64, Comparison)], time_ms: f64, capex_usd: f64) -> Op
         })
 }
 
-/// Buys `recommended` (objective, allocation) from the study's catalog,
-/// answers each of the study's objectives from the catalog, and finds the
-/// catalog optimum and frontier.
-pub fn procure(study: &Study, problem: &Problem, recommended: &[(String, Vec<f64>)]) -> Result<Procured, OptError> {
-    let spec = study.procurement();
+/// Buys `recommended` (objective, allocation) from the catalog of `on`,
+/// answers each of `objectives` (the study's, [`objectives`]) from the
+/// catalog, and finds the catalog optimum and frontier.
+pub fn procure(
+    on: &Buying,
+    objectives: &[(String, Result<Objective, InputError>)],
+    problem: &Problem,
+    recommended: &[(String, Vec<f64>)],
+) -> Result<Procured, OptError> {
+    let spec = &on.spec;
     let bought = recommended
         .iter()
         .map(|(name, bw)| {
-            let bom = bom::bom(&study.fabric, &spec, bw);
+            let bom = bom::bom(&on.fabric, spec, bw);
             Bought {
                 objective: name.clone(),
                 asked: bw.clone(),
-                flags: flags(study, &bom),
+                flags: flags_on(on, &bom),
                 bom,
             }
         })
         .collect();
     let optimum = spec.budget_usd.map(|budget| CatalogOptimum {
         budget_usd: budget,
-        outcome: compare(study, problem, Goal::Perf, Some(budget), spec.budget_w),
+        outcome: compare(on, problem, Goal::Perf, Some(budget), spec.budget_w),
     });
-    let frontier = frontier(study, problem, FRONTIER_POINTS)?;
-    let answers: Vec<Answer> = study
-        .objectives
+    let frontier = frontier(on, problem, FRONTIER_POINTS)?;
+    let answers: Vec<Answer> = objectives
         .iter()
-        .map(|name| {
+        .map(|(name, objective)| {
             // The objective as a catalog goal, with the study's target.
-            let goal = study.objective_named(name, None, Source::Study).and_then(goal_of);
+            let goal = objective.clone().and_then(goal_of);
             let outcome = goal
                 .clone()
                 .map_err(ProcureError::from)
-                .and_then(|g| answer(study, problem, g));
+                .and_then(|g| answer(on, problem, g));
             let goal = goal.ok();
             let next = outcome
                 .as_ref()

@@ -13,7 +13,7 @@ use super::coopt::{self, Coopt};
 pub use super::exec::RunError;
 use super::exec::{Executor, Job};
 use super::jobs::{self, Recipes};
-use super::procure::Procured;
+use super::procure::{self, Procured};
 use super::sweep::{self, Shard};
 use crate::io::Stamp;
 use crate::model::eval::Evaluation;
@@ -226,10 +226,13 @@ impl Job for RunStudy<'_> {
                             .map(|s| (r.objective.clone(), s.bw_gbps.clone()))
                     })
                     .collect();
+                let replay = study.backed(&procure::best_spec(study));
                 Some(ex.run(jobs::Procure {
-                    study,
+                    buying: &procure::Buying::of(study),
+                    objectives: &procure::objectives(study),
                     problem: &problem,
                     designs: &designs,
+                    replay: &replay,
                 })?)
             }
             None => None,
