@@ -18,7 +18,15 @@ fn main() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let n = sweep::items(spec, s.fabric.ndims()).len();
     let t = Instant::now();
-    let o = sweep::run(&s, spec, Shard::ALL, &dir, None, &dimsum::progress::Quiet).expect("sweep");
+    let o = sweep::run(
+        &sweep::SweepOn::of(&s),
+        spec,
+        Shard::ALL,
+        &dir,
+        None,
+        &dimsum::progress::Quiet,
+    )
+    .expect("sweep");
     let secs = t.elapsed().as_secs_f64();
     println!(
         "sweep/gpt3-shapes: {n} designs in {secs:.2} s ({:.2} ms per design, {} rayon threads)",

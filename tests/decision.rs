@@ -321,7 +321,15 @@ fn a_catalog_priced_sweep_is_brute_force_over_purchasable_designs() {
     );
     let spec = &s.sweeps[0];
     let dir = tempfile::tempdir().unwrap();
-    let o = sweep::run(&s, spec, Shard::ALL, dir.path(), None, &dimsum::progress::Quiet).unwrap();
+    let o = sweep::run(
+        &sweep::SweepOn::of(&s),
+        spec,
+        Shard::ALL,
+        dir.path(),
+        None,
+        &dimsum::progress::Quiet,
+    )
+    .unwrap();
     let mut rd = csv::Reader::from_path(o.csv.unwrap()).unwrap();
     let head: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
     assert_eq!(head.last().unwrap(), "priced_by");
@@ -334,7 +342,7 @@ fn a_catalog_priced_sweep_is_brute_force_over_purchasable_designs() {
     for rec in rd.records().map(|r| r.unwrap()) {
         assert_eq!(&rec[rec.len() - 1], "catalog");
         let item = &items[rec[2].parse::<usize>().unwrap()];
-        let Some((fabric, workload)) = sweep::reshape(&s, spec, item) else {
+        let Some((fabric, workload)) = sweep::reshape(&sweep::SweepOn::of(&s), spec, item) else {
             assert_eq!(&rec[9], "unplaceable");
             continue;
         };

@@ -131,7 +131,7 @@ fn sweep_items_by_hand() {
     assert_eq!(items.len(), 5 * 9 * 2);
     assert_eq!(items[0].npus, vec![2, 32]);
     // The TP group of 8 fits inside 2 x 32 as [2, 4]; the DP group skips those 8.
-    let (_, w) = sweep::reshape(&s, &s.sweeps[0], &items[0]).unwrap();
+    let (_, w) = sweep::reshape(&sweep::SweepOn::of(&s), &s.sweeps[0], &items[0]).unwrap();
     let c = w.layers[0].forward.comm.as_ref().unwrap();
     assert_eq!(c.group.to_libra(), vec![2, 4]);
     let c = w.layers[0].weight_grad.comm.as_ref().unwrap();
@@ -196,13 +196,37 @@ fn interrupted_sweep_resumes_to_the_same_result() {
     let b = dir.path().join("b");
     std::fs::create_dir_all(&a).unwrap();
     std::fs::create_dir_all(&b).unwrap();
-    let full = sweep::run(&s, spec, Shard::ALL, &a, None, &dimsum::progress::Quiet).unwrap();
+    let full = sweep::run(
+        &sweep::SweepOn::of(&s),
+        spec,
+        Shard::ALL,
+        &a,
+        None,
+        &dimsum::progress::Quiet,
+    )
+    .unwrap();
     // Interrupted after 40 items: no final CSV yet, only the partial file.
-    let first = sweep::run(&s, spec, Shard::ALL, &b, Some(40), &dimsum::progress::Quiet).unwrap();
+    let first = sweep::run(
+        &sweep::SweepOn::of(&s),
+        spec,
+        Shard::ALL,
+        &b,
+        Some(40),
+        &dimsum::progress::Quiet,
+    )
+    .unwrap();
     assert!(first.csv.is_none());
     assert_eq!(first.solved_now, 40);
     assert!(!b.join("sweep-shapes.csv").exists());
-    let second = sweep::run(&s, spec, Shard::ALL, &b, None, &dimsum::progress::Quiet).unwrap();
+    let second = sweep::run(
+        &sweep::SweepOn::of(&s),
+        spec,
+        Shard::ALL,
+        &b,
+        None,
+        &dimsum::progress::Quiet,
+    )
+    .unwrap();
     assert_eq!(second.solved_now, 50);
     assert_eq!(second.resumed, 40);
     assert_eq!(
@@ -214,7 +238,15 @@ fn interrupted_sweep_resumes_to_the_same_result() {
     assert_eq!(left.len(), 1, "{left:?}");
     // A re-run of the finished shard takes every row from its CSV and
     // solves nothing; the CSV stays byte for byte.
-    let again = sweep::run(&s, spec, Shard::ALL, &b, None, &dimsum::progress::Quiet).unwrap();
+    let again = sweep::run(
+        &sweep::SweepOn::of(&s),
+        spec,
+        Shard::ALL,
+        &b,
+        None,
+        &dimsum::progress::Quiet,
+    )
+    .unwrap();
     assert_eq!((again.solved_now, again.resumed), (0, 90));
     assert_eq!(
         std::fs::read(b.join("sweep-shapes.csv")).unwrap(),
@@ -295,7 +327,15 @@ fn sweep_over_workloads() {
     assert_eq!(sweep::items(spec, 2).len(), 180);
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let o = sweep::run(&s, spec, Shard::ALL, &out, None, &dimsum::progress::Quiet).unwrap();
+    let o = sweep::run(
+        &sweep::SweepOn::of(&s),
+        spec,
+        Shard::ALL,
+        &out,
+        None,
+        &dimsum::progress::Quiet,
+    )
+    .unwrap();
     let mut rd = csv::Reader::from_path(o.csv.unwrap()).unwrap();
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
     assert_eq!(rows.len(), 180);
@@ -352,7 +392,15 @@ fn sweep_rows_are_bought_from_the_catalog() {
     let spec = &s.sweeps[0];
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let o = sweep::run(&s, spec, Shard::ALL, &out, None, &dimsum::progress::Quiet).unwrap();
+    let o = sweep::run(
+        &sweep::SweepOn::of(&s),
+        spec,
+        Shard::ALL,
+        &out,
+        None,
+        &dimsum::progress::Quiet,
+    )
+    .unwrap();
     let mut rd = csv::Reader::from_path(o.csv.unwrap()).unwrap();
     let head: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
     assert_eq!(
@@ -368,7 +416,7 @@ fn sweep_rows_are_bought_from_the_catalog() {
             continue;
         }
         let item = &items[rec[2].parse::<usize>().unwrap()];
-        let (fabric, _) = sweep::reshape(&s, spec, item).unwrap();
+        let (fabric, _) = sweep::reshape(&sweep::SweepOn::of(&s), spec, item).unwrap();
         let bw: Vec<f64> = (14..16).map(|i| rec[i].parse().unwrap()).collect();
         match bom::bom(&fabric, &Procurement::defaults(&fabric), &bw) {
             Ok(b) => {

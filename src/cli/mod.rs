@@ -600,7 +600,7 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
     for spec in sweeps {
         let bars = Bars::new();
         let job = jobs::Sweep {
-            study: &study,
+            on: dimsum::pipeline::sweep::SweepOn::of(&study),
             spec,
             shard,
         };

@@ -181,8 +181,8 @@ impl Job for Procure<'_> {
 /// directory (resumed from it) and written there as CSV.
 #[derive(Debug, Clone, Copy)]
 pub struct Sweep<'a> {
-    /// The study.
-    pub study: &'a Study,
+    /// What the sweep reads from its study (`sweep::SweepOn::of(study)`).
+    pub on: sweep::SweepOn<'a>,
     /// The sweep.
     pub spec: &'a SweepSpec,
     /// Which shard ([`Shard::ALL`] for the whole sweep).
@@ -196,7 +196,7 @@ impl Job for Sweep<'_> {
     }
     fn run(self, ex: &Executor) -> Result<sweep::Outcome, RunError> {
         let dir = ex.checkpoint_dir().unwrap_or_else(|| std::path::Path::new("."));
-        Ok(sweep::run(self.study, self.spec, self.shard, dir, None, ex.observer())?)
+        Ok(sweep::run(&self.on, self.spec, self.shard, dir, None, ex.observer())?)
     }
 }
 

@@ -250,7 +250,7 @@ impl Job for RunStudy<'_> {
         let mut sweeps = Vec::new();
         for spec in &study.sweeps {
             let outcome = ex.run(jobs::Sweep {
-                study,
+                on: sweep::SweepOn::of(study),
                 spec,
                 shard: Shard::ALL,
             })?;

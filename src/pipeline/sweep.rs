@@ -44,6 +44,52 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+/// What a sweep reads from its study.
+#[derive(Debug, Clone, Copy)]
+pub struct SweepOn<'a> {
+    /// The study's name (its own workload's, in the CSV).
+    pub name: &'a str,
+    /// The study's hash (each row's stamp; what a resumed run must match).
+    pub hash: &'a str,
+    /// The fabric whose dimensions (names, tiers, latencies, bounds) each
+    /// shape keeps by position.
+    pub fabric: &'a Fabric,
+    /// The study's workload.
+    pub workload: &'a Workload,
+    /// The collective model.
+    pub collective: &'a CollectiveModel,
+    /// The training loop.
+    pub training_loop: crate::model::training::Loop,
+    /// The linear pricing.
+    pub cost: &'a crate::model::cost::CostModel,
+    /// `[procurement]`, if the study has one (then items are bought from
+    /// its catalog).
+    pub procurement: Option<&'a Procurement>,
+}
+
+impl<'a> SweepOn<'a> {
+    /// `study`'s.
+    pub fn of(study: &'a Study) -> SweepOn<'a> {
+        SweepOn {
+            name: &study.name,
+            hash: &study.hash,
+            fabric: &study.fabric,
+            workload: &study.workload,
+            collective: &study.collective,
+            training_loop: study.training_loop,
+            cost: &study.cost,
+            procurement: study.procurement.as_ref(),
+        }
+    }
+
+    fn pricing(&self) -> Pricing {
+        match self.procurement {
+            Some(_) => Pricing::Catalog,
+            None => Pricing::Linear,
+        }
+    }
+}
+
 /// One item of a sweep.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
@@ -150,15 +196,15 @@ fn placement(group: &Group, fabric: &Fabric) -> (u64, u64) {
 }
 
 /// The workload an item uses, its name and the fabric its groups sit on.
-fn workload_of<'a>(study: &'a Study, spec: &'a SweepSpec, item: &Item) -> (&'a str, &'a Workload, &'a Fabric) {
+fn workload_of<'a>(study: &SweepOn<'a>, spec: &'a SweepSpec, item: &Item) -> (&'a str, &'a Workload, &'a Fabric) {
     match item.workload.checked_sub(1).and_then(|i| spec.workloads.get(i)) {
         Some(w) => (&w.name, &w.workload, &w.fabric),
-        None => (&study.name, &study.workload, &study.fabric),
+        None => (study.name, study.workload, study.fabric),
     }
 }
 
 /// The study's fabric and the item's workload moved onto `item`'s shape.
-pub fn reshape(study: &Study, spec: &SweepSpec, item: &Item) -> Option<(Fabric, Workload)> {
+pub fn reshape(study: &SweepOn, spec: &SweepSpec, item: &Item) -> Option<(Fabric, Workload)> {
     let (_, source, origin) = workload_of(study, spec, item);
     let fabric = Fabric {
         dims: study
@@ -216,9 +262,9 @@ pub struct Row {
 /// The catalog and per-dimension parts of a sweep item: the study's
 /// `[procurement]` by position where the item keeps the dimension's block,
 /// else the defaults on the item's fabric.
-fn procurement(study: &Study, fabric: &Fabric) -> Procurement {
+fn procurement(study: &SweepOn, fabric: &Fabric) -> Procurement {
     let mut out = Procurement::defaults(fabric);
-    if let Some(p) = &study.procurement {
+    if let Some(p) = study.procurement {
         out.catalog = p.catalog.clone();
         out.budget_usd = p.budget_usd;
         out.budget_w = p.budget_w;
@@ -233,7 +279,7 @@ fn procurement(study: &Study, fabric: &Fabric) -> Procurement {
 }
 
 /// Solves one item.
-fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
+fn solve_item(study: &SweepOn, spec: &SweepSpec, item: &Item) -> Row {
     let blank = |status: &str| Row {
         item: item.clone(),
         status: status.into(),
@@ -243,7 +289,7 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
         network_power_w: f64::NAN,
         bw_gbps: vec![f64::NAN; item.npus.len()],
         bought: None,
-        pricing: Pricing::of(study),
+        pricing: study.pricing(),
     };
     let Some((fabric, workload)) = reshape(study, spec, item) else {
         return blank("unplaceable");
@@ -252,7 +298,7 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
     // whose span there is still the servers' scale-up domain, on the same
     // block: elsewhere no catalog server ships it.
     // (A server names the first dimension only.)
-    if let Some(s) = study.procurement.as_ref().and_then(|p| p.dims.first()?.server.as_ref())
+    if let Some(s) = study.procurement.and_then(|p| p.dims.first()?.server.as_ref())
         && (fabric.dims[0].npus != s.domain || fabric.dims[0].block != study.fabric.dims[0].block)
     {
         return blank("no-server");
@@ -264,7 +310,7 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
         reduction_gbps: study.collective.reduction_gbps,
     };
     let it = IterationModel::new(&workload, &fabric, &model, study.training_loop);
-    let cost = crate::model::cost::Linear::new(&fabric, &study.cost);
+    let cost = crate::model::cost::Linear::new(&fabric, study.cost);
     let mut p = Problem::new(&fabric, it, cost, Vec::new());
     let coeffs = match spec.axis {
         Axis::Cost => p.cost.usd_per_gbps.iter().map(|k| k * p.cost.npus).collect(),
@@ -297,7 +343,7 @@ fn solve_item(study: &Study, spec: &SweepSpec, item: &Item) -> Row {
         }
         .map(|b| (b.capex_usd, b.power_w))
     };
-    let pricing = Pricing::of(study);
+    let pricing = study.pricing();
     let solved = match pricing {
         // The budget on the linear price (or GB/s): the continuous optimum.
         Pricing::Linear => {
@@ -506,7 +552,7 @@ pub struct Outcome {
 /// a cancelled observer stops the sweep after the batch (unfinished, its
 /// partial file kept to resume).
 pub fn run(
-    study: &Study,
+    study: &SweepOn,
     spec: &SweepSpec,
     shard: Shard,
     dir: &Path,
@@ -518,7 +564,7 @@ pub fn run(
     let total = all.len();
     let task = format!("sweep {}", spec.name);
     let mine: Vec<&Item> = all.iter().filter(|it| it.index % shard.count == shard.index).collect();
-    let stamp = Stamp::from_hash(study.hash.clone());
+    let stamp = Stamp::from_hash(study.hash.to_string());
     let final_path = dir.join(format!("sweep-{}{}.csv", spec.name, shard.suffix()));
     let partial_path = dir.join(format!(".sweep-{}{}.partial.csv", spec.name, shard.suffix()));
     let io = |path: &Path| {
