@@ -421,8 +421,9 @@ impl Procured {
         a.outcome.as_ref().ok().map(|(c, b)| (a, c, b))
     }
 
-    /// Replays the decision's design on [`best_spec`] and keeps the result,
-    /// reporting the distinct collectives replayed so far as `task`.
+    /// Replays the decision's design on `backed` (the study's workload on
+    /// [`best_spec`]) and keeps the result, reporting the distinct
+    /// collectives replayed so far.
     pub fn replay_decision(&mut self, backed: &Backed, progress: Progress) {
         let Some(bw) = self.decided().map(|(_, c, _)| c.catalog.bw_gbps.clone()) else {
             return;
