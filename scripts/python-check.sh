@@ -26,7 +26,9 @@ if [ ! -x "$PY" ] || ! "$PY" -m pip --version >/dev/null 2>&1; then
   fi
 fi
 # pip 21.3 and later build in the source tree (older ones copy it, target/ too).
-"$PY" -m pip install -q --upgrade "pip>=21.3"
+if ! "$PY" -c 'import sys, pip; sys.exit(tuple(map(int, pip.__version__.split(".")[:2])) < (21, 3))'; then
+  "$PY" -m pip install -q --upgrade "pip>=21.3"
+fi
 
 t=$(now)
 rm -rf target/wheels

@@ -124,9 +124,12 @@ class Study:
 
     __slots__ = ("_native",)
 
-    def __init__(self, native: _dimsum.Study) -> None:
-        """Wraps a native study; use :meth:`Study.load`."""
-        self._native = native
+    def __init__(self, study: Union[_dimsum.Study, PathLike]) -> None:
+        """The study at a path (as :meth:`load`), or a native study."""
+        if isinstance(study, _dimsum.Study):
+            self._native = study
+        else:
+            self._native = Study.load(study)._native
 
     @classmethod
     def load(cls, path: PathLike) -> "Study":
@@ -362,6 +365,7 @@ def run(
             schedule_chunks,
             cb,
         )
+    _warn(d.get("warnings") or [])
     return Run(d)
 
 

@@ -30,7 +30,8 @@ Progress = Union[ProgressCallback, bool, None]
 
 class TqdmProgress:
     """A progress callback drawing one tqdm bar per task (a new bar when
-    the task changes), closed by ``close()``."""
+    the task changes), closed by ``close()``; as the CLI's bars, a bar
+    appears only once its task has lasted a second."""
 
     def __init__(self, tqdm: Any) -> None:
         self._tqdm = tqdm
@@ -42,7 +43,7 @@ class TqdmProgress:
         if task != self._task or self._bar is None or done < self._bar.n:
             self.close()
             self._task = task
-            self._bar = self._tqdm(total=total, desc=task, leave=False, dynamic_ncols=True)
+            self._bar = self._tqdm(total=total, desc=task, leave=False, dynamic_ncols=True, delay=1.0)
         if self._bar.total != total:
             self._bar.total = total
         self._bar.update(done - self._bar.n)

@@ -558,6 +558,7 @@ class Run(Record):
     ``to_pandas()``: the recommended allocations, one row per objective."""
 
     study: field[str] = field("The study's name.")
+    warnings: field[List[str]] = field("The study's warnings (issued as DimsumWarning too).", default=[])
     directory: field[str] = field("The directory written, ``OUT/<study>``.")
     summary: field[str] = field("The summary's path (summary.md).")
     files: field[List[str]] = field("Every file written.")

@@ -18,8 +18,8 @@ fn names(files: &[PathBuf]) -> Vec<String> {
 }
 
 /// `dimsum run STUDY --out OUT`: everything the study declares, written
-/// into `OUT/<study>/`. Returns the study's name, the directory, the
-/// summary, every file written, the recommended optimum per objective (as
+/// into `OUT/<study>/`. Returns the study's name and warnings, the
+/// directory, the summary, every file written, the recommended optimum per objective (as
 /// `optimize.json` has them) and, with `[procurement]`, the decision
 /// (`report::json::decision`).
 #[pyfunction]
@@ -68,6 +68,7 @@ pub fn run(
             .map_or(Value::Null, |p| report::json::decision(&study, p));
         Ok(json!({
             "study": study.name,
+            "warnings": study.warnings,
             "directory": dir.display().to_string(),
             "summary": summary.display().to_string(),
             "files": names(&files),

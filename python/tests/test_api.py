@@ -44,6 +44,7 @@ def test_load(gpt3: dimsum.Study) -> None:
     assert gpt3.bw == [250.0, 250.0, 250.0, 250.0]
     assert not gpt3.has_model
     assert dimsum.Study.load(Path(COOPT)).has_model  # a PathLike too
+    assert dimsum.Study(GPT3).dims == gpt3.dims  # Study(path) loads too
 
 
 def test_load_errors(tmp_path: Path, cli: Cli) -> None:
