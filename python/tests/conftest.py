@@ -1,7 +1,8 @@
 """Shared fixtures: the repository's root (the tests run there, so the
 studies' relative paths are the ones the CLI is given) and the CLI binary
 the results are compared with (env DIMSUM_BIN, else
-target/release/dimsum, as `cargo build --release` leaves it)."""
+$CARGO_TARGET_DIR/release/dimsum, by default target/release/dimsum, as
+`cargo build --release` leaves it)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def at_root(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def dimsum_bin() -> Path:
-    path = Path(os.environ.get("DIMSUM_BIN") or ROOT / "target" / "release" / "dimsum")
+    target = ROOT / os.environ.get("CARGO_TARGET_DIR", "target")
+    path = Path(os.environ.get("DIMSUM_BIN") or target / "release" / "dimsum")
     if not path.is_file():
         pytest.fail(f"no dimsum binary at {path}: run `cargo build --release` or set DIMSUM_BIN")
     return path
