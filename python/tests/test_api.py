@@ -164,6 +164,17 @@ def test_optimize_equals_cli(gpt3: dimsum.Study, cli: Cli) -> None:
     assert named.bw_gbps[2:] == pytest.approx([400 / 3, 200 / 3], rel=1e-9)
 
 
+def test_optimize_against_schedules_equals_cli(gpt3: dimsum.Study, cli: Cli) -> None:
+    o = gpt3.optimize(evaluator="schedule", schedule_algorithm="ring")
+    args = ("optimize", GPT3, "--evaluator", "schedule", "--schedule-algorithm", "ring")
+    assert masked(o.to_dict()) == masked(cli.json(*args))
+    assert o.evaluator == "schedule"
+    # The fixed point's certificate is its last master solve's.
+    assert o.gap == o["model"]["gap"] and o.lower_bound == o["model"]["lower_bound"]
+    # Its allocation keeps the study's constraints: 1000 GB/s in all.
+    assert sum(o.bw_gbps) == pytest.approx(1000, rel=1e-9)
+
+
 def test_optimize_fields(gpt3: dimsum.Study) -> None:
     o = gpt3.optimize()
     assert o.objective == "perf" and o.objective_unit == "ms"
