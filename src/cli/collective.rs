@@ -1,21 +1,13 @@
-//! `dimsum collective`: the flags, parsed into the library's types (each
-//! error naming its flag), one replay (`schedule::replay::Replay`), and the
-//! report (`report::collective`) printed.
+//! `dimsum collective`: the flags as the library's request
+//! (`pipeline::collective::Request`, which parses them, each error naming
+//! its flag), one replay (`schedule::replay::Replay`) or forest timed in
+//! rounds, and the report (`report::collective`) printed.
 
 use clap::Args;
-use dimsum::error::InputError;
-use dimsum::model::topology::Topology;
-use dimsum::model::workload::CollectiveKind;
-use dimsum::pipeline::exec::{Executor, RunError};
-use dimsum::pipeline::jobs;
+use dimsum::pipeline::collective::{Outcome, Request};
+use dimsum::pipeline::exec::Executor;
 use dimsum::report;
 use dimsum::report::bars::Bars;
-use dimsum::schedule::Schedule;
-use dimsum::schedule::algorithm::{self, Algorithm, Options, SpecError};
-use dimsum::schedule::builtin::Algo;
-use dimsum::schedule::simulate::LinkModel;
-use dimsum::schedule::{bounds, product};
-use dimsum::study::topology;
 use std::path::PathBuf;
 
 /// Arguments of `dimsum collective`.
@@ -95,149 +87,52 @@ pub struct CollectiveArgs {
     pub replay: bool,
 }
 
-/// The `--collective` named.
-pub fn collective_kind(s: &str) -> Result<CollectiveKind, InputError> {
-    CollectiveKind::scheduled(s).map_err(|e| InputError::arg("--collective", e.to_string()))
-}
-
-/// The `--link-model` named.
-pub fn link_model(name: &str) -> Result<LinkModel, InputError> {
-    name.parse::<LinkModel>()
-        .map_err(|e| InputError::arg("--link-model", e.to_string()))
-}
-
-/// The collective, builder and options the arguments ask for (`size`
-/// matters to synthesis and is the buffer replayed).
-pub fn spec_of(
-    args: &CollectiveArgs,
-    topo: &Topology,
-    size: f64,
-) -> Result<(CollectiveKind, Algorithm, Options), InputError> {
-    let kind = collective_kind(&args.collective)?;
-    let algorithm = match &args.algorithm {
-        Some(a) => a
-            .parse::<Algorithm>()
-            .map_err(|e| InputError::arg("--algorithm", e.to_string()))?,
-        None => Algorithm::default_for(topo),
-    };
-    let dim_algorithms = match &args.dim_algorithms {
-        None => None,
-        Some(list) => Some(
-            list.split(',')
-                .map(|a| a.trim().parse::<Algo>())
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| InputError::arg("--dim-algorithms", e.to_string()))?,
-        ),
-    };
-    let opt = Options {
+/// The library's request for these arguments.
+fn request(args: &CollectiveArgs) -> Request {
+    Request {
+        topology: args.topology.clone(),
+        collective: args.collective.clone(),
+        algorithm: args.algorithm.clone(),
+        dim_algorithms: args.dim_algorithms.clone(),
+        size: args.size.clone(),
         chunks_per_npu: args.chunks_per_npu,
-        dim_algorithms,
-        multiport: !args.single_port,
+        link_gbps: args.link_gbps.clone(),
+        link_latency_us: args.link_latency_us.clone(),
+        bw: args.bw.clone(),
+        link_model: args.link_model.clone(),
+        single_port: args.single_port,
+        best_tolerance: args.best_tolerance.clone(),
         seed: args.seed,
         restarts: args.restarts,
-        size_bytes: size,
-        link_model: link_model(&args.link_model)?,
-        // `collective` replays the network alone (its topologies carry no
-        // NPU memory).
-        reduce_gbps: None,
-        tolerance: tolerance(&args.best_tolerance)?,
-    };
-    Ok((kind, algorithm, opt))
-}
-
-/// A builder's refusal, under the flag that asked for it.
-fn spec_error(e: SpecError) -> InputError {
-    let flag = match e {
-        SpecError::Chunks => "--chunks-per-npu",
-        SpecError::DimAlgorithms => "--dim-algorithms",
-        SpecError::Ports => "--single-port",
-        SpecError::Restarts => "--restarts",
-        SpecError::Tolerance => "--best-tolerance",
-        SpecError::Build(_) => "--algorithm",
-    };
-    InputError::arg(flag, e.to_string())
-}
-
-/// `--best-tolerance`: a fraction (0.01) or a percentage (1%).
-pub fn tolerance(given: &str) -> Result<f64, InputError> {
-    algorithm::parse_tolerance(given).map_err(|e| InputError::arg("--best-tolerance", e.to_string()))
-}
-
-/// A forest on a product network, timed in rounds (too large to replay, or
-/// no schedule asked for).
-fn rounds(args: &CollectiveArgs, topo: &Topology, size: f64) -> anyhow::Result<()> {
-    let refuse = |flag: &str| {
-        InputError::arg(
-            flag,
-            format!(
-                "forest on {} ({} NPUs) is timed in rounds, not built transfer by transfer: there is no schedule to write",
-                topo.name, topo.npus
-            ),
-        )
-    };
-    if args.schedule_out.is_some() {
-        return Err(refuse("--schedule-out").into());
+        schedule_in: args.schedule_in.clone(),
+        replay: args.replay,
+        schedule_out: args.schedule_out.is_some(),
+        charts: args.charts.is_some(),
     }
-    if args.charts.is_some() {
-        return Err(refuse("--charts").into());
-    }
-    let kind = collective_kind(&args.collective)?;
-    let pieces = if args.chunks_per_npu > 1 {
-        args.chunks_per_npu
-    } else {
-        0
-    };
-    let r = product::round_time(topo, kind, size, pieces)
-        .map_err(|e| InputError::arg("--algorithm", e.to_string()))?
-        .ok_or_else(|| InputError::arg("--algorithm", "forest rounds need a product network"))?;
-    let b = bounds::lower_bounds(topo, kind, size);
-    if args.json {
-        println!("{}", report::collective::rounds_json(topo, size, &r, &b));
-    } else {
-        print!("{}", report::collective::rounds_table(topo, size, &r, &b));
-    }
-    Ok(())
 }
 
 /// Runs `dimsum collective`.
 pub fn run(args: &CollectiveArgs) -> anyhow::Result<()> {
-    let topo = topology::from_flags(
-        &args.topology,
-        args.link_gbps.as_deref(),
-        args.link_latency_us.as_deref(),
-        args.bw.as_deref(),
-    )?;
-    // A schedule file records the buffer it was built for.
-    let loaded = match &args.schedule_in {
-        Some(path) => Some(Schedule::load(path)?),
-        None => None,
-    };
-    let size = topology::collective_buffer(args.size.as_deref(), loaded.as_ref())?;
-    let forest = args.algorithm.as_deref().and_then(|a| a.parse::<Algorithm>().ok()) == Some(Algorithm::Forest);
-    if forest && args.schedule_in.is_none() {
-        let kind = collective_kind(&args.collective)?;
-        let wants_schedule = args.replay || args.schedule_out.is_some() || args.charts.is_some();
-        if product::timed_in_rounds(&topo, kind, wants_schedule) {
-            return rounds(args, &topo, size);
-        }
-    }
-    let (kind, algorithm, options) = spec_of(args, &topo, size)?;
-    let job = jobs::Collective {
-        topology: topo,
-        kind,
-        algorithm,
-        options,
-        given: loaded,
-        record: args.charts.is_some(),
-    };
     let bars = Bars::stages();
-    let out = Executor::new(&bars).run(job);
+    let out = Executor::new(&bars).run(request(args));
     bars.finish();
-    let out = out.map_err(|e| match e {
-        RunError::Build(e) => spec_error(e).into(),
-        RunError::Simulate(e) => InputError::arg("--schedule-in", e.to_string()).into(),
-        other => anyhow::Error::from(other),
-    })?;
+    let out = match out.map_err(super::lift)? {
+        Outcome::Replayed(out) => out,
+        Outcome::Rounds(r) => {
+            if args.json {
+                println!(
+                    "{}",
+                    report::collective::rounds_json(&r.topology, r.size, &r.time, &r.bounds)
+                );
+            } else {
+                print!(
+                    "{}",
+                    report::collective::rounds_table(&r.topology, r.size, &r.time, &r.bounds)
+                );
+            }
+            return Ok(());
+        }
+    };
     if let Some(path) = &args.schedule_out {
         dimsum::io::write_atomic(path, out.schedule.to_json().as_bytes())?;
     }

@@ -4,11 +4,11 @@
 //! schedule, and `report::compare` renders the CSV, the markdown table and
 //! the speedup chart, which are written here.
 
-use super::collective::{collective_kind, link_model};
 use clap::Args;
 use dimsum::error::InputError;
 use dimsum::io::Stamp;
 use dimsum::model::units;
+use dimsum::pipeline::collective::{collective_kind, link_model};
 use dimsum::pipeline::exec::{Executor, RunError};
 use dimsum::pipeline::jobs;
 use dimsum::report::bars::Bars;

@@ -49,6 +49,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod collective;
 pub mod convert;
 pub mod coopt;
 pub mod exec;

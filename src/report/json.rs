@@ -322,3 +322,66 @@ pub fn evaluations(study: &Study, views: &[super::text::Evaluated]) -> Value {
         _ => Value::Array(all),
     }
 }
+
+/// A study's frontier (`run::StudyFrontier`): every point as
+/// `frontier-<axis>.csv` has it (the budget in the axis's unit), the knee,
+/// the study's fixed designs on the axis and, schedule-backed, every
+/// budget optimized against schedules.
+pub fn frontier(study: &Study, r: &crate::pipeline::run::FrontierResults) -> Value {
+    let f = &r.frontier;
+    let dims: Vec<&str> = study.fabric.dims.iter().map(|d| d.name.as_str()).collect();
+    let markers: Vec<Value> = r
+        .markers
+        .iter()
+        .map(|m| json!({ "name": m.name, "budget": m.budget, "time_ms": m.time_ms }))
+        .collect();
+    let backed = r.schedule_backed.as_ref().map(|rows| {
+        rows.iter()
+            .map(|b| {
+                json!({
+                    "budget": b.budget,
+                    "analytic_optimum_analytic_ms": b.analytic_ms,
+                    "analytic_optimum_simulated_ms": b.analytic_simulated_ms,
+                    "schedule_optimum_simulated_ms": b.schedule_ms,
+                    "schedule_optimum_analytic_ms": b.schedule_analytic_ms,
+                    "iterations": b.iterations,
+                    "converged": b.converged,
+                    "bw_gbps": b.bw,
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    json!({
+        "study": study.name,
+        "format": "dimsum-frontier/1",
+        "dimsum_version": env!("CARGO_PKG_VERSION"),
+        "fabric": study.fabric.shape(),
+        "dims": dims,
+        "axis": f.axis.name(),
+        "unit": f.axis.unit(),
+        "points": f.points,
+        "knee": f.knee,
+        "log_x": f.log_x,
+        "lp_solves": f.lp_solves,
+        "markers": markers,
+        "schedule_backed": backed,
+    })
+}
+
+/// The design a study's `[procurement]` decides to buy (`run`'s
+/// decision, as `bom.json` and the summary give it): the objective it
+/// answers, the catalog optimum beside its continuous relaxation, its bill
+/// of materials, the next faster purchasable design and its replay on the
+/// best schedules; `null` where the catalog sells none.
+pub fn decision(study: &Study, p: &crate::pipeline::procure::Procured) -> Value {
+    match p.decided() {
+        Some((a, c, b)) => json!({
+            "objective": a.objective,
+            "comparison": c,
+            "bom": bom(study, &c.catalog.bw_gbps, b),
+            "next_faster": a.next,
+            "replayed": replay(study, p.replay.as_ref()),
+        }),
+        None => Value::Null,
+    }
+}

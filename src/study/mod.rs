@@ -506,7 +506,15 @@ impl Study {
                 })
             })
             .collect::<Result<Vec<f64>, _>>()?;
-        let values = fabric::check_bw(&values, &self.fabric).map_err(|r| InputError::arg("--bw", r.to_string()))?;
+        self.check_allocation(&values)
+    }
+
+    /// An allocation given as numbers (GB/s per NPU per dimension), checked
+    /// as `--bw`'s text is once parsed: one finite value >= 0 per dimension,
+    /// and a dimension that comes with its servers at their bandwidth.
+    /// Errors name `--bw`.
+    pub fn check_allocation(&self, values: &[f64]) -> Result<Vec<f64>, InputError> {
+        let values = fabric::check_bw(values, &self.fabric).map_err(|r| InputError::arg("--bw", r.to_string()))?;
         if let Some(p) = &self.procurement {
             procurement::check_server_bw(p, &self.fabric, &values)
                 .map_err(|r| InputError::arg("--bw", r.to_string()))?;
