@@ -196,37 +196,13 @@ fn interrupted_sweep_resumes_to_the_same_result() {
     let b = dir.path().join("b");
     std::fs::create_dir_all(&a).unwrap();
     std::fs::create_dir_all(&b).unwrap();
-    let full = sweep::run(
-        &sweep::SweepOn::of(&s),
-        spec,
-        Shard::ALL,
-        &a,
-        None,
-        &dimsum::progress::Quiet,
-    )
-    .unwrap();
+    let full = sweep_all(&s, spec, &a, None);
     // Interrupted after 40 items: no final CSV yet, only the partial file.
-    let first = sweep::run(
-        &sweep::SweepOn::of(&s),
-        spec,
-        Shard::ALL,
-        &b,
-        Some(40),
-        &dimsum::progress::Quiet,
-    )
-    .unwrap();
+    let first = sweep_all(&s, spec, &b, Some(40));
     assert!(first.csv.is_none());
     assert_eq!(first.solved_now, 40);
     assert!(!b.join("sweep-shapes.csv").exists());
-    let second = sweep::run(
-        &sweep::SweepOn::of(&s),
-        spec,
-        Shard::ALL,
-        &b,
-        None,
-        &dimsum::progress::Quiet,
-    )
-    .unwrap();
+    let second = sweep_all(&s, spec, &b, None);
     assert_eq!(second.solved_now, 50);
     assert_eq!(second.resumed, 40);
     assert_eq!(
@@ -238,15 +214,7 @@ fn interrupted_sweep_resumes_to_the_same_result() {
     assert_eq!(left.len(), 1, "{left:?}");
     // A re-run of the finished shard takes every row from its CSV and
     // solves nothing; the CSV stays byte for byte.
-    let again = sweep::run(
-        &sweep::SweepOn::of(&s),
-        spec,
-        Shard::ALL,
-        &b,
-        None,
-        &dimsum::progress::Quiet,
-    )
-    .unwrap();
+    let again = sweep_all(&s, spec, &b, None);
     assert_eq!((again.solved_now, again.resumed), (0, 90));
     assert_eq!(
         std::fs::read(b.join("sweep-shapes.csv")).unwrap(),
@@ -327,15 +295,7 @@ fn sweep_over_workloads() {
     assert_eq!(sweep::items(spec, 2).len(), 180);
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let o = sweep::run(
-        &sweep::SweepOn::of(&s),
-        spec,
-        Shard::ALL,
-        &out,
-        None,
-        &dimsum::progress::Quiet,
-    )
-    .unwrap();
+    let o = sweep_all(&s, spec, &out, None);
     let mut rd = csv::Reader::from_path(o.csv.unwrap()).unwrap();
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
     assert_eq!(rows.len(), 180);
@@ -392,15 +352,7 @@ fn sweep_rows_are_bought_from_the_catalog() {
     let spec = &s.sweeps[0];
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let o = sweep::run(
-        &sweep::SweepOn::of(&s),
-        spec,
-        Shard::ALL,
-        &out,
-        None,
-        &dimsum::progress::Quiet,
-    )
-    .unwrap();
+    let o = sweep_all(&s, spec, &out, None);
     let mut rd = csv::Reader::from_path(o.csv.unwrap()).unwrap();
     let head: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
     assert_eq!(
@@ -432,4 +384,18 @@ fn sweep_rows_are_bought_from_the_catalog() {
         }
     }
     assert!(bought > 0);
+}
+
+/// All of sweep `spec` of `s` run (or resumed) into `dir`, stopping after
+/// `limit` newly solved items.
+fn sweep_all(s: &Study, spec: &dimsum::study::SweepSpec, dir: &Path, limit: Option<usize>) -> sweep::Outcome {
+    sweep::run(
+        &sweep::SweepOn::of(s),
+        spec,
+        Shard::ALL,
+        dir,
+        limit,
+        &dimsum::progress::Quiet,
+    )
+    .unwrap()
 }
