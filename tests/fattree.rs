@@ -221,6 +221,17 @@ fn rail_only_against_rail_optimized() {
     // Per group (not rail-optimized), 32 NPUs fit one switch: rail-only's bill.
     let per_group = study(&pod("hgx-h100", 32, ""));
     assert_eq!(bill(&per_group).capex_usd, a.capex_usd);
+    // Rails of 512 (16 SU): a switch dimension's leaf-spine per rail, 16
+    // leaves + 8 spines a rail, 128 + 64 in all, is the per-group tree's
+    // (examples/rail_only.rs prices rail-only as per-group trees).
+    let switch = bill(&study(&pod("hgx-h100", 512, "").replace("fat-tree", "switch")));
+    let tree = bill(&study(&pod("hgx-h100", 512, "")));
+    assert_eq!(
+        (quantity(&switch, "leaf switches"), quantity(&switch, "spine switches")),
+        (128, 64)
+    );
+    assert_eq!(counts(&tree), counts(&switch));
+    assert_eq!(tree.capex_usd, switch.capex_usd);
 }
 
 #[test]
