@@ -46,6 +46,7 @@ pub fn six_dims() -> Problem {
                 max_gbps: None,
                 tier: format!("d{i}"),
                 options_gbps: None,
+                fat_tree: None,
             })
             .collect(),
     };

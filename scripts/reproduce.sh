@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Regenerates results/ from studies/: `dimsum run` on every study, then the
+# Regenerates results/ from studies/: `dimsum run` on every study (and the
+# rail-only comparison, examples/rail_only.rs, from two of them), then the
 # LIBRA reproduction table, the built-in collectives table, Swing against
 # its baselines, the analytic against the schedule-backed optimum and the
-# published training runs (validation/) against their prediction. Only calls
-# the CLI.
+# published training runs (validation/) against their prediction. Calls the
+# CLI, and the library through that one example.
 #
 # `scripts/reproduce.sh --check` regenerates the same files into a temporary
 # directory instead, compares each with its committed copy byte for byte and
@@ -26,6 +27,7 @@ if [[ -z $check ]]; then
   for study in studies/*.toml; do
     "$bin" run "$study" --out results
   done
+  cargo run --release --quiet --example rail_only -- results >/dev/null
   scripts/libra-reproduce.sh
   scripts/collectives.sh
   scripts/forest.sh
@@ -53,6 +55,7 @@ collectives="$collectives $!"
 for study in studies/*.toml; do
   "$bin" run "$study" --out "$tmp/results" >/dev/null
 done
+cargo run --release --quiet --example rail_only -- "$tmp/results" >/dev/null
 scripts/libra-reproduce.sh "$tmp" >/dev/null
 scripts/swing.sh "$tmp" >/dev/null
 scripts/schedule-backed.sh "$tmp" >/dev/null

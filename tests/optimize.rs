@@ -24,6 +24,7 @@ fn dim(name: &str, block: Block, npus: u32, latency_ns: f64) -> Dim {
         max_gbps: None,
         tier: name.into(),
         options_gbps: None,
+        fat_tree: None,
     }
 }
 

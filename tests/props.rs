@@ -51,6 +51,7 @@ fn fabric() -> impl Strategy<Value = Fabric> {
                     max_gbps: None,
                     tier: format!("t{i}"),
                     options_gbps: None,
+                    fat_tree: None,
                 })
                 .collect(),
         }

@@ -197,6 +197,7 @@ fn hierarchical_bytes_match_the_analytic_model() {
         max_gbps: None,
         tier: "t".into(),
         options_gbps: None,
+        fat_tree: None,
     };
     let f = Fabric {
         dims: vec![

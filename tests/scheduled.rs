@@ -585,6 +585,7 @@ fn a_group_on_part_of_a_dimension_gets_its_own_links() {
             max_gbps: None,
             tier: "t".into(),
             options_gbps: None,
+            fat_tree: None,
         }],
     };
     let s = 64e6;

@@ -227,6 +227,7 @@ fn ring_fabric(p: u32, block: Block, latency_ns: f64) -> Fabric {
             max_gbps: None,
             tier: "t".into(),
             options_gbps: None,
+            fat_tree: None,
         }],
     }
 }

@@ -405,6 +405,7 @@ pub fn read_network(path: &Path) -> Result<Fabric, InputError> {
             max_gbps: None,
             tier,
             options_gbps: None,
+            fat_tree: None,
         });
     }
     Ok(Fabric { dims })

@@ -21,9 +21,17 @@
 //!   Of the catalog's switches with the port's kind and speed, the cheapest
 //!   design is taken; bought k s.
 //!
+//! - fat-tree (a switch dimension with `Dim::fat_tree`): the tiers of
+//!   `model::fattree` (leaf, spine, core; oversubscription removing
+//!   uplinks and upper tiers), one tree per plane and span (a group, or
+//!   with `rails = "optimized"` the group and every dimension below it:
+//!   8 GPUs x 32 nodes on 64-port switches buy 8 leaves and 4 spines
+//!   where the rail switches above share 4 switches between 8 rails).
+//!
 //! Cables: the cheapest cable of the port's speed, sold for its kind, that
-//! reaches the dimension's `reach_m` (leaf-spine links: `spine_reach_m`);
-//! on-package ports use package traces only.
+//! reaches the dimension's `reach_m` (leaf-spine links, and a fat-tree's
+//! links above its spines: `spine_reach_m`); on-package ports use package
+//! traces only.
 //!
 //! A dimension bought with a server (`DimSpec::server`: an HGX baseboard's
 //! NVLink, say) buys no ports, switches or cables: its bandwidth is the
@@ -37,6 +45,7 @@
 use crate::model::catalog::{Cable, Catalog, Port, Server, Switch};
 use crate::model::cost::Tier;
 use crate::model::fabric::{Block, Fabric};
+use crate::model::fattree::{self, Tier as TreeTier};
 use crate::model::topology::per_link_gbps;
 use crate::model::units;
 use serde::Serialize;
@@ -213,18 +222,32 @@ pub struct DimBom {
 pub struct SwitchPlan {
     /// Model.
     pub model: String,
-    /// Tiers: 1 (one switch per plane and group) or 2 (leaf-spine).
+    /// Tiers: 1 (one switch per plane and group), 2 (leaf-spine), 3 or
+    /// more (a fat-tree's core and above).
     pub tiers: u32,
     /// Leaf (or single-tier) switches.
     pub leaves: u64,
     /// Spine switches.
     pub spines: u64,
+    /// Switches above the spines (a fat-tree's core and any tier above).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub core: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl std::fmt::Display for SwitchPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.tiers == 1 {
             write!(f, "{} x {}", self.leaves, self.model)
+        } else if self.core > 0 {
+            write!(
+                f,
+                "{} leaf + {} spine + {} core {}",
+                self.leaves, self.spines, self.core, self.model
+            )
         } else {
             write!(f, "{} leaf + {} spine {}", self.leaves, self.spines, self.model)
         }
@@ -347,6 +370,107 @@ fn switches(sw: &Switch, n: u32, groups: u64, k: u32) -> Option<(u32, u64, u64, 
     }
 }
 
+/// The tiers of dimension `d`'s switches on `sw`, over every plane and
+/// group (switches and uplinks per tier, leaves first): a fat-tree's
+/// (`model::fattree`, one tree per plane and span), else one switch per
+/// plane and group or the two-tier leaf-spine (`switches`); `None` where
+/// `sw` cannot build it.
+fn tree_of(fabric: &Fabric, d: usize, sw: &Switch, groups: u64, k: u32) -> Option<Vec<TreeTier>> {
+    let dim = &fabric.dims[d];
+    if let Some(ft) = &dim.fat_tree {
+        let span = ft.span(fabric, d).max(1);
+        let per_plane = fabric.npus() / span;
+        let levels = ft.levels_for(sw.ports, span)?;
+        let one = fattree::tiers(sw.ports, span, levels, &ft.oversubscription)?;
+        // One-level trees share a switch as one-switch groups do.
+        let trees = if levels == 1 {
+            u64::from(k) * per_plane.div_ceil((u64::from(sw.ports) / span).max(1))
+        } else {
+            u64::from(k) * per_plane
+        };
+        return Some(
+            one.iter()
+                .map(|t| TreeTier {
+                    switches: trees * t.switches,
+                    uplinks: trees * t.uplinks,
+                })
+                .collect(),
+        );
+    }
+    let (tiers, leaves, spines, uplinks) = switches(sw, dim.npus, groups, k)?;
+    Some(if tiers == 1 {
+        vec![TreeTier {
+            switches: leaves,
+            uplinks: 0,
+        }]
+    } else {
+        vec![
+            TreeTier {
+                switches: leaves,
+                uplinks,
+            },
+            TreeTier {
+                switches: spines,
+                uplinks: 0,
+            },
+        ]
+    })
+}
+
+/// Tier `i`'s name of `n` tiers: leaf, spine, core, then `tier-4`, ...
+fn tier_name(i: usize, n: usize) -> String {
+    match (i, n) {
+        (_, 1) => String::new(),
+        (0, _) => "leaf".into(),
+        (1, _) => "spine".into(),
+        (2, _) => "core".into(),
+        _ => format!("tier-{}", i + 1),
+    }
+}
+
+/// The switch and cable items of `tiers` of `sw` (every link above the
+/// leaves at `spine_reach_m`); `None` where no cable reaches.
+fn tier_items(
+    catalog: &Catalog,
+    port: &Port,
+    ds: &DimSpec,
+    sw: &Switch,
+    dimension: &str,
+    tiers: &[TreeTier],
+) -> Option<Vec<Item>> {
+    let n = tiers.len();
+    let mut its: Vec<Item> = tiers
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Item {
+            component: sw.name.clone(),
+            kind: "switch",
+            role: if n == 1 {
+                "switches".into()
+            } else {
+                format!("{} switches", tier_name(i, n))
+            },
+            dimension: dimension.to_string(),
+            quantity: t.switches,
+            unit_price_usd: sw.usd,
+            unit_power_w: sw.watts,
+        })
+        .collect();
+    for (i, t) in tiers.iter().enumerate().take(n.saturating_sub(1)) {
+        let c = cable_for(catalog, port, ds.spine_reach_m)?;
+        its.push(Item {
+            component: c.name.clone(),
+            kind: "cable",
+            role: format!("{}-{} links", tier_name(i, n), tier_name(i + 1, n)),
+            dimension: dimension.to_string(),
+            quantity: t.uplinks,
+            unit_price_usd: c.usd,
+            unit_power_w: c.watts,
+        });
+    }
+    Some(its)
+}
+
 /// The bill of materials of dimension `d` with `k` ports per link of
 /// `port` (k = 0: nothing).
 pub fn dim_bom(
@@ -407,64 +531,42 @@ pub fn dim_bom(
                 .iter()
                 .filter(|s| s.kind == port.kind && s.gbits.total_cmp(&port.gbits).is_eq())
             {
-                let Some((tiers, leaves, spines, uplinks)) = switches(sw, n, groups, k) else {
+                let Some(tiers) = tree_of(fabric, d, sw, groups, k) else {
                     continue;
                 };
-                let mut its = vec![Item {
-                    component: sw.name.clone(),
-                    kind: "switch",
-                    role: if tiers == 1 {
-                        "switches".into()
-                    } else {
-                        "leaf switches".into()
-                    },
-                    dimension: dim.name.clone(),
-                    quantity: leaves,
-                    unit_price_usd: sw.usd,
-                    unit_power_w: sw.watts,
-                }];
-                if tiers == 2 {
-                    its.push(Item {
-                        component: sw.name.clone(),
-                        kind: "switch",
-                        role: "spine switches".into(),
-                        dimension: dim.name.clone(),
-                        quantity: spines,
-                        unit_price_usd: sw.usd,
-                        unit_power_w: sw.watts,
-                    });
-                    let Some(c) = cable_for(&spec.catalog, port, ds.spine_reach_m) else {
-                        continue;
-                    };
-                    its.push(Item {
-                        component: c.name.clone(),
-                        kind: "cable",
-                        role: "leaf-spine links".into(),
-                        dimension: dim.name.clone(),
-                        quantity: uplinks,
-                        unit_price_usd: c.usd,
-                        unit_power_w: c.watts,
-                    });
-                }
+                let Some(its) = tier_items(&spec.catalog, port, ds, sw, &dim.name, &tiers) else {
+                    continue;
+                };
                 let capex: f64 = its.iter().map(Item::capex_usd).sum();
                 if best.as_ref().is_none_or(|b| capex < b.0) {
+                    let count = |i: usize| tiers.get(i).map_or(0, |t| t.switches);
                     best = Some((
                         capex,
                         its,
                         SwitchPlan {
                             model: sw.name.clone(),
-                            tiers,
-                            leaves,
-                            spines,
+                            tiers: tiers.len() as u32,
+                            leaves: count(0),
+                            spines: count(1),
+                            core: tiers.iter().skip(2).map(|t| t.switches).sum(),
                         },
                     ));
                 }
             }
             let (_, its, p) = best.ok_or_else(|| {
-                err(format!(
-                    "no switch in the catalog has {} Gb/s {} ports for groups of {n} (two tiers at most)",
-                    port.gbits, port.kind
-                ))
+                err(match &dim.fat_tree {
+                    None => format!(
+                        "no switch in the catalog has {} Gb/s {} ports for groups of {n} (two tiers at most)",
+                        port.gbits, port.kind
+                    ),
+                    Some(ft) => format!(
+                        "no switch in the catalog has {} Gb/s {} ports for a fat-tree of {} NPUs{}",
+                        port.gbits,
+                        port.kind,
+                        ft.span(fabric, d),
+                        ft.levels.map_or(String::new(), |l| format!(" in {l} levels"))
+                    ),
+                })
             })?;
             items.extend(its);
             plan = Some(p);
@@ -484,6 +586,23 @@ pub fn dim_bom(
         capex_usd,
         power_w,
     })
+}
+
+/// The smallest radix of the catalog's switches that dimension `d` could
+/// be built from (a switch of the kind and speed of one of its allowed
+/// ports): the radix a fat-tree's time model assumes; `None` where none.
+pub fn smallest_radix(fabric: &Fabric, spec: &Procurement, d: usize) -> Option<u32> {
+    let ports = allowed_ports(fabric, spec, d);
+    spec.catalog
+        .switches
+        .iter()
+        .filter(|s| {
+            ports
+                .iter()
+                .any(|p| s.kind == p.kind && s.gbits.total_cmp(&p.gbits).is_eq())
+        })
+        .map(|s| s.ports)
+        .min()
 }
 
 /// The port classes dimension `d` may use.

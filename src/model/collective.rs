@@ -63,6 +63,11 @@
 //! most loaded link, step by step, with folds for sizes that are not powers
 //! of two) and its latency is the hops of that chain of steps.
 //!
+//! A fat-tree dimension (`Dim::fat_tree`) with oversubscribed levels
+//! scales its bytes by the taper of `model::fattree` (a constant per
+//! algorithm, collective and group size: the form stays `alpha + bytes /
+//! B`); non-blocking, it is the switch.
+//!
 //! Lower bound: an NPU of a group of P must move at least `2 S (P-1)/P` bytes
 //! for an all-reduce (Patarasuk and Yuan, JPDC 2009), `S (P-1)/P` for a
 //! reduce-scatter or all-to-all, and `S (P-1)` for an all-gather, through at
@@ -541,6 +546,10 @@ pub fn coefficients(comm: &Comm, fabric: &Fabric, model: &CollectiveModel) -> Co
             }
             // A group on part of the dimension.
             b *= model.group_bandwidth.factor(comm.kind, dim.block, p, dim.npus);
+            // An oversubscribed fat-tree's taper (model::fattree).
+            if let Some(t) = &dim.fat_tree {
+                b *= t.taper(model.algorithms[d], comm.kind, p);
+            }
             let alpha_ns = match model.time_model {
                 TimeModel::Libra => 0.0,
                 TimeModel::Pipelined | TimeModel::Sequential | TimeModel::Nccl => hops * dim.latency_ns,

@@ -73,6 +73,50 @@ pub struct Dim {
     /// The bandwidths that can actually be bought, GB/s per NPU, if the
     /// dimension is discrete (the optimizer then picks one of them).
     pub options_gbps: Option<Vec<f64>>,
+    /// A switch dimension built as a fat-tree (`block = "fat-tree"`):
+    /// levels, oversubscription, rails (`model::fattree`); `None`: one
+    /// switch per group and plane, or today's two-tier leaf-spine where a
+    /// group outgrows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fat_tree: Option<FatTree>,
+}
+
+/// How a fat-tree dimension's tree meets the dimensions below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rails {
+    /// One tree per group of the dimension (and per port plane).
+    PerGroup,
+    /// Rail-optimized: one tree spans the dimension's groups and every
+    /// dimension below it, its leaves rail-aligned.
+    Optimized,
+}
+
+/// A switch dimension built as a fat-tree; counts and taper in
+/// `model::fattree`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FatTree {
+    /// Levels of switches (`None`: the fewest the radix allows).
+    pub levels: Option<u32>,
+    /// Down:up ratio per level below the top, leaves first (>= 1; a level
+    /// not listed is non-blocking).
+    pub oversubscription: Vec<f64>,
+    /// Per group or rail-optimized.
+    pub rails: Rails,
+    /// The switch radix the time model assumes: the smallest of the
+    /// catalog's switches that can build the dimension (the study sets it).
+    pub radix: u32,
+}
+
+impl FatTree {
+    /// Endpoints one tree of dimension `d` of `fabric` spans: the group's
+    /// size, times every dimension below it when rail-optimized.
+    pub fn span(&self, fabric: &Fabric, d: usize) -> u64 {
+        match self.rails {
+            Rails::PerGroup => u64::from(fabric.dims[d].npus),
+            Rails::Optimized => fabric.dims[..=d].iter().map(|x| u64::from(x.npus)).product(),
+        }
+    }
 }
 
 /// A multi-dimensional fabric.
@@ -88,6 +132,7 @@ pub struct Dim {
 ///     max_gbps: None,
 ///     tier: name.into(),
 ///     options_gbps: None,
+///     fat_tree: None,
 /// };
 /// // 4 NPUs on a ring in each of 8 nodes on a switch: 32 NPUs.
 /// let f = Fabric { dims: vec![dim("node", Block::Ring, 4), dim("pod", Block::Switch, 8)] };
@@ -125,6 +170,7 @@ impl Fabric {
                 let b = match d.block {
                     Block::Ring => "Ring",
                     Block::FullyConnected => "FullyConnected",
+                    Block::Switch if d.fat_tree.is_some() => "FatTree",
                     Block::Switch => "Switch",
                 };
                 format!("{b}({})", d.npus)
@@ -203,6 +249,7 @@ pub(crate) mod tests {
             max_gbps: None,
             tier: name.into(),
             options_gbps: None,
+            fat_tree: None,
         }
     }
 

@@ -216,6 +216,7 @@ pub fn reshape(study: &SweepOn, spec: &SweepSpec, item: &Item) -> Option<(Fabric
                 npus: *n,
                 block: *b,
                 options_gbps: d.options_gbps.clone(),
+                fat_tree: if *b == d.block { d.fat_tree.clone() } else { None },
                 ..d.clone()
             })
             .collect(),

@@ -507,6 +507,7 @@ pub fn fabric(c: &Cluster, gpus: u64) -> Fabric {
         max_gbps: None,
         tier: "node".into(),
         options_gbps: None,
+        fat_tree: None,
     }];
     let nodes = gpus / u64::from(node);
     if nodes > 1 {
@@ -519,6 +520,7 @@ pub fn fabric(c: &Cluster, gpus: u64) -> Fabric {
             max_gbps: None,
             tier: "network".into(),
             options_gbps: None,
+            fat_tree: None,
         });
     }
     Fabric { dims }

@@ -384,7 +384,8 @@ pub(crate) fn what_to_buy(study: &Study, spec: &Procurement, b: &Bom) -> Vec<Str
         .enumerate()
         .map(|(d, db)| {
             let dim = &study.fabric.dims[d];
-            let head = format!("`{}` ({}({}))", db.dimension, dim.block.name(), dim.npus);
+            let block = if dim.fat_tree.is_some() { "fat-tree" } else { dim.block.name() };
+            let head = format!("`{}` ({block}({}))", db.dimension, dim.npus);
             if let Some(s) = b.servers.iter().find(|s| s.dimension == db.dimension) {
                 let money = match s.capex_usd() {
                     Some(c) => format!("${}M", sig3(usd_to_musd(c))),
@@ -428,6 +429,15 @@ fn dim_line(head: &str, declared: bool, db: &DimBom) -> String {
     if let Some(sw) = &db.switch {
         parts.push(if sw.tiers == 1 {
             format!("{} `{}` switches (one tier)", thousands(sw.leaves), sw.model)
+        } else if sw.tiers > 2 {
+            format!(
+                "{} leaf + {} spine + {} core `{}` switches ({} tiers)",
+                thousands(sw.leaves),
+                thousands(sw.spines),
+                thousands(sw.core),
+                sw.model,
+                sw.tiers
+            )
         } else {
             format!(
                 "{} leaf + {} spine `{}` switches (two tiers)",

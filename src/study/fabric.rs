@@ -9,7 +9,8 @@ use crate::error::{InputError, one_of};
 use crate::model::bom::{self, Procurement};
 use crate::model::collective::Algorithm;
 use crate::model::cost::{CostModel, Tier};
-use crate::model::fabric::{Block, Dim, Fabric};
+use crate::model::fabric::{Block, Dim, Fabric, FatTree, Rails};
+use crate::model::fattree;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;
@@ -20,11 +21,35 @@ pub(super) struct RawFabric {
     dims: Spanned<Vec<Spanned<RawDim>>>,
 }
 
+/// A dimension's `block`: one of the model's, or `fat-tree` (a switch
+/// dimension with a `FatTree`).
+#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+enum RawBlock {
+    Ring,
+    FullyConnected,
+    Switch,
+    FatTree,
+}
+
+impl RawBlock {
+    fn block(self) -> Block {
+        match self {
+            RawBlock::Ring => Block::Ring,
+            RawBlock::FullyConnected => Block::FullyConnected,
+            RawBlock::Switch | RawBlock::FatTree => Block::Switch,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDim {
     name: String,
-    block: Block,
+    block: Spanned<RawBlock>,
+    levels: Option<Spanned<i64>>,
+    oversubscription: Option<Spanned<Vec<f64>>>,
+    rails: Option<Spanned<Rails>>,
     npus: Spanned<i64>,
     #[serde(default = "zero")]
     latency_ns: Spanned<f64>,
@@ -185,15 +210,17 @@ fn dim(
     }
     let options = options(d, &field, src)?;
     let algorithm = algorithm(d, &field, src)?;
+    let fat_tree = fat_tree(d, &field, src)?;
     let dim = Dim {
         name: d.name.clone(),
-        block: d.block,
+        block: d.block.get_ref().block(),
         npus: npus as u32,
         latency_ns: latency,
         min_gbps: d.min_gbps.as_ref().map(|b| b.get_ref().0),
         max_gbps: d.max_gbps.as_ref().map(|b| b.get_ref().0),
         tier,
         options_gbps: options,
+        fat_tree,
     };
     Ok((dim, algorithm))
 }
@@ -219,22 +246,155 @@ fn options(d: &RawDim, field: &dyn Fn(&str) -> String, src: StudyFile<'_>) -> Re
 /// A dimension's `algorithm`, which must run on its block (default: the
 /// block's own).
 fn algorithm(d: &RawDim, field: &dyn Fn(&str) -> String, src: StudyFile<'_>) -> Result<Algorithm, InputError> {
+    let block = d.block.get_ref().block();
     let Some(a) = &d.algorithm else {
-        return Ok(Algorithm::default_for(d.block));
+        return Ok(Algorithm::default_for(block));
     };
-    if !a.get_ref().fits(d.block) {
+    if !a.get_ref().fits(block) {
         return Err(src.at(
             a.span(),
             field("algorithm"),
             format!(
                 "`{}` does not run on a {} dimension: use {}",
                 a.get_ref(),
-                d.block,
-                one_of(Algorithm::allowed(d.block))
+                block,
+                one_of(Algorithm::allowed(block))
             ),
         ));
     }
     Ok(*a.get_ref())
+}
+
+/// A dimension's fat-tree keys (`levels`, `oversubscription`, `rails`):
+/// only on `block = "fat-tree"`; levels from 1 to `fattree::MAX_LEVELS`,
+/// every oversubscription finite and >= 1. The radix is set once the
+/// catalog is known ([`fat_trees`]).
+fn fat_tree(d: &RawDim, field: &dyn Fn(&str) -> String, src: StudyFile<'_>) -> Result<Option<FatTree>, InputError> {
+    if *d.block.get_ref() != RawBlock::FatTree {
+        let keys = [
+            ("levels", d.levels.as_ref().map(Spanned::span)),
+            ("oversubscription", d.oversubscription.as_ref().map(Spanned::span)),
+            ("rails", d.rails.as_ref().map(Spanned::span)),
+        ];
+        if let Some((key, Some(span))) = keys.into_iter().find(|(_, s)| s.is_some()) {
+            return Err(src.at(
+                span,
+                field(key),
+                format!(
+                    "`{key}` is a fat-tree key, but the block is {}: use block = \"fat-tree\" or drop `{key}`",
+                    d.block.get_ref().block()
+                ),
+            ));
+        }
+        return Ok(None);
+    }
+    let levels = match &d.levels {
+        None => None,
+        Some(l) => {
+            let v = *l.get_ref();
+            if !(1..=i64::from(fattree::MAX_LEVELS)).contains(&v) {
+                return Err(src.at(
+                    l.span(),
+                    field("levels"),
+                    format!("{v} levels is not allowed: use 1 to {}", fattree::MAX_LEVELS),
+                ));
+            }
+            Some(v as u32)
+        }
+    };
+    let oversubscription = match &d.oversubscription {
+        None => Vec::new(),
+        Some(o) => {
+            if let Some(x) = o
+                .get_ref()
+                .iter()
+                .find(|x| !(x.is_finite() && **x >= 1.0 && **x <= 1e6))
+            {
+                return Err(src.at(
+                    o.span(),
+                    field("oversubscription"),
+                    format!("{x} is not allowed: each level's down:up ratio is from 1 (non-blocking) to 1e6"),
+                ));
+            }
+            o.get_ref().clone()
+        }
+    };
+    Ok(Some(FatTree {
+        levels,
+        oversubscription,
+        rails: d.rails.as_ref().map_or(Rails::PerGroup, |r| *r.get_ref()),
+        radix: 0,
+    }))
+}
+
+/// Every fat-tree dimension's radix, from the catalog it is bought from
+/// (`bom::smallest_radix`), and its levels and oversubscription checked
+/// against it: `levels` no fewer than the radix needs for the tree's span,
+/// at most one oversubscription per level below the top.
+pub(super) fn fat_trees(
+    raw: &RawFabric,
+    fabric: &mut Fabric,
+    parts: &Procurement,
+    src: StudyFile<'_>,
+) -> Result<(), InputError> {
+    for d in 0..fabric.dims.len() {
+        let Some(ft) = fabric.dims[d].fat_tree.clone() else {
+            continue;
+        };
+        let rd = raw.dims.get_ref()[d].get_ref();
+        let field = |f: &str| format!("fabric.dims[{d}].{f}");
+        let name = fabric.dims[d].name.clone();
+        let Some(radix) = bom::smallest_radix(fabric, parts, d) else {
+            return Err(src.at(
+                rd.block.span(),
+                field("block"),
+                format!("the catalog sells no switch to build `{name}` as a fat-tree: name its ports in [procurement.dims.{name}]"),
+            ));
+        };
+        let span = ft.span(fabric, d);
+        let fewest = fattree::fewest_levels(radix, span);
+        let at = rd.levels.as_ref().map_or(rd.block.span(), Spanned::span);
+        let levels = match (ft.levels, fewest) {
+            (Some(l), Some(f)) if l >= f => l,
+            (None, Some(f)) => f,
+            (Some(l), Some(f)) => {
+                return Err(src.at(
+                    at,
+                    field("levels"),
+                    format!(
+                        "{l} levels of {radix}-port switches reach fewer than {span} NPUs: use levels = {f} or more"
+                    ),
+                ));
+            }
+            (_, None) => {
+                return Err(src.at(
+                    at,
+                    field("levels"),
+                    format!(
+                        "{span} NPUs need more than {} levels of {radix}-port switches: use fewer NPUs",
+                        fattree::MAX_LEVELS
+                    ),
+                ));
+            }
+        };
+        if ft.oversubscription.len() > (levels - 1) as usize {
+            let at = rd.oversubscription.as_ref().map_or(rd.block.span(), Spanned::span);
+            return Err(src.at(
+                at,
+                field("oversubscription"),
+                format!(
+                    "{} ratios given but a {levels}-level tree has {} levels below its top: give at most {}",
+                    ft.oversubscription.len(),
+                    levels - 1,
+                    levels - 1
+                ),
+            ));
+        }
+        if let Some(t) = &mut fabric.dims[d].fat_tree {
+            t.radix = radix;
+        }
+    }
+    Ok(())
 }
 
 /// The largest price ($ per GB/s) or energy (pJ/bit) a cost tier may give.

@@ -312,6 +312,7 @@ impl Study {
             procurement::apply_servers(r, p, &mut fabric, &mut cost, src)?;
         }
         let parts = procurement.clone().unwrap_or_else(|| Procurement::defaults(&fabric));
+        fabric::fat_trees(&raw.fabric, &mut fabric, &parts, src)?;
         let derived_tiers = fabric::derive_tiers(&raw.fabric, &fabric, &mut cost, &parts, src)?;
         let raw_bw = match &raw.bw {
             Some(b) if b.get_ref().len() == fabric.ndims() => Some((b.get_ref().clone(), b.span())),
