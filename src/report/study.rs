@@ -91,6 +91,9 @@ pub fn write(study: &Study, r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>
     if let Some(p) = &r.procurement {
         decision(study, p, &mut doc);
     }
+    if let Some(s) = &r.shapes {
+        shapes(study, &r.stamp, s, &mut doc, &mut out)?;
+    }
     recommended(study, r, &mut doc, &mut out)?;
     if let Some(s) = &r.scheduled {
         scheduled(study, r, s, &mut doc, &mut out)?;
@@ -229,6 +232,23 @@ fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
     answers_table(p, &names, doc);
     replayed(study, p, doc);
     red_flags(p, doc);
+}
+
+/// The shapes compared (`[[alternative]]`): the section, `shapes.csv`,
+/// `shapes.json` and the chart of their frontiers.
+fn shapes(
+    study: &Study,
+    stamp: &Stamp,
+    s: &crate::pipeline::shapes::Shapes,
+    doc: &mut Doc,
+    out: &mut Out,
+) -> Result<(), ReportError> {
+    let within = within_budgets(&study.procurement());
+    super::shapes::section(s, study.fabric.npus(), &within, doc);
+    out.write("shapes.csv", &super::shapes::csv(stamp, s))?;
+    out.json("shapes.json", &super::shapes::json(&study.name, stamp, s))?;
+    out.charts([super::shapes::chart(out.dir, &study.name, stamp, s)?]);
+    Ok(())
 }
 
 /// Where the catalog's answers lie: within the budgets of `spec` (capex,
