@@ -284,8 +284,15 @@ fn frontier_points(b: &ShapeBuy) -> Vec<(f64, f64)> {
 }
 
 /// `shapes-frontier.svg/png`: every shape's catalog frontier and its
-/// design within the budgets.
-pub fn chart(dir: &Path, study: &str, stamp: &Stamp, s: &Shapes) -> Result<Chart, ReportError> {
+/// design within the budgets, and the capex budget (`budget_usd`) drawn
+/// across the designs' time range.
+pub fn chart(
+    dir: &Path,
+    study: &str,
+    stamp: &Stamp,
+    s: &Shapes,
+    budget_usd: Option<f64>,
+) -> Result<Chart, ReportError> {
     let chosen = s.chosen.map(|(i, _)| i);
     let mut series: Vec<Series> = Vec::new();
     for (i, sh) in s.shapes.iter().enumerate() {
@@ -297,6 +304,17 @@ pub fn chart(dir: &Path, study: &str, stamp: &Stamp, s: &Shapes) -> Result<Chart
                 vec![(usd_to_musd(b.capex_usd()), b.time_ms())],
             ));
         }
+    }
+    let times = series.iter().flat_map(|(_, p)| p.iter().map(|x| x.1));
+    let (lo, hi) = times.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| (a.min(t), b.max(t)));
+    if let Some(budget) = budget_usd
+        && lo.is_finite()
+        && hi.is_finite()
+    {
+        series.push((
+            format!("capex budget (${}M)", musd(budget)),
+            vec![(usd_to_musd(budget), lo), (usd_to_musd(budget), hi)],
+        ));
     }
     super::line_chart(
         dir,

@@ -243,11 +243,12 @@ fn shapes(
     doc: &mut Doc,
     out: &mut Out,
 ) -> Result<(), ReportError> {
-    let within = within_budgets(&study.procurement());
+    let spec = study.procurement();
+    let within = within_budgets(&spec);
     super::shapes::section(s, study.fabric.npus(), &within, doc);
     out.write("shapes.csv", &super::shapes::csv(stamp, s))?;
     out.json("shapes.json", &super::shapes::json(&study.name, stamp, s))?;
-    out.charts([super::shapes::chart(out.dir, &study.name, stamp, s)?]);
+    out.charts([super::shapes::chart(out.dir, &study.name, stamp, s, spec.budget_usd)?]);
     Ok(())
 }
 
