@@ -138,13 +138,22 @@ fn asked(study: &Study, r: &StudyResults, doc: &mut Doc) {
         doc.push(Block::Para(study.description.lines().map(String::from).collect()));
     }
     let cons: Vec<String> = r.problem.constraints.iter().map(|c| format!("`{}`", c.text)).collect();
-    doc.push(Block::List(vec![
+    let mut fabric = vec![format!(
+        "Fabric: {} = {} NPUs; dimensions {}.",
+        study.fabric.shape(),
+        study.fabric.npus(),
+        names.join(", ")
+    )];
+    fabric.extend(study.alternatives.iter().map(|a| {
+        let dims: Vec<String> = a.fabric.dims.iter().map(|d| format!("`{}`", d.name)).collect();
         format!(
-            "Fabric: {} = {} NPUs; dimensions {}.",
-            study.fabric.shape(),
-            study.fabric.npus(),
-            names.join(", ")
-        ),
+            "Alternative `{}`: {}; dimensions {}.",
+            a.name,
+            a.fabric.shape(),
+            dims.join(", ")
+        )
+    }));
+    fabric.extend([
         format!(
             "Workload: {}, {} collectives, {:.3} ms of compute per iteration; time model `{}`, loop `{}`.",
             workload_size(study),
@@ -161,7 +170,8 @@ fn asked(study: &Study, r: &StudyResults, doc: &mut Doc) {
                 cons.join(", ")
             }
         ),
-    ]));
+    ]);
+    doc.push(Block::List(fabric));
     if !study.warnings.is_empty() {
         doc.para("Warnings on the study (allowed, but check them):");
         doc.push(Block::List(study.warnings.clone()));
