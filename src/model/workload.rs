@@ -402,6 +402,45 @@ pub fn place(skip: u64, size: u64, npus: &[u32]) -> Option<Group> {
     (take == 1 && skip == 1).then_some(Group(out))
 }
 
+/// Where `group` sits on `fabric` in rank order (dimension 0 fastest): it
+/// skips `skip` NPUs' worth of inner dimensions and spans `size` NPUs
+/// outward, as `(skip, size)`. A group that goes on outward covers the
+/// outer part of its first dimension; one that stays inside it is taken
+/// from its start.
+pub fn rank_position(group: &Group, fabric: &Fabric) -> (u64, u64) {
+    let size = group.size();
+    let first = group.0.iter().position(|g| g.is_some_and(|g| g > 1));
+    let Some(first) = first else { return (1, 1) };
+    let inner: u64 = fabric.dims[..first].iter().map(|d| u64::from(d.npus)).product();
+    let g = u64::from(group.0[first].unwrap_or(1));
+    let outward = group.0[first + 1..].iter().any(|g| g.is_some_and(|g| g > 1));
+    let partial = if outward {
+        u64::from(fabric.dims[first].npus) / g
+    } else {
+        1
+    };
+    (inner * partial, size)
+}
+
+impl Workload {
+    /// This workload, whose groups sit on `origin`, with every
+    /// communicator re-placed on a fabric of `npus` per dimension at the
+    /// same position in rank order ([`rank_position`], [`place`]); `None`
+    /// where a group cannot be placed so.
+    pub fn replaced(&self, origin: &Fabric, npus: &[u32]) -> Option<Workload> {
+        let mut workload = self.clone();
+        for layer in &mut workload.layers {
+            for phase in [&mut layer.forward, &mut layer.input_grad, &mut layer.weight_grad] {
+                if let Some(c) = &mut phase.comm {
+                    let (skip, size) = rank_position(&c.group, origin);
+                    c.group = place(skip, size, npus)?;
+                }
+            }
+        }
+        Some(workload)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::float_cmp)] // hand-worked values, exact in binary floating point
 mod tests {

@@ -56,5 +56,6 @@ pub mod exec;
 pub mod jobs;
 pub mod procure;
 pub mod run;
+pub mod shapes;
 pub mod sweep;
 pub mod validate;

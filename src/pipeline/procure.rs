@@ -468,11 +468,11 @@ pub fn best_spec(study: &Study) -> scheduled::Spec {
 }
 
 /// Budgets of the catalog frontier in a study's results.
-const FRONTIER_POINTS: usize = 16;
+pub(crate) const FRONTIER_POINTS: usize = 16;
 
 /// The catalog's answer to `goal` within the study's budgets: `perf`
 /// without a budget is the fastest purchasable design within the caps.
-fn answer(on: &Buying, problem: &Problem, goal: Goal) -> Result<(Comparison, Bom), ProcureError> {
+pub(crate) fn answer(on: &Buying, problem: &Problem, goal: Goal) -> Result<(Comparison, Bom), ProcureError> {
     let spec = &on.spec;
     let budget_usd = match (goal, spec.budget_usd, spec.budget_w) {
         (Goal::Perf, None, None) => Some(UNLIMITED_USD),

@@ -14,6 +14,7 @@ pub use super::exec::RunError;
 use super::exec::{Executor, Job};
 use super::jobs::{self, Recipes};
 use super::procure::{self, Procured};
+use super::shapes::{CompareShapes, Shapes};
 use super::sweep::{self, Shard};
 use crate::io::Stamp;
 use crate::model::eval::Evaluation;
@@ -92,6 +93,9 @@ pub struct StudyResults {
     /// With `[procurement]`: the recommended designs bought, the catalog
     /// optimum and the catalog frontier.
     pub procurement: Option<Procured>,
+    /// With `[[alternative]]`: every shape (the study's fabric and each
+    /// alternative) bought within the budgets, and the one to buy.
+    pub shapes: Option<Shapes>,
     /// The fixed designs.
     pub fixed: Vec<FixedDesign>,
     /// The frontiers.
@@ -237,6 +241,10 @@ impl Job for RunStudy<'_> {
             }
             None => None,
         };
+        let shapes = match study.alternatives.is_empty() {
+            true => None,
+            false => Some(ex.run(CompareShapes { study })?),
+        };
         let fixed = fixed_designs(study)?;
         let mut frontiers = Vec::new();
         for spec in &study.frontiers {
@@ -282,6 +290,7 @@ impl Job for RunStudy<'_> {
             recommended,
             scheduled,
             procurement,
+            shapes,
             fixed,
             frontiers,
             sweeps,

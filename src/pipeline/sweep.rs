@@ -34,7 +34,7 @@ use crate::model::bom::{self, DimSpec, Procurement};
 use crate::model::collective::{Algorithm, CollectiveModel};
 use crate::model::fabric::{Block, Dim, Fabric};
 use crate::model::training::IterationModel;
-use crate::model::workload::{Group, Workload, place};
+use crate::model::workload::Workload;
 use crate::optimize::frontier::Axis;
 use crate::optimize::{self, Objective, Problem, expr::Constraint, expr::Sense, expr::Unit};
 use crate::progress::Progress;
@@ -177,24 +177,6 @@ pub fn items(spec: &SweepSpec, k: usize) -> Vec<Item> {
     out
 }
 
-/// Where a group sits in rank order: it skips `skip` NPUs' worth of inner
-/// dimensions and spans `size` NPUs outward.
-fn placement(group: &Group, fabric: &Fabric) -> (u64, u64) {
-    let size = group.size();
-    let first = group.0.iter().position(|g| g.is_some_and(|g| g > 1));
-    let Some(first) = first else { return (1, 1) };
-    let inner: u64 = fabric.dims[..first].iter().map(|d| u64::from(d.npus)).product();
-    let g = u64::from(group.0[first].unwrap_or(1));
-    let outward = group.0[first + 1..].iter().any(|g| g.is_some_and(|g| g > 1));
-    // A group that goes on outward covers the outer part of its first dimension.
-    let partial = if outward {
-        u64::from(fabric.dims[first].npus) / g
-    } else {
-        1
-    };
-    (inner * partial, size)
-}
-
 /// The workload an item uses, its name and the fabric its groups sit on.
 fn workload_of<'a>(study: &SweepOn<'a>, spec: &'a SweepSpec, item: &Item) -> (&'a str, &'a Workload, &'a Fabric) {
     match item.workload.checked_sub(1).and_then(|i| spec.workloads.get(i)) {
@@ -221,15 +203,7 @@ pub fn reshape(study: &SweepOn, spec: &SweepSpec, item: &Item) -> Option<(Fabric
             })
             .collect(),
     };
-    let mut workload = source.clone();
-    for layer in &mut workload.layers {
-        for phase in [&mut layer.forward, &mut layer.input_grad, &mut layer.weight_grad] {
-            if let Some(c) = &mut phase.comm {
-                let (skip, size) = placement(&c.group, origin);
-                c.group = place(skip, size, &item.npus)?;
-            }
-        }
-    }
+    let workload = source.replaced(origin, &item.npus)?;
     Some((fabric, workload))
 }
 
@@ -762,6 +736,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize, MergeError> {
 mod tests {
     use super::*;
     use crate::model::fabric::tests::libra_4d;
+    use crate::model::workload::{Group, place, rank_position};
 
     #[test]
     fn factorizations_by_hand() {
@@ -779,8 +754,8 @@ mod tests {
         let f = libra_4d();
         let tp = Group::from_libra(&[4, 4, -1, -1]).unwrap();
         let dp = Group::from_libra(&[-1, 2, 4, 32]).unwrap();
-        assert_eq!(placement(&tp, &f), (1, 16));
-        assert_eq!(placement(&dp, &f), (16, 256));
+        assert_eq!(rank_position(&tp, &f), (1, 16));
+        assert_eq!(rank_position(&dp, &f), (16, 256));
         // On LIBRA's 3D shape: its own GPT-3 3D communicators.
         assert_eq!(place(1, 16, &[16, 8, 32]).unwrap().to_libra(), vec![16, -1, -1]);
         assert_eq!(place(16, 256, &[16, 8, 32]).unwrap().to_libra(), vec![-1, 8, 32]);

@@ -29,6 +29,7 @@ pub mod doc;
 pub mod html;
 pub mod json;
 pub mod schedule;
+pub mod shapes;
 pub mod study;
 pub mod text;
 pub mod validation;

@@ -91,6 +91,9 @@ pub fn write(study: &Study, r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>
     if let Some(p) = &r.procurement {
         decision(study, p, &mut doc);
     }
+    if let Some(s) = &r.shapes {
+        shapes(study, &r.stamp, s, &mut doc, &mut out)?;
+    }
     recommended(study, r, &mut doc, &mut out)?;
     if let Some(s) = &r.scheduled {
         scheduled(study, r, s, &mut doc, &mut out)?;
@@ -135,13 +138,22 @@ fn asked(study: &Study, r: &StudyResults, doc: &mut Doc) {
         doc.push(Block::Para(study.description.lines().map(String::from).collect()));
     }
     let cons: Vec<String> = r.problem.constraints.iter().map(|c| format!("`{}`", c.text)).collect();
-    doc.push(Block::List(vec![
+    let mut fabric = vec![format!(
+        "Fabric: {} = {} NPUs; dimensions {}.",
+        study.fabric.shape(),
+        study.fabric.npus(),
+        names.join(", ")
+    )];
+    fabric.extend(study.alternatives.iter().map(|a| {
+        let dims: Vec<String> = a.fabric.dims.iter().map(|d| format!("`{}`", d.name)).collect();
         format!(
-            "Fabric: {} = {} NPUs; dimensions {}.",
-            study.fabric.shape(),
-            study.fabric.npus(),
-            names.join(", ")
-        ),
+            "Alternative `{}`: {}; dimensions {}.",
+            a.name,
+            a.fabric.shape(),
+            dims.join(", ")
+        )
+    }));
+    fabric.extend([
         format!(
             "Workload: {}, {} collectives, {:.3} ms of compute per iteration; time model `{}`, loop `{}`.",
             workload_size(study),
@@ -158,7 +170,8 @@ fn asked(study: &Study, r: &StudyResults, doc: &mut Doc) {
                 cons.join(", ")
             }
         ),
-    ]));
+    ]);
+    doc.push(Block::List(fabric));
     if !study.warnings.is_empty() {
         doc.para("Warnings on the study (allowed, but check them):");
         doc.push(Block::List(study.warnings.clone()));
@@ -229,6 +242,24 @@ fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
     answers_table(p, &names, doc);
     replayed(study, p, doc);
     red_flags(p, doc);
+}
+
+/// The shapes compared (`[[alternative]]`): the section, `shapes.csv`,
+/// `shapes.json` and the chart of their frontiers.
+fn shapes(
+    study: &Study,
+    stamp: &Stamp,
+    s: &crate::pipeline::shapes::Shapes,
+    doc: &mut Doc,
+    out: &mut Out,
+) -> Result<(), ReportError> {
+    let spec = study.procurement();
+    let within = within_budgets(&spec);
+    super::shapes::section(s, study.fabric.npus(), &within, doc);
+    out.write("shapes.csv", &super::shapes::csv(stamp, s))?;
+    out.json("shapes.json", &super::shapes::json(&study.name, stamp, s))?;
+    out.charts([super::shapes::chart(out.dir, &study.name, stamp, s, spec.budget_usd)?]);
+    Ok(())
 }
 
 /// Where the catalog's answers lie: within the budgets of `spec` (capex,

@@ -18,7 +18,7 @@ use toml::Spanned;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFabric {
-    dims: Spanned<Vec<Spanned<RawDim>>>,
+    pub(super) dims: Spanned<Vec<Spanned<RawDim>>>,
 }
 
 /// A dimension's `block`: one of the model's, or `fat-tree` (a switch
@@ -44,8 +44,8 @@ impl RawBlock {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawDim {
-    name: String,
+pub(super) struct RawDim {
+    pub(super) name: String,
     block: Spanned<RawBlock>,
     levels: Option<Spanned<i64>>,
     oversubscription: Option<Spanned<Vec<f64>>>,
@@ -75,23 +75,29 @@ pub(super) fn fabric(
     cost: &RawCost,
     src: StudyFile<'_>,
 ) -> Result<(Fabric, Vec<Algorithm>), InputError> {
-    let raw_dims = &raw.dims;
+    fabric_at(&raw.dims, "fabric.dims", cost, src)
+}
+
+/// [`fabric`] from its dimensions' table, its errors' fields under `prefix`
+/// (`fabric.dims`, or an `[[alternative]]`'s `alternative[1].dims`).
+pub(super) fn fabric_at(
+    raw_dims: &Spanned<Vec<Spanned<RawDim>>>,
+    prefix: &str,
+    cost: &RawCost,
+    src: StudyFile<'_>,
+) -> Result<(Fabric, Vec<Algorithm>), InputError> {
     if raw_dims.get_ref().is_empty() {
-        return Err(src.at(
-            raw_dims.span(),
-            "fabric.dims",
-            "the fabric needs at least one dimension",
-        ));
+        return Err(src.at(raw_dims.span(), prefix, "the fabric needs at least one dimension"));
     }
     let mut dims = Vec::new();
     let mut algorithms = Vec::new();
     for (i, sd) in raw_dims.get_ref().iter().enumerate() {
-        let (dim, algorithm) = dim(i, sd, &dims, cost, src)?;
+        let (dim, algorithm) = dim(prefix, i, sd, &dims, cost, src)?;
         algorithms.push(algorithm);
         dims.push(dim);
     }
     let fabric = Fabric { dims };
-    fabric_npus_fit(&fabric).map_err(|r| src.at(raw_dims.span(), "fabric.dims", r.to_string()))?;
+    fabric_npus_fit(&fabric).map_err(|r| src.at(raw_dims.span(), prefix, r.to_string()))?;
     check_tiers(cost, src)?;
     Ok((fabric, algorithms))
 }
@@ -107,6 +113,18 @@ pub(super) fn derive_tiers(
     parts: &Procurement,
     src: StudyFile<'_>,
 ) -> Result<Vec<String>, InputError> {
+    derive_tiers_at(&raw.dims, "fabric.dims", fabric, cost, parts, src)
+}
+
+/// [`derive_tiers`] from the dimensions' table, errors under `prefix`.
+pub(super) fn derive_tiers_at(
+    raw_dims: &Spanned<Vec<Spanned<RawDim>>>,
+    prefix: &str,
+    fabric: &Fabric,
+    cost: &mut CostModel,
+    parts: &Procurement,
+    src: StudyFile<'_>,
+) -> Result<Vec<String>, InputError> {
     let mut derived = Vec::new();
     for (d, dim) in fabric.dims.iter().enumerate() {
         if cost.tiers.contains_key(&dim.tier) {
@@ -114,8 +132,8 @@ pub(super) fn derive_tiers(
         }
         let Some(tier) = bom::cheapest_tier(fabric, parts, d) else {
             return Err(src.at(
-                raw.dims.get_ref()[d].span(),
-                format!("fabric.dims[{d}].tier"),
+                raw_dims.get_ref()[d].span(),
+                format!("{prefix}[{d}].tier"),
                 format!(
                     "dimension `{}` names no cost tier and the catalog sells nothing to build it: add a tier in [cost.tiers] or parts in [procurement.dims.{}]",
                     dim.name, dim.name
@@ -128,8 +146,10 @@ pub(super) fn derive_tiers(
     Ok(derived)
 }
 
-/// `[[fabric.dims]]` number `i`, given the dimensions before it.
+/// `[[fabric.dims]]` number `i` (its fields under `prefix`), given the
+/// dimensions before it.
 fn dim(
+    prefix: &str,
     i: usize,
     sd: &Spanned<RawDim>,
     before: &[Dim],
@@ -137,7 +157,7 @@ fn dim(
     src: StudyFile<'_>,
 ) -> Result<(Dim, Algorithm), InputError> {
     let d = sd.get_ref();
-    let field = |f: &str| format!("fabric.dims[{i}].{f}");
+    let field = |f: &str| format!("{prefix}[{i}].{f}");
     let npus = *d.npus.get_ref();
     if npus < 2 || npus > i64::from(u32::MAX) {
         return Err(src.at(
@@ -337,12 +357,23 @@ pub(super) fn fat_trees(
     parts: &Procurement,
     src: StudyFile<'_>,
 ) -> Result<(), InputError> {
+    fat_trees_at(&raw.dims, "fabric.dims", fabric, parts, src)
+}
+
+/// [`fat_trees`] from the dimensions' table, errors under `prefix`.
+pub(super) fn fat_trees_at(
+    raw_dims: &Spanned<Vec<Spanned<RawDim>>>,
+    prefix: &str,
+    fabric: &mut Fabric,
+    parts: &Procurement,
+    src: StudyFile<'_>,
+) -> Result<(), InputError> {
     for d in 0..fabric.dims.len() {
         let Some(ft) = fabric.dims[d].fat_tree.clone() else {
             continue;
         };
-        let rd = raw.dims.get_ref()[d].get_ref();
-        let field = |f: &str| format!("fabric.dims[{d}].{f}");
+        let rd = raw_dims.get_ref()[d].get_ref();
+        let field = |f: &str| format!("{prefix}[{d}].{f}");
         let name = fabric.dims[d].name.clone();
         let Some(radix) = bom::smallest_radix(fabric, parts, d) else {
             return Err(src.at(

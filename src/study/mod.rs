@@ -34,6 +34,7 @@
 //! assert!(e.to_string().contains("ring"), "{e}");
 //! ```
 
+mod alternative;
 mod evaluator;
 mod fabric;
 mod frontier;
@@ -46,6 +47,7 @@ pub mod topology;
 mod workload;
 mod write;
 
+pub use alternative::{Alternative, FABRIC_SHAPE, Unplaced};
 pub use frontier::{Case, FrontierSpec};
 pub use optimize::OptimizeSpec;
 pub use refusal::Refusal;
@@ -144,6 +146,9 @@ pub struct Study {
     /// `coopt` searches anyway; every other command refuses it
     /// (`require_workload`).
     pub workload_missing: Option<InputError>,
+    /// Other fabric shapes `run` buys and compares with this one
+    /// (`[[alternative]]`).
+    pub alternatives: Vec<Alternative>,
 }
 
 impl Study {
@@ -193,6 +198,7 @@ impl Study {
             derived_tiers: Vec::new(),
             warnings: Vec::new(),
             workload_missing: None,
+            alternatives: Vec::new(),
         })
     }
 
@@ -303,7 +309,12 @@ impl Study {
         let (mut fabric, algorithms) = fabric::fabric(&raw.fabric, &raw.cost, src)?;
         let procurement = match &raw.procurement {
             None => None,
-            Some(p) => Some(procurement::procurement_spec(p, &fabric, src)?),
+            Some(p) => Some(procurement::procurement_spec_among(
+                p,
+                &fabric,
+                &alternative::dim_names(&raw.alternative),
+                src,
+            )?),
         };
         let mut cost = CostModel {
             tiers: raw.cost.tiers.clone(),
@@ -367,6 +378,24 @@ impl Study {
         let objectives = optimize::run_objectives(&raw.run, &optimize, src)?;
         let evaluator = evaluator::evaluator_spec(&raw.evaluator, src)?;
         let reduction_gbps = reduction_gbps(raw.reduction_memory.as_ref(), generator.npu.as_ref(), src)?;
+        let collective = CollectiveModel {
+            time_model: raw.time_model.unwrap_or(TimeModel::Libra),
+            algorithms,
+            group_bandwidth: raw.group_bandwidth.unwrap_or_default(),
+            reduction_gbps,
+        };
+        let alternatives = alternative::alternatives(
+            &raw.alternative,
+            &alternative::Against {
+                fabric: &fabric,
+                cost: &raw.cost,
+                procurement: raw.procurement.as_ref(),
+                generator: &generator,
+                workload: &workload,
+                collective: &collective,
+            },
+            src,
+        )?;
         let hash = inputs_hash(text, &named_files(&raw, src, with_sweeps));
 
         let name = raw.name.unwrap_or_else(|| {
@@ -380,12 +409,7 @@ impl Study {
             fabric,
             cost,
             workload,
-            collective: CollectiveModel {
-                time_model: raw.time_model.unwrap_or(TimeModel::Libra),
-                algorithms,
-                group_bandwidth: raw.group_bandwidth.unwrap_or_default(),
-                reduction_gbps,
-            },
+            collective,
             training_loop: raw.training_loop.unwrap_or(Loop::NoOverlap),
             bw,
             optimize,
@@ -408,6 +432,7 @@ impl Study {
             derived_tiers,
             warnings,
             workload_missing,
+            alternatives,
         })
     }
 
@@ -724,4 +749,6 @@ struct RawStudy {
     #[serde(default)]
     evaluator: evaluator::RawEvaluator,
     procurement: Option<procurement::RawProcurement>,
+    #[serde(default)]
+    alternative: Vec<Spanned<alternative::RawAlternative>>,
 }

@@ -43,9 +43,15 @@ fn at(src: StudyFile<'_>, span: std::ops::Range<usize>, field: &str, msg: String
 
 /// The `[procurement]` section, checked: the catalog, then each named
 /// dimension (others keep their block's defaults), then the budgets.
-pub(super) fn procurement_spec(
+///
+/// For one of several shapes (the study's fabric and its
+/// `[[alternative]]`s): a `[procurement.dims.<name>]` that this fabric
+/// lacks but `elsewhere` (the other shapes' dimension names) has is left
+/// to those shapes.
+pub(super) fn procurement_spec_among(
     raw: &RawProcurement,
     fabric: &Fabric,
+    elsewhere: &[&str],
     src: StudyFile<'_>,
 ) -> Result<Procurement, InputError> {
     let catalog = match &raw.catalog {
@@ -60,7 +66,15 @@ pub(super) fn procurement_spec(
         .collect();
     for (name, sd) in &raw.dims {
         let Some(d) = fabric.dims.iter().position(|x| &x.name == name) else {
-            let names: Vec<&str> = fabric.dims.iter().map(|x| x.name.as_str()).collect();
+            if elsewhere.contains(&name.as_str()) {
+                continue;
+            }
+            let mut names: Vec<&str> = fabric.dims.iter().map(|x| x.name.as_str()).collect();
+            for n in elsewhere {
+                if !names.contains(n) {
+                    names.push(n);
+                }
+            }
             return Err(at(
                 src,
                 sd.span(),
