@@ -24,6 +24,7 @@ pub mod compute;
 pub mod cost;
 pub mod eval;
 pub mod fabric;
+pub mod failure;
 pub mod hf;
 pub mod spec;
 pub mod stages;

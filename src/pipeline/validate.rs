@@ -950,6 +950,7 @@ pub fn rechoose(p: &Published, npu: &Npu) -> Result<Vec<Rechosen>, RunRefused> {
             derived_tiers: Vec::new(),
             warnings: Vec::new(),
             workload_missing: None,
+            reliability: None,
         };
         let found = super::coopt::coopt(&study, &crate::progress::Quiet).map_err(|e| refused(e.to_string()))?;
         out.push(Rechosen {

@@ -41,6 +41,7 @@ pub mod objective;
 mod optimize;
 mod procurement;
 mod refusal;
+mod reliability;
 mod sweep;
 pub mod topology;
 mod workload;
@@ -144,6 +145,9 @@ pub struct Study {
     /// `coopt` searches anyway; every other command refuses it
     /// (`require_workload`).
     pub workload_missing: Option<InputError>,
+    /// Checkpoint-restart settings (`[reliability]`): `run` reports what
+    /// failed parts cost.
+    pub reliability: Option<crate::model::failure::Reliability>,
 }
 
 impl Study {
@@ -193,6 +197,7 @@ impl Study {
             derived_tiers: Vec::new(),
             warnings: Vec::new(),
             workload_missing: None,
+            reliability: None,
         })
     }
 
@@ -366,6 +371,10 @@ impl Study {
         let objectives = optimize::run_objectives(&raw.run, &optimize, src)?;
         let evaluator = evaluator::evaluator_spec(&raw.evaluator, src)?;
         let reduction_gbps = reduction_gbps(raw.reduction_memory.as_ref(), generator.npu.as_ref(), src)?;
+        let reliability = match &raw.reliability {
+            None => None,
+            Some(r) => Some(reliability::reliability(r, src)?),
+        };
         let hash = inputs_hash(text, &named_files(&raw, src, with_sweeps));
 
         let name = raw.name.unwrap_or_else(|| {
@@ -407,6 +416,7 @@ impl Study {
             derived_tiers,
             warnings,
             workload_missing,
+            reliability,
         })
     }
 
@@ -723,4 +733,5 @@ struct RawStudy {
     #[serde(default)]
     evaluator: evaluator::RawEvaluator,
     procurement: Option<procurement::RawProcurement>,
+    reliability: Option<reliability::RawReliability>,
 }
