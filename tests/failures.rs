@@ -357,7 +357,11 @@ fn bad_input_is_one_line_and_exit_2() {
     assert_eq!(String::from_utf8(out.stderr).unwrap().trim_end().lines().count(), 1);
 }
 
-fn fabric_strategy() -> impl Strategy<Value = (Vec<(&'static str, u32)>, Vec<f64>, usize, Vec<i64>)> {
+/// A random fabric (block, NPUs per dimension), its allocation, a collective
+/// kind's index and a group.
+type Drawn = (Vec<(&'static str, u32)>, Vec<f64>, usize, Vec<i64>);
+
+fn fabric_strategy() -> impl Strategy<Value = Drawn> {
     let block = prop_oneof![Just("ring"), Just("fully-connected"), Just("switch")];
     (
         proptest::collection::vec((block, 2u32..=5, 10.0f64..200.0), 1..=2),
