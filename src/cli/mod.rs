@@ -6,6 +6,7 @@
 
 pub mod collective;
 pub mod compare;
+pub mod failures;
 pub mod scheduled;
 
 use clap::{Parser, Subcommand};
@@ -55,6 +56,10 @@ pub enum Command {
     Catalog(CatalogArgs),
     /// Everything a study declares (cases, objectives, frontiers, sweeps) into results/<study>/.
     Run(RunArgs),
+    /// The iteration time with one failed part (an NPU link, a NIC, a
+    /// cable, a switch) per dimension, the parts' failures per day and the
+    /// goodput after checkpoint-restart.
+    Failures(failures::FailuresArgs),
     /// One sweep of a study (all of them without --name), optionally one shard of it.
     Sweep(SweepArgs),
     /// Join sweep shards into one CSV, checking none is missing or duplicated.
@@ -359,6 +364,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bom(a) => bom(a),
         Command::Catalog(a) => catalog(a),
         Command::Run(a) => run_studies(a),
+        Command::Failures(a) => failures::run(&a),
         Command::Sweep(a) => sweep(a),
         Command::Merge(a) => merge(a),
         Command::Coopt(a) => coopt(a),

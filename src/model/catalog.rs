@@ -77,6 +77,15 @@ fn limit(field: &str) -> f64 {
 /// Cable media.
 pub const MEDIA: [&str; 4] = ["trace", "copper", "active", "optical"];
 
+/// A part's mean time between failures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Mtbf {
+    /// Hours per failure of one unit.
+    pub hours: f64,
+    /// Where the figure comes from, with the arithmetic.
+    pub source: String,
+}
+
 /// A port class.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Port {
@@ -96,6 +105,9 @@ pub struct Port {
     pub source: String,
     /// When.
     pub date: String,
+    /// Mean time between failures, with its source (`model::failure`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtbf: Option<Mtbf>,
 }
 
 impl Port {
@@ -124,6 +136,9 @@ pub struct Switch {
     pub source: String,
     /// When.
     pub date: String,
+    /// Mean time between failures, with its source (`model::failure`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtbf: Option<Mtbf>,
 }
 
 /// A cable (or a pair of transceivers and fibre): one link, both ends.
@@ -147,6 +162,9 @@ pub struct Cable {
     pub source: String,
     /// When.
     pub date: String,
+    /// Mean time between failures, with its source (`model::failure`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtbf: Option<Mtbf>,
 }
 
 /// A server (or rack) the GPUs are bought in, with the scale-up fabric it
@@ -235,6 +253,8 @@ struct RawPort {
     watts: Spanned<f64>,
     source: Spanned<String>,
     date: String,
+    mtbf_h: Option<Spanned<f64>>,
+    mtbf_source: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -248,6 +268,8 @@ struct RawSwitch {
     watts: Spanned<f64>,
     source: Spanned<String>,
     date: String,
+    mtbf_h: Option<Spanned<f64>>,
+    mtbf_source: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -263,6 +285,8 @@ struct RawCable {
     kinds: Vec<Spanned<String>>,
     source: Spanned<String>,
     date: String,
+    mtbf_h: Option<Spanned<f64>>,
+    mtbf_source: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -394,6 +418,34 @@ impl Check<'_> {
         }
     }
 
+    /// An optional MTBF: hours above 0 with a source that says where they
+    /// come from, or neither.
+    fn mtbf(
+        &self,
+        hours: &Option<Spanned<f64>>,
+        source: &Option<Spanned<String>>,
+        part: &std::ops::Range<usize>,
+        f: &dyn Fn(&str) -> String,
+    ) -> Result<Option<Mtbf>, InputError> {
+        match (hours, source) {
+            (None, None) => Ok(None),
+            (Some(h), Some(src)) => Ok(Some(Mtbf {
+                hours: self.positive(h, f("mtbf_h"), false)?,
+                source: self.cited(src, f("mtbf_source"))?,
+            })),
+            (Some(h), None) => Err(self.at(
+                h.span(),
+                f("mtbf_source"),
+                "an MTBF needs its source: say where the figure comes from in `mtbf_source`".into(),
+            )),
+            (None, Some(_)) => Err(self.at(
+                part.clone(),
+                f("mtbf_h"),
+                "`mtbf_source` without `mtbf_h`: give the hours too".into(),
+            )),
+        }
+    }
+
     /// One of [`KINDS`].
     fn kind(&self, k: &Spanned<String>, field: String) -> Result<String, InputError> {
         if KINDS.contains(&k.get_ref().as_str()) {
@@ -442,6 +494,7 @@ impl Check<'_> {
             watts: self.positive(&p.watts, f("watts"), true)?,
             source: self.cited(&p.source, f("source"))?,
             date: p.date.clone(),
+            mtbf: self.mtbf(&p.mtbf_h, &p.mtbf_source, &sp.span(), &f)?,
         })
     }
 
@@ -467,6 +520,7 @@ impl Check<'_> {
             watts: self.positive(&s.watts, f("watts"), true)?,
             source: self.cited(&s.source, f("source"))?,
             date: s.date.clone(),
+            mtbf: self.mtbf(&s.mtbf_h, &s.mtbf_source, &ss.span(), &f)?,
         })
     }
 
@@ -496,6 +550,7 @@ impl Check<'_> {
                 .collect::<Result<_, _>>()?,
             source: self.cited(&c.source, f("source"))?,
             date: c.date.clone(),
+            mtbf: self.mtbf(&c.mtbf_h, &c.mtbf_source, &sc.span(), &f)?,
         })
     }
 

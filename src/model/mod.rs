@@ -25,6 +25,7 @@ pub mod cost;
 pub mod eval;
 pub mod fabric;
 pub mod fattree;
+pub mod failure;
 pub mod hf;
 pub mod spec;
 pub mod stages;

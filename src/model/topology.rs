@@ -376,6 +376,36 @@ impl Topology {
         Topology::from_dims(&name, &dims, gbps, latency_ns)
     }
 
+    /// A topology of `npus` NPUs (nodes `0..npus`) and `switches` switch
+    /// nodes (`npus..`) joined by `links`, each one way: (source,
+    /// destination, GB/s, ns). It has no dimensions, so it routes on fewest
+    /// hops as an edge list does; `NoRoute` names a pair of NPUs that cannot
+    /// reach each other. `model::failure` builds the groups that lost a part
+    /// with it.
+    pub fn from_links(
+        name: &str,
+        npus: u32,
+        switches: u32,
+        links: &[(u32, u32, f64, f64)],
+    ) -> Result<Topology, NoRoute> {
+        let mut t = Topology::empty(name.to_string(), npus);
+        for _ in 0..switches {
+            t.add_node();
+        }
+        for &(a, b, gbps, lat) in links {
+            if a >= t.nodes() || b >= t.nodes() {
+                return Err(NoRoute {
+                    src: a,
+                    dst: b,
+                    topology: t.name,
+                });
+            }
+            t.add_link(a, b, gbps, lat, None);
+        }
+        t.check_connected()?;
+        Ok(t)
+    }
+
     /// Coordinates of NPU `rank` (dimension 0 fastest).
     pub fn coords(&self, rank: u32) -> Vec<u32> {
         let mut r = rank;

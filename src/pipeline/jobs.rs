@@ -50,6 +50,7 @@
 
 use super::coopt::{self, Accelerators, ArchSearch, Coopt as Search, Optimum, ReplayError};
 use super::exec::{Executor, Job, RunError};
+pub use super::failures::Failures;
 use super::procure::{self, CatalogAnswer, Procured};
 use super::sweep::{self, Shard};
 use super::validate::{self, Checked};

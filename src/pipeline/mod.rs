@@ -53,6 +53,7 @@ pub mod collective;
 pub mod convert;
 pub mod coopt;
 pub mod exec;
+pub mod failures;
 pub mod jobs;
 pub mod procure;
 pub mod run;

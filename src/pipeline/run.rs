@@ -112,6 +112,9 @@ pub struct StudyResults {
     /// With `[npu.arch]`: the architecture chosen with the strategy and
     /// the fabric.
     pub archs: Option<coopt::ArchSearch>,
+    /// With `[reliability]`: what failed parts cost the decision's design
+    /// (else the study's `bw`), `pipeline::failures`.
+    pub failures: Option<super::failures::FailureResults>,
 }
 
 /// The study's fixed designs (its `bw` and its cases) on a frontier's axis.
@@ -245,6 +248,7 @@ impl Job for RunStudy<'_> {
             true => None,
             false => Some(ex.run(CompareShapes { study })?),
         };
+        let failures = study_failures(study, procurement.as_ref(), ex)?;
         let fixed = fixed_designs(study)?;
         let mut frontiers = Vec::new();
         for spec in &study.frontiers {
@@ -296,8 +300,38 @@ impl Job for RunStudy<'_> {
             sweeps,
             coopt,
             coopt_replay,
+            failures,
         })
     }
+}
+
+/// With `[reliability]`: the failures of the decision's design and its
+/// bill, else of the study's `bw` and its bill from the study's parts.
+fn study_failures(
+    study: &Study,
+    procured: Option<&Procured>,
+    ex: &Executor,
+) -> Result<Option<super::failures::FailureResults>, RunError> {
+    if study.reliability.is_none() {
+        return Ok(None);
+    }
+    let decided = procured
+        .and_then(|p| p.decided())
+        .map(|(_, c, b)| (c.catalog.bw_gbps.clone(), b.clone()));
+    let (bw, bom) = match (decided, &study.bw) {
+        (Some((bw, bom)), _) => (bw, Some(bom)),
+        (None, Some(bw)) => (
+            bw.clone(),
+            crate::model::bom::bom(&study.fabric, &study.procurement(), bw).ok(),
+        ),
+        (None, None) => return Ok(None),
+    };
+    ex.run(super::failures::Failures {
+        study,
+        bw: &bw,
+        bom: bom.as_ref(),
+    })
+    .map(Some)
 }
 
 /// `dimsum run`'s observer inside the co-optimization: the searches'

@@ -26,6 +26,7 @@ pub mod bars;
 pub mod collective;
 pub mod compare;
 pub mod doc;
+pub mod failures;
 pub mod html;
 pub mod json;
 pub mod schedule;

@@ -101,6 +101,10 @@ pub fn write(study: &Study, r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>
     if let Some(p) = &r.procurement {
         procurement(study, &r.stamp, p, &mut doc, &mut out)?;
     }
+    if let Some(f) = &r.failures {
+        super::failures::section(study, f, 2, &mut doc);
+        out.json("failures.json", &super::failures::json(study, &r.stamp, f))?;
+    }
     fixed(study, &r.stamp, &r.fixed, &mut doc, &mut out)?;
     for f in &r.frontiers {
         frontier(study, &r.stamp, f, &mut doc, &mut out)?;

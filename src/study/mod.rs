@@ -42,6 +42,7 @@ pub mod objective;
 mod optimize;
 mod procurement;
 mod refusal;
+mod reliability;
 mod sweep;
 pub mod topology;
 mod workload;
@@ -149,6 +150,9 @@ pub struct Study {
     /// Other fabric shapes `run` buys and compares with this one
     /// (`[[alternative]]`).
     pub alternatives: Vec<Alternative>,
+    /// Checkpoint-restart settings (`[reliability]`): `run` reports what
+    /// failed parts cost.
+    pub reliability: Option<crate::model::failure::Reliability>,
 }
 
 impl Study {
@@ -199,6 +203,7 @@ impl Study {
             warnings: Vec::new(),
             workload_missing: None,
             alternatives: Vec::new(),
+            reliability: None,
         })
     }
 
@@ -396,6 +401,10 @@ impl Study {
             },
             src,
         )?;
+        let reliability = match &raw.reliability {
+            None => None,
+            Some(r) => Some(reliability::reliability(r, src)?),
+        };
         let hash = inputs_hash(text, &named_files(&raw, src, with_sweeps));
 
         let name = raw.name.unwrap_or_else(|| {
@@ -433,6 +442,7 @@ impl Study {
             warnings,
             workload_missing,
             alternatives,
+            reliability,
         })
     }
 
@@ -751,4 +761,5 @@ struct RawStudy {
     procurement: Option<procurement::RawProcurement>,
     #[serde(default)]
     alternative: Vec<Spanned<alternative::RawAlternative>>,
+    reliability: Option<reliability::RawReliability>,
 }

@@ -3,7 +3,7 @@
 //! `[cost.tiers.<name>]` and `[workload]` with every layer inline. This is how
 //! `dimsum import libra` produces a study; the generator sections and the
 //! `run` sections (`[run]`, `[[frontier]]`, `[[case]]`, `[[sweep]]`,
-//! `[evaluator]`, `[procurement]`) are not written.
+//! `[evaluator]`, `[procurement]`, `[reliability]`) are not written.
 
 use super::Study;
 use crate::model::workload::PhaseKind;
