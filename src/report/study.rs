@@ -89,7 +89,7 @@ pub fn write(study: &Study, r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>
     let mut doc = Doc::default();
     asked(study, r, &mut doc);
     if let Some(p) = &r.procurement {
-        decision(study, p, &mut doc);
+        decision(study, p, r.shapes.as_ref(), &mut doc);
     }
     if let Some(s) = &r.shapes {
         shapes(study, &r.stamp, s, &mut doc, &mut out)?;
@@ -237,15 +237,33 @@ fn bound_sentence(goal: Option<Goal>, c: &Comparison) -> String {
 /// study's first objective it answers), every objective's bought answer
 /// beside it with what the next faster purchasable design costs, and red
 /// flags on the continuous optima.
-fn decision(study: &Study, p: &Procured, doc: &mut Doc) {
+fn decision(study: &Study, p: &Procured, shapes: Option<&crate::pipeline::shapes::Shapes>, doc: &mut Doc) {
     let spec = study.procurement();
     let names: Vec<&str> = study.fabric.dims.iter().map(|d| d.name.as_str()).collect();
     let within = within_budgets(&spec);
     doc.heading(2, "The decision");
+    if let Some(s) = shapes {
+        shape_first(s, doc);
+    }
     design_to_buy(study, p, &spec, &names, &within, doc);
     answers_table(p, &names, doc);
     replayed(study, p, doc);
     red_flags(p, doc);
+}
+
+/// With `[[alternative]]`, the decision opens with the shape to buy; when
+/// it is not the study's own fabric, the design that follows is named as
+/// that fabric's, and the chosen shape's design is in the Shapes section.
+fn shape_first(s: &crate::pipeline::shapes::Shapes, doc: &mut Doc) {
+    let why = super::shapes::why(s);
+    let own = crate::study::FABRIC_SHAPE;
+    match s.chosen() {
+        Some((chosen, _)) if chosen.name != own => doc.para(format!(
+            "**Shape to buy** — {why}. The Shapes section below has its design, frontier and replay; what follows here is the design of the study's own fabric (`{own}`), for comparison."
+        )),
+        Some(_) => doc.para(format!("**Shape to buy** — {why}.")),
+        None => doc.para(format!("**No shape to buy**: {why}.")),
+    }
 }
 
 /// The shapes compared (`[[alternative]]`): the section, `shapes.csv`,
