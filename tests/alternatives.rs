@@ -280,6 +280,23 @@ proptest! {
 }
 
 #[test]
+fn the_study_fabric_takes_its_name_from_the_fabric_table() {
+    // `[fabric] name` names the study's own shape; the decision is the
+    // same as the hand-worked case's (b: the same time for less capex).
+    let text = HAND.replace(
+        "[[fabric.dims]]\nname = \"x\"",
+        "[fabric]\nname = \"both\"\n[[fabric.dims]]\nname = \"x\"",
+    );
+    let s = study(&text);
+    assert_eq!(s.fabric_name, "both");
+    let got = shapes(&s);
+    let names: Vec<&str> = got.shapes.iter().map(|x| x.name.as_str()).collect();
+    assert_eq!(names, ["both", "b", "c"]);
+    assert_eq!(got.chosen, Some((1, Why::SameTime { runner_up: 0 })));
+    assert_eq!(study(HAND).fabric_name, "fabric");
+}
+
+#[test]
 fn the_report_lists_every_shape() {
     // A budget under the fabric's $186,624 and over b's $93,312: the
     // fabric has no design within it, b is the only one.
@@ -405,6 +422,24 @@ fn bad_alternatives_are_one_line_errors() {
             HAND.replace("name = \"z\"\nblock = \"switch\"", "name = \"z\"\nblock = \"cube\""),
             "",
             "cube",
+        ),
+        // The study's own fabric named by [fabric] name: an alternative
+        // may not take it, and it must be usable in a CSV cell.
+        (
+            HAND.replace(
+                "[[fabric.dims]]\nname = \"x\"",
+                "[fabric]\nname = \"b\"\n[[fabric.dims]]\nname = \"x\"",
+            ),
+            "alternative[0].name",
+            "own fabric",
+        ),
+        (
+            HAND.replace(
+                "[[fabric.dims]]\nname = \"x\"",
+                "[fabric]\nname = \"a b\"\n[[fabric.dims]]\nname = \"x\"",
+            ),
+            "fabric.name",
+            "not a usable name",
         ),
         (
             HAND.replace("[procurement.dims.z]", "[procurement.dims.q]"),

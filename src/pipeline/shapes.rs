@@ -1,5 +1,6 @@
 //! Fabric shapes a person names, compared in one study (`[[alternative]]`):
-//! the study's own fabric (the shape [`FABRIC_SHAPE`]) and each
+//! the study's own fabric (the shape named by `[fabric] name`, else
+//! [`FABRIC_SHAPE`](crate::study::FABRIC_SHAPE): `Study::fabric_name`) and each
 //! alternative, each bought from the catalog within the study's
 //! `[procurement]` budgets and caps (the catalog MILP, perf, as the
 //! study's decision asks: `procure::answer`), its catalog frontier (time
@@ -27,7 +28,7 @@ use crate::model::units::ns_to_ms;
 use crate::optimize::Problem;
 use crate::optimize::catalog::{Comparison, Goal};
 use crate::optimize::scheduled::{Backed, Measured, ScheduledError};
-use crate::study::{FABRIC_SHAPE, Study, Unplaced};
+use crate::study::{Study, Unplaced};
 use rayon::prelude::*;
 
 /// Relative difference in iteration time under which two shapes are
@@ -86,7 +87,8 @@ impl ShapeBuy {
 /// One shape of a study.
 #[derive(Debug)]
 pub struct Shape {
-    /// [`FABRIC_SHAPE`] for the study's own fabric, else the
+    /// `Study::fabric_name` for the study's own fabric (by default
+    /// [`FABRIC_SHAPE`](crate::study::FABRIC_SHAPE)), else the
     /// alternative's name.
     pub name: String,
     /// The fabric.
@@ -130,7 +132,7 @@ pub struct ShapeOn {
 pub fn shapes_of(study: &Study) -> Result<Vec<ShapeOn>, RunError> {
     let spec = procure::best_spec(study);
     let mut out = vec![ShapeOn {
-        name: FABRIC_SHAPE.into(),
+        name: study.fabric_name.clone(),
         buying: Buying::of(study),
         problem: Ok((study.problem()?, study.backed(&spec))),
     }];

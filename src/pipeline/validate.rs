@@ -953,6 +953,7 @@ pub fn rechoose(p: &Published, npu: &Npu) -> Result<Vec<Rechosen>, RunRefused> {
             warnings: Vec::new(),
             workload_missing: None,
             alternatives: Vec::new(),
+            fabric_name: crate::study::FABRIC_SHAPE.into(),
             reliability: None,
         };
         let found = super::coopt::coopt(&study, &crate::progress::Quiet).map_err(|e| refused(e.to_string()))?;

@@ -256,9 +256,10 @@ fn decision(study: &Study, p: &Procured, shapes: Option<&crate::pipeline::shapes
 /// that fabric's, and the chosen shape's design is in the Shapes section.
 fn shape_first(s: &crate::pipeline::shapes::Shapes, doc: &mut Doc) {
     let why = super::shapes::why(s);
-    let own = crate::study::FABRIC_SHAPE;
-    match s.chosen() {
-        Some((chosen, _)) if chosen.name != own => doc.para(format!(
+    // The study's own fabric is the first shape.
+    let own = &s.shapes[0].name;
+    match s.chosen {
+        Some((i, _)) if i != 0 => doc.para(format!(
             "**Shape to buy** — {why}. The Shapes section below has its design, frontier and replay; what follows here is the design of the study's own fabric (`{own}`), for comparison."
         )),
         Some(_) => doc.para(format!("**Shape to buy** — {why}.")),

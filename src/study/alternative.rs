@@ -90,6 +90,8 @@ pub struct Alternative {
 
 /// What every alternative is read against: the study's sections.
 pub(super) struct Against<'a> {
+    /// The study's own fabric's name among the shapes.
+    pub(super) own: &'a str,
     /// The study's fabric.
     pub(super) fabric: &'a Fabric,
     /// `[cost]` as written.
@@ -121,7 +123,7 @@ pub(super) fn alternatives(
         let a = sa.get_ref();
         let field = |f: &str| format!("alternative[{i}].{f}");
         let name = a.name.get_ref();
-        check_name(name, &out).map_err(|r| src.at(a.name.span(), field("name"), r.to_string()))?;
+        check_name(name, on.own, &out).map_err(|r| src.at(a.name.span(), field("name"), r.to_string()))?;
         let Some(raw_p) = on.procurement else {
             return Err(src.at(
                 sa.span(),
@@ -173,15 +175,32 @@ pub(super) fn alternatives(
     Ok(out)
 }
 
-/// An alternative's name: unique, not the study's own fabric's, and
-/// printable in a CSV cell (letters, digits, `-`, `_`, `.`, `+`).
-fn check_name(name: &str, before: &[Alternative]) -> Result<(), Refusal> {
+/// The study's own fabric's name among the shapes: `[fabric] name`, a
+/// usable name ([`usable`]), else [`FABRIC_SHAPE`].
+pub(super) fn fabric_name(raw: Option<&Spanned<String>>, src: StudyFile<'_>) -> Result<String, InputError> {
+    let Some(n) = raw else {
+        return Ok(FABRIC_SHAPE.into());
+    };
+    usable(n.get_ref()).map_err(|r| src.at(n.span(), "fabric.name", r.to_string()))?;
+    Ok(n.get_ref().clone())
+}
+
+/// A shape's name is printable in a CSV cell: letters, digits, `-`, `_`,
+/// `.`, `+`.
+fn usable(name: &str) -> Result<(), Refusal> {
     if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || "-_.+".contains(c)) {
         return Err(Refusal::new(format!(
             "`{name}` is not a usable name: use letters, digits, -, _, . or +"
         )));
     }
-    if name == FABRIC_SHAPE {
+    Ok(())
+}
+
+/// An alternative's name: usable, unique, and not the study's own
+/// fabric's (`own`).
+fn check_name(name: &str, own: &str, before: &[Alternative]) -> Result<(), Refusal> {
+    usable(name)?;
+    if name == own {
         return Err(Refusal::new(format!(
             "`{name}` is the study's own fabric's name among the shapes: choose another"
         )));

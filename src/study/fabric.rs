@@ -18,6 +18,8 @@ use toml::Spanned;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFabric {
+    /// The fabric's name among the shapes `run` compares (`[fabric] name`).
+    pub(super) name: Option<Spanned<String>>,
     pub(super) dims: Spanned<Vec<Spanned<RawDim>>>,
 }
 

@@ -150,6 +150,9 @@ pub struct Study {
     /// Other fabric shapes `run` buys and compares with this one
     /// (`[[alternative]]`).
     pub alternatives: Vec<Alternative>,
+    /// The study's own fabric's name among those shapes (`[fabric] name`,
+    /// default [`FABRIC_SHAPE`]).
+    pub fabric_name: String,
     /// Checkpoint-restart settings (`[reliability]`): `run` reports what
     /// failed parts cost.
     pub reliability: Option<crate::model::failure::Reliability>,
@@ -203,6 +206,7 @@ impl Study {
             warnings: Vec::new(),
             workload_missing: None,
             alternatives: Vec::new(),
+            fabric_name: FABRIC_SHAPE.into(),
             reliability: None,
         })
     }
@@ -389,9 +393,11 @@ impl Study {
             group_bandwidth: raw.group_bandwidth.unwrap_or_default(),
             reduction_gbps,
         };
+        let fabric_name = alternative::fabric_name(raw.fabric.name.as_ref(), src)?;
         let alternatives = alternative::alternatives(
             &raw.alternative,
             &alternative::Against {
+                own: &fabric_name,
                 fabric: &fabric,
                 cost: &raw.cost,
                 procurement: raw.procurement.as_ref(),
@@ -442,6 +448,7 @@ impl Study {
             warnings,
             workload_missing,
             alternatives,
+            fabric_name,
             reliability,
         })
     }
