@@ -311,3 +311,24 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn to_toml_writes_the_fat_tree_back() {
+    // 256 GPUs rail-optimized: a 3-level tree asked for (2 would do) with
+    // 2:1 leaves; the TOML the study writes reads back to the same keys.
+    let s = study(&pod(
+        "hgx-h100",
+        32,
+        "rails = \"optimized\"\nlevels = 3\noversubscription = [2.0]",
+    ));
+    let back = study(&s.to_toml(&[]));
+    let (a, b) = (&s.fabric.dims[1], &back.fabric.dims[1]);
+    assert_eq!(b.block_name(), "fat-tree");
+    let (ta, tb) = (a.fat_tree.as_ref().unwrap(), b.fat_tree.as_ref().unwrap());
+    assert_eq!(tb.levels, Some(3));
+    assert_eq!(tb.oversubscription, vec![2.0]);
+    assert_eq!(
+        (tb.levels, &tb.oversubscription, tb.rails),
+        (ta.levels, &ta.oversubscription, ta.rails)
+    );
+}

@@ -81,6 +81,17 @@ pub struct Dim {
     pub fat_tree: Option<FatTree>,
 }
 
+impl Dim {
+    /// The study-file name of its block: `fat-tree` for a switch built as
+    /// one, else [`Block::name`].
+    pub fn block_name(&self) -> &'static str {
+        match self.fat_tree {
+            Some(_) => "fat-tree",
+            None => self.block.name(),
+        }
+    }
+}
+
 /// How a fat-tree dimension's tree meets the dimensions below it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -438,8 +438,7 @@ pub(crate) fn what_to_buy(study: &Study, spec: &Procurement, b: &Bom) -> Vec<Str
         .enumerate()
         .map(|(d, db)| {
             let dim = &study.fabric.dims[d];
-            let block = if dim.fat_tree.is_some() { "fat-tree" } else { dim.block.name() };
-            let head = format!("`{}` ({block}({}))", db.dimension, dim.npus);
+            let head = format!("`{}` ({}({}))", db.dimension, dim.block_name(), dim.npus);
             if let Some(s) = b.servers.iter().find(|s| s.dimension == db.dimension) {
                 let money = match s.capex_usd() {
                     Some(c) => format!("${}M", sig3(usd_to_musd(c))),

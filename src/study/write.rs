@@ -6,6 +6,7 @@
 //! `[evaluator]`, `[procurement]`, `[reliability]`) are not written.
 
 use super::Study;
+use crate::model::fabric::Rails;
 use crate::model::workload::PhaseKind;
 use std::fmt::Write as _;
 
@@ -38,7 +39,22 @@ impl Study {
         for (d, alg) in self.fabric.dims.iter().zip(&self.collective.algorithms) {
             let _ = writeln!(s, "\n[[fabric.dims]]");
             let _ = writeln!(s, "name = {}", quote(&d.name));
-            let _ = writeln!(s, "block = {}", quote(d.block.name()));
+            let _ = writeln!(s, "block = {}", quote(d.block_name()));
+            if let Some(t) = &d.fat_tree {
+                if let Some(l) = t.levels {
+                    let _ = writeln!(s, "levels = {l}");
+                }
+                if !t.oversubscription.is_empty() {
+                    let _ = writeln!(
+                        s,
+                        "oversubscription = [{}]",
+                        join(t.oversubscription.iter().map(|v| fmt_f64(*v)))
+                    );
+                }
+                if t.rails == Rails::Optimized {
+                    let _ = writeln!(s, "rails = \"optimized\"");
+                }
+            }
             let _ = writeln!(s, "npus = {}", d.npus);
             let _ = writeln!(s, "latency_ns = {}", fmt_f64(d.latency_ns));
             let _ = writeln!(s, "tier = {}", quote(&d.tier));
